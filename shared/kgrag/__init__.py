@@ -1,0 +1,37 @@
+"""kgrag: knowledge-graph RAG methods with a framework-free core.
+
+The core never imports LangChain or LlamaIndex; the adapters live in ``langchain_kgrag`` and
+``llama_index_kgrag``. Heavy optional dependencies (sentence-transformers, FAISS, database
+clients) are imported lazily where they are needed, so ``import kgrag`` stays light.
+"""
+
+from kgrag.context.types import (
+    Answer,
+    Chunk,
+    Path,
+    RetrievalResult,
+    ScoredEntity,
+    Subgraph,
+    Triple,
+    Usage,
+)
+from kgrag.errors import KgragError
+from kgrag.graph import GraphStore, KnowledgeGraph, PathStep, parse_relation_path
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Answer",
+    "Chunk",
+    "GraphStore",
+    "KgragError",
+    "KnowledgeGraph",
+    "Path",
+    "PathStep",
+    "RetrievalResult",
+    "ScoredEntity",
+    "Subgraph",
+    "Triple",
+    "Usage",
+    "parse_relation_path",
+]

@@ -1,0 +1,59 @@
+"""Typed errors raised by kgrag.
+
+Every error kgrag raises on purpose derives from :class:`KgragError`, so callers can catch the
+library's failures without catching programming errors.
+"""
+
+from __future__ import annotations
+
+
+class KgragError(Exception):
+    """Base class of every error kgrag raises deliberately."""
+
+
+class GraphFormatError(KgragError, ValueError):
+    """A triples file (or iterable) holds a record that cannot be read as (head, relation, tail)."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        elif line is not None:
+            where = f"record {line}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class GraphLoadError(KgragError):
+    """A saved graph or index directory is missing, corrupted, or not a kgrag directory."""
+
+
+class UnknownNodeError(KgragError, KeyError):
+    """A node name or id is not in the graph."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "unknown node"
+
+
+class UnknownRelationError(KgragError, KeyError):
+    """A relation name or id is not in the graph."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown relation"
+
+
+class LLMNotConfiguredError(KgragError):
+    """A step needs an LLM and none was passed."""
+
+
+class LLMOutputError(KgragError, ValueError):
+    """An LLM reply could not be parsed into what the step needs (after any bounded retries)."""
+
+
+class UnsafeQueryError(KgragError, ValueError):
+    """A graph query (e.g. LLM-written Cypher) was refused because it could write or call procedures."""
+
+
+class EmbeddingError(KgragError):
+    """The embedding model could not be loaded or returned vectors of the wrong shape."""

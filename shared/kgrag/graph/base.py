@@ -1,0 +1,149 @@
+"""The GraphStore protocol: the graph operations every backend implements.
+
+Methods talk to a graph only through these operations, so the same method runs on the in-memory
+:class:`~kgrag.graph.memory.KnowledgeGraph` and on a database store (Neo4j, FalkorDB), where each
+operation is pushed down as one parameterised read query. The protocol speaks *names*; the
+in-memory graph additionally offers the same operations on integer ids and numpy arrays
+(``*_ids`` methods) for hot paths.
+
+Directions: ``"out"`` follows stored edges head -> tail, ``"in"`` follows them tail -> head,
+``"both"`` does either.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Literal, Protocol, Sequence, runtime_checkable
+
+from kgrag.context.types import Path, Triple
+
+Direction = Literal["out", "in", "both"]
+DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
+
+#: Suffixes / prefixes that mark a reversed relation in a written relation path.
+INVERSE_SUFFIXES: tuple[str, ...] = ("_inv", "_inverse", "_reverse")
+INVERSE_PREFIXES: tuple[str, ...] = ("~", "^")
+
+
+def check_direction(direction: str) -> Direction:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    return direction  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """One step of a relation path: a relation name and the direction to traverse it."""
+
+    relation: str
+    direction: Direction = "out"
+
+    def __post_init__(self) -> None:
+        check_direction(self.direction)
+
+
+def parse_relation_path(
+    path: str | Sequence[str | PathStep], *, default_direction: Direction = "out"
+) -> list[PathStep]:
+    """Turn ``"r1 -> r2_inv"`` (or a list of names / steps) into :class:`PathStep` objects.
+
+    A step written with an inverse marker (``r_inv``, ``r_inverse``, ``r_reverse``, ``~r``,
+    ``^r``) is traversed ``"in"``; any other step uses ``default_direction``. Empty steps are
+    rejected with ``ValueError`` rather than silently dropped.
+
+    >>> parse_relation_path("directed_by -> starred_actors_inv")
+    [PathStep(relation='directed_by', direction='out'), PathStep(relation='starred_actors', direction='in')]
+    """
+    check_direction(default_direction)
+    if isinstance(path, str):
+        raw: list[str | PathStep] = [p for p in re.split(r"\s*->\s*|\s*,\s*", path.strip())]
+    else:
+        raw = list(path)
+    steps: list[PathStep] = []
+    for item in raw:
+        if isinstance(item, PathStep):
+            steps.append(item)
+            continue
+        name = str(item).strip()
+        if not name:
+            raise ValueError(f"empty step in relation path {path!r}")
+        direction: Direction = default_direction
+        for prefix in INVERSE_PREFIXES:
+            if name.startswith(prefix) and len(name) > len(prefix):
+                name, direction = name[len(prefix):].strip(), "in"
+                break
+        else:
+            for suffix in INVERSE_SUFFIXES:
+                if name.endswith(suffix) and len(name) > len(suffix):
+                    name, direction = name[: -len(suffix)], "in"
+                    break
+        steps.append(PathStep(name, direction))
+    if not steps:
+        raise ValueError("a relation path needs at least one step")
+    return steps
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Operations a graph backend offers to the methods (all read-only)."""
+
+    #: True when :meth:`run_cypher` exists and runs read-only openCypher.
+    supports_cypher: bool
+
+    def counts(self) -> dict[str, int]:
+        """``{"nodes": ..., "edges": ..., "relations": ...}``."""
+
+    def has_node(self, name: str) -> bool: ...
+
+    def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:
+        """Every node name, streamed (for building local link indexes)."""
+
+    def list_relations(self) -> list[str]:
+        """Every relation name."""
+
+    def one_hop(
+        self,
+        nodes: Iterable[str],
+        *,
+        direction: Direction = "both",
+        relations: Iterable[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Triple]:
+        """Edges touching ``nodes`` in ``direction``, optionally only of ``relations``."""
+
+    def follow_path(
+        self,
+        sources: Iterable[str],
+        path: str | Sequence[str | PathStep],
+        *,
+        fan_out: int | None = None,
+        max_paths: int | None = None,
+    ) -> list[Path]:
+        """Complete walks from ``sources`` that follow the relation path step by step."""
+
+    def shortest_paths(
+        self,
+        sources: Iterable[str],
+        targets: Iterable[str],
+        *,
+        max_hops: int = 3,
+        directed: bool = False,
+        max_paths: int | None = None,
+    ) -> list[Path]:
+        """One shortest path to each reachable target from its nearest source."""
+
+    def k_hop_subgraph(
+        self,
+        nodes: Iterable[str],
+        *,
+        hops: int = 2,
+        direction: Direction = "both",
+        max_edges: int | None = None,
+    ) -> list[Triple]:
+        """Edges traversed by a BFS of ``hops`` levels from ``nodes``."""
+
+    def schema_summary(self, max_relations: int = 50) -> str:
+        """A compact text description of relations (with counts and examples) for LLM prompts."""
+
+    def degree(self, nodes: Iterable[str], *, direction: Direction = "both") -> dict[str, int]: ...

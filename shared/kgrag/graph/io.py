@@ -1,0 +1,240 @@
+"""Reading triples files and saving / loading graphs (JSON manifest + ``.npy``; never pickle)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path as FsPath
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from kgrag.errors import GraphFormatError, GraphLoadError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.memory import KnowledgeGraph
+
+log = logging.getLogger(__name__)
+
+FORMAT_NAME = "kgrag.KnowledgeGraph"
+FORMAT_VERSION = 1
+_SEPARATORS = ("\t", "|", ",", ";")
+_HEADER_WORDS = {
+    "head", "relation", "tail", "subject", "predicate", "object", "source", "target", "h", "r",
+    "t", "s", "p", "o", "rel", "edge", "label", "type", "from", "to", "entity1", "entity2",
+    "head_entity", "tail_entity", "src", "dst", "sub", "obj", "pred", "relationship",
+}
+_EDGE_ARRAYS = ("heads", "rels", "tails")
+
+
+def sniff_separator(line: str) -> str:
+    """The separator of a triples line: tab, then pipe, comma, semicolon (first that splits it)."""
+    for sep in _SEPARATORS:
+        if sep in line:
+            return sep
+    raise GraphFormatError(
+        f"cannot tell the separator of {line[:80]!r}; pass sep= (tab, '|', ',' or ';')"
+    )
+
+
+def _looks_like_header(row: Sequence[str], columns: Sequence[int]) -> bool:
+    values = [row[c].strip().lower() for c in columns if c < len(row)]
+    return len(values) == len(columns) and all(v in _HEADER_WORDS for v in values)
+
+
+class TripleReader:
+    """Iterates ``(head, relation, tail)`` from a delimited file, validating every line.
+
+    ``columns`` picks the three fields: indices, or header names (which implies a header row).
+    ``header=None`` detects a header from common column names (head/relation/tail,
+    subject/predicate/object, source/target, ...). Quoted fields follow the csv module's rules.
+    Malformed rows raise :class:`GraphFormatError` with file and line, or with
+    ``on_error="skip"`` are skipped and counted in ``skipped``.
+    """
+
+    def __init__(self, path: Any, *, sep: str | None = None,
+                 columns: Sequence[int | str] | None = None, header: bool | None = None,
+                 on_error: str = "raise", encoding: str = "utf-8") -> None:
+        if on_error not in ("raise", "skip"):
+            raise ValueError("on_error must be 'raise' or 'skip'")
+        self.path = str(path)
+        if not os.path.isfile(self.path):
+            raise FileNotFoundError(f"no triples file at {self.path}")
+        self.sep, self.columns, self.header = sep, columns, header
+        self.on_error, self.encoding = on_error, encoding
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[tuple[str, str, str]]:
+        self.skipped = 0
+        with open(self.path, newline="", encoding=self.encoding) as fh:
+            first = ""
+            for first in fh:
+                if first.strip():
+                    break
+            if not first.strip():
+                return  # empty file: an empty graph
+            sep = self.sep or sniff_separator(first)
+            fh.seek(0)
+            # csv's quote handling would mangle pipe/tab files with stray quotes; only quote CSV.
+            quoting = csv.QUOTE_MINIMAL if sep in (",", ";") else csv.QUOTE_NONE
+            reader = csv.reader(fh, delimiter=sep, quoting=quoting, skipinitialspace=False)
+            cols = self._resolve_columns(None)
+            expected = 3 if self.columns is None else None
+            header_pending = self.header is not False
+            try:
+                for row in reader:
+                    line = reader.line_num
+                    if not row or all(not f.strip() for f in row):
+                        continue
+                    if header_pending:
+                        header_pending = False
+                        if self.header or (
+                            self.columns is not None and any(isinstance(c, str) for c in self.columns)
+                        ):
+                            cols = self._resolve_columns(row)
+                            continue
+                        if _looks_like_header(row, cols):
+                            continue
+                    problem = None
+                    if expected is not None and len(row) != expected:
+                        problem = (f"expected 3 fields separated by {sep!r}, got {len(row)}; "
+                                   "pass sep= or columns=")
+                    elif len(row) <= max(cols):
+                        problem = f"expected at least {max(cols) + 1} fields, got {len(row)}"
+                    else:
+                        h, r, t = (row[c].strip() for c in cols)
+                        if not (h and r and t):
+                            problem = "empty head, relation or tail"
+                    if problem:
+                        if self.on_error == "raise":
+                            raise GraphFormatError(problem, path=self.path, line=line)
+                        self.skipped += 1
+                        continue
+                    yield h, r, t
+            except csv.Error as exc:
+                raise GraphFormatError(str(exc), path=self.path, line=reader.line_num) from exc
+            except UnicodeDecodeError as exc:
+                raise GraphFormatError(f"not {self.encoding} text ({exc.reason})", path=self.path) from exc
+        if self.skipped:
+            log.warning("skipped %d malformed line(s) in %s", self.skipped, self.path)
+
+    def _resolve_columns(self, header_row: Sequence[str] | None) -> tuple[int, int, int]:
+        if self.columns is None:
+            return (0, 1, 2)
+        if len(self.columns) != 3:
+            raise ValueError("columns must name exactly three fields: head, relation, tail")
+        if all(isinstance(c, int) for c in self.columns):
+            return tuple(int(c) for c in self.columns)  # type: ignore[return-value]
+        if header_row is None:
+            return (0, 1, 2)
+        names = [h.strip() for h in header_row]
+        resolved = []
+        for c in self.columns:
+            if isinstance(c, int):
+                resolved.append(c)
+            elif c in names:
+                resolved.append(names.index(c))
+            else:
+                raise GraphFormatError(f"column {c!r} not in header {names}", path=self.path, line=1)
+        return tuple(resolved)  # type: ignore[return-value]
+
+
+def read_triples(path: Any, **kwargs: Any) -> TripleReader:
+    """A :class:`TripleReader` over ``path``; iterate it for ``(head, relation, tail)``."""
+    return TripleReader(path, **kwargs)
+
+
+# ---------------------------------------------------------------------- save / load
+def _write_json(path: FsPath, obj: Any) -> None:
+    path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+
+
+def save_graph(kg: "KnowledgeGraph", directory: Any) -> None:
+    """Save atomically: write into a temporary sibling directory, then rename into place."""
+    target = FsPath(directory)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = FsPath(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for name in _EDGE_ARRAYS:
+            np.save(tmp / f"{name}.npy", getattr(kg, name), allow_pickle=False)
+        _write_json(tmp / "nodes.json", kg.node_names)
+        _write_json(tmp / "relations.json", kg.relation_names)
+        _write_json(tmp / "extras.json", {
+            "node_descriptions": kg.node_descriptions,
+            "relation_descriptions": kg.relation_descriptions,
+            "aliases": kg.aliases,
+        })
+        _write_json(tmp / "manifest.json", {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "nodes": kg.num_nodes,
+            "edges": kg.num_edges,
+            "relations": kg.num_relations,
+        })
+        if target.exists():
+            if not (target / "manifest.json").exists() and any(target.iterdir()):
+                raise GraphLoadError(f"{target} exists and is not a kgrag graph; not overwriting it")
+            backup = target.with_name(target.name + ".old")
+            os.replace(target, backup)
+            os.replace(tmp, target)
+            _remove_tree(backup)
+        else:
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            _remove_tree(tmp)
+
+
+def _remove_tree(path: FsPath) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _read_json(path: FsPath) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GraphLoadError(f"{path.parent} is missing {path.name}; not a saved kgrag graph") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GraphLoadError(f"{path} is corrupted: {exc}") from None
+
+
+def load_graph(cls: type["KnowledgeGraph"], directory: Any) -> "KnowledgeGraph":
+    root = FsPath(directory)
+    if not root.is_dir():
+        raise GraphLoadError(f"{root} is not a directory")
+    manifest = _read_json(root / "manifest.json")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise GraphLoadError(f"{root} does not hold a kgrag graph (manifest format "
+                             f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise GraphLoadError(f"{root}: unsupported graph format version {manifest.get('version')!r}")
+    nodes = _read_json(root / "nodes.json")
+    relations = _read_json(root / "relations.json")
+    extras = _read_json(root / "extras.json")
+    if not (isinstance(nodes, list) and isinstance(relations, list) and isinstance(extras, dict)):
+        raise GraphLoadError(f"{root}: name tables have the wrong shape")
+    arrays = {}
+    for name in _EDGE_ARRAYS:
+        try:
+            arr = np.load(root / f"{name}.npy", allow_pickle=False)
+        except FileNotFoundError:
+            raise GraphLoadError(f"{root} is missing {name}.npy") from None
+        except (ValueError, OSError) as exc:
+            raise GraphLoadError(f"{root}/{name}.npy is corrupted: {exc}") from None
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or len(arr) != manifest.get("edges"):
+            raise GraphLoadError(f"{root}/{name}.npy does not match the manifest")
+        arrays[name] = arr
+    if len(nodes) != manifest.get("nodes") or len(relations) != manifest.get("relations"):
+        raise GraphLoadError(f"{root}: name tables do not match the manifest")
+    try:
+        return cls(nodes, relations, arrays["heads"], arrays["rels"], arrays["tails"],
+                   node_descriptions=extras.get("node_descriptions"),
+                   relation_descriptions=extras.get("relation_descriptions"),
+                   aliases=extras.get("aliases"))
+    except (GraphFormatError, KeyError) as exc:
+        raise GraphLoadError(f"{root} is inconsistent: {exc}") from None

@@ -1,0 +1,694 @@
+"""The in-memory knowledge graph: interned integer ids and CSR adjacency on numpy arrays.
+
+Storage (``E`` edges, ``N`` nodes, ``R`` relations):
+
+* ``heads``, ``rels``, ``tails`` -- int32 arrays of length ``E``, the edges sorted by
+  ``(head, relation, tail)`` and de-duplicated. An edge's id is its position.
+* ``out_indptr`` (``N + 1``) -- edges of node ``v`` are ``out_indptr[v]:out_indptr[v+1]``.
+* ``in_order`` / ``in_indptr`` -- edge ids sorted by ``(tail, relation, head)``; the incoming edges
+  of ``v`` are ``in_order[in_indptr[v]:in_indptr[v+1]]``.
+* ``out_key`` / ``in_key`` -- int64 ``node * R + relation`` in the two orders. Both are sorted, so
+  the edges of *(node, relation)* pairs are found for a whole frontier at once with one
+  ``np.searchsorted`` instead of scanning a node's neighbours.
+
+Every operation works on arrays of ids (``*_ids`` methods); the name-level methods of the
+:class:`~kgrag.graph.base.GraphStore` protocol are thin wrappers that intern names and build
+result objects only at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import unicodedata
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from kgrag.context.types import Path, Triple
+from kgrag.errors import GraphFormatError, UnknownNodeError, UnknownRelationError
+from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+log = logging.getLogger(__name__)
+
+INDEX_DTYPE = np.int32
+
+
+def normalize_name(name: Any) -> str:
+    """Canonical form of a node or relation name: ``str``, NFC-normalised, outer space stripped.
+
+    NFC makes a composed "é" and "e" + combining accent the same node; nothing else (case,
+    inner whitespace) is changed, because names in real KGs differ by exactly those.
+    """
+    return unicodedata.normalize("NFC", str(name)).strip()
+
+
+def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``starts[i] .. starts[i]+counts[i]-1`` for all i, and the owner ``i`` of each."""
+    counts = counts.astype(np.int64, copy=False)
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    offsets = np.cumsum(counts) - counts
+    positions = np.arange(total, dtype=np.int64) - np.repeat(offsets, counts) + np.repeat(
+        starts.astype(np.int64, copy=False), counts
+    )
+    return positions, owner
+
+
+class KnowledgeGraph:
+    """A directed, relation-labelled multigraph held in memory (the default GraphStore).
+
+    Build it with :meth:`from_triples`, :meth:`from_csv`, :meth:`from_networkx` or
+    :meth:`from_arrays`; save and load it with :meth:`save` / :meth:`load`.
+
+    Duplicate triples are stored once; self-loops are kept (they are facts), and ``stats`` says
+    how many of each were seen. Names are normalised with :func:`normalize_name`.
+
+    >>> kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon")])
+    >>> kg.one_hop(["Satoshi Kon"])
+    [Triple(head='Tokyo Godfathers', relation='directed_by', tail='Satoshi Kon', score=None)]
+    """
+
+    supports_cypher = False
+
+    def __init__(
+        self,
+        node_names: Sequence[str],
+        relation_names: Sequence[str],
+        heads: np.ndarray,
+        rels: np.ndarray,
+        tails: np.ndarray,
+        *,
+        node_descriptions: Mapping[str, str] | None = None,
+        relation_descriptions: Mapping[str, str] | None = None,
+        aliases: Mapping[str, Iterable[str]] | None = None,
+        _sorted_unique: bool = False,
+    ) -> None:
+        self.node_names: list[str] = list(node_names)
+        self.relation_names: list[str] = list(relation_names)
+        self.node_index: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
+        self.relation_index: dict[str, int] = {r: i for i, r in enumerate(self.relation_names)}
+        if len(self.node_index) != len(self.node_names):
+            raise GraphFormatError("node names must be unique")
+        if len(self.relation_index) != len(self.relation_names):
+            raise GraphFormatError("relation names must be unique")
+        n, r = len(self.node_names), len(self.relation_names)
+        heads = np.asarray(heads, dtype=np.int64)
+        rels = np.asarray(rels, dtype=np.int64)
+        tails = np.asarray(tails, dtype=np.int64)
+        if not (len(heads) == len(rels) == len(tails)):
+            raise GraphFormatError("heads, rels and tails must have the same length")
+        if len(heads) and (
+            heads.min() < 0 or tails.min() < 0 or rels.min() < 0
+            or heads.max() >= n or tails.max() >= n or rels.max() >= r
+        ):
+            raise GraphFormatError("edge arrays reference ids outside the name tables")
+        self.stats: dict[str, int] = {"input_edges": int(len(heads))}
+        if not _sorted_unique:
+            order = np.lexsort((tails, rels, heads))
+            heads, rels, tails = heads[order], rels[order], tails[order]
+            if len(heads) > 1:
+                keep = np.ones(len(heads), dtype=bool)
+                keep[1:] = (
+                    (heads[1:] != heads[:-1]) | (rels[1:] != rels[:-1]) | (tails[1:] != tails[:-1])
+                )
+                heads, rels, tails = heads[keep], rels[keep], tails[keep]
+        self.stats["duplicate_edges"] = self.stats["input_edges"] - int(len(heads))
+        self.stats["self_loops"] = int(np.count_nonzero(heads == tails))
+        self.heads = heads.astype(INDEX_DTYPE)
+        self.rels = rels.astype(INDEX_DTYPE)
+        self.tails = tails.astype(INDEX_DTYPE)
+        self._build_index()
+        self.node_descriptions: dict[str, str] = dict(node_descriptions or {})
+        self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
+        self.aliases: dict[str, list[str]] = {}
+        for name, names in (aliases or {}).items():
+            key = normalize_name(name)
+            if key not in self.node_index:
+                raise UnknownNodeError(f"alias given for unknown node {name!r}")
+            self.aliases[key] = [normalize_name(a) for a in names if normalize_name(a)]
+        self._scratch = threading.local()
+
+    # ------------------------------------------------------------------ building
+    def _build_index(self) -> None:
+        n, r = len(self.node_names), max(len(self.relation_names), 1)
+        self._r = r
+        heads64 = self.heads.astype(np.int64)
+        tails64 = self.tails.astype(np.int64)
+        rels64 = self.rels.astype(np.int64)
+        self.out_indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(heads64, minlength=n), out=self.out_indptr[1:])
+        self.out_key = heads64 * r + rels64
+        self.in_order = np.lexsort((heads64, rels64, tails64)).astype(INDEX_DTYPE)
+        self.in_indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tails64, minlength=n), out=self.in_indptr[1:])
+        self.in_key = tails64[self.in_order] * r + rels64[self.in_order]
+
+    @classmethod
+    def from_arrays(
+        cls,
+        heads: np.ndarray,
+        rels: np.ndarray,
+        tails: np.ndarray,
+        node_names: Sequence[str],
+        relation_names: Sequence[str],
+        **kwargs: Any,
+    ) -> "KnowledgeGraph":
+        """Build from integer edge arrays and name tables (fastest; no string interning)."""
+        return cls(node_names, relation_names, heads, rels, tails, **kwargs)
+
+    @classmethod
+    def from_triples(
+        cls,
+        triples: Iterable[Sequence[Any]],
+        *,
+        on_error: str = "raise",
+        source: str | None = None,
+        **kwargs: Any,
+    ) -> "KnowledgeGraph":
+        """Build from an iterable of ``(head, relation, tail)``.
+
+        A record that is not three non-empty values raises :class:`GraphFormatError` naming its
+        position (``on_error="raise"``), or is skipped and counted in ``stats["skipped_records"]``
+        (``on_error="skip"``).
+        """
+        if on_error not in ("raise", "skip"):
+            raise ValueError("on_error must be 'raise' or 'skip'")
+        nodes: dict[str, int] = {}
+        relations: dict[str, int] = {}
+        h_ids: list[int] = []
+        r_ids: list[int] = []
+        t_ids: list[int] = []
+        skipped = 0
+        for position, record in enumerate(triples, start=1):
+            problem = None
+            try:
+                h, r, t = record
+            except (TypeError, ValueError):
+                problem = f"expected (head, relation, tail), got {record!r:.200}"
+            else:
+                h, r, t = normalize_name(h), normalize_name(r), normalize_name(t)
+                if not (h and r and t):
+                    problem = f"empty head, relation or tail in {record!r:.200}"
+            if problem:
+                if on_error == "raise":
+                    raise GraphFormatError(problem, path=source, line=position)
+                skipped += 1
+                continue
+            h_ids.append(nodes.setdefault(h, len(nodes)))
+            r_ids.append(relations.setdefault(r, len(relations)))
+            t_ids.append(nodes.setdefault(t, len(nodes)))
+        if skipped:
+            log.warning("skipped %d malformed record(s)%s", skipped, f" in {source}" if source else "")
+        kg = cls(
+            list(nodes),
+            list(relations),
+            np.fromiter(h_ids, dtype=np.int64, count=len(h_ids)),
+            np.fromiter(r_ids, dtype=np.int64, count=len(r_ids)),
+            np.fromiter(t_ids, dtype=np.int64, count=len(t_ids)),
+            **kwargs,
+        )
+        kg.stats["skipped_records"] = skipped
+        return kg
+
+    @classmethod
+    def from_csv(cls, path: Any, *, sep: str | None = None, columns: Sequence[int | str] | None = None,
+                 header: bool | None = None, on_error: str = "raise", encoding: str = "utf-8",
+                 **kwargs: Any) -> "KnowledgeGraph":
+        """Load triples from a CSV / TSV / pipe-separated file. See :mod:`kgrag.graph.io`."""
+        from kgrag.graph.io import read_triples
+
+        triples = read_triples(path, sep=sep, columns=columns, header=header, on_error=on_error,
+                               encoding=encoding)
+        kg = cls.from_triples(triples, on_error="raise", source=str(path), **kwargs)
+        kg.stats["skipped_records"] = triples.skipped
+        return kg
+
+    @classmethod
+    def from_networkx(cls, graph: "nx.Graph", *, relation_key: str = "relation",
+                      default_relation: str | None = None, **kwargs: Any) -> "KnowledgeGraph":
+        """Build from a networkx (Multi)DiGraph whose edges carry the relation in ``relation_key``.
+
+        Node attributes ``description`` and ``aliases`` are picked up. An edge without the
+        relation attribute raises :class:`GraphFormatError` unless ``default_relation`` is given.
+        An undirected graph is read with each edge in its stored orientation.
+        """
+        def edges() -> Iterator[tuple[Any, Any, Any]]:
+            for u, v, data in graph.edges(data=True):
+                rel = data.get(relation_key, default_relation)
+                if rel is None:
+                    raise GraphFormatError(
+                        f"edge ({u!r}, {v!r}) has no {relation_key!r} attribute; "
+                        "pass relation_key= or default_relation="
+                    )
+                yield (u, rel, v)
+
+        descriptions = {normalize_name(n): str(d["description"]) for n, d in graph.nodes(data=True)
+                        if d.get("description")}
+        aliases = {normalize_name(n): list(d["aliases"]) for n, d in graph.nodes(data=True)
+                   if d.get("aliases")}
+        kwargs.setdefault("node_descriptions", descriptions)
+        kwargs.setdefault("aliases", aliases)
+        kg = cls.from_triples(edges(), **kwargs)
+        isolated = [normalize_name(n) for n in graph.nodes if normalize_name(n) not in kg.node_index]
+        if isolated:  # keep isolated nodes: they can still be linked and described
+            kg = cls(kg.node_names + isolated, kg.relation_names, kg.heads, kg.rels, kg.tails,
+                     node_descriptions=kg.node_descriptions,
+                     relation_descriptions=kg.relation_descriptions, aliases=kg.aliases,
+                     _sorted_unique=True)
+        return kg
+
+    def to_networkx(self) -> "nx.MultiDiGraph":
+        """Export as a ``networkx.MultiDiGraph`` with the relation on each edge's ``relation``."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        for name in self.node_names:
+            attrs: dict[str, Any] = {}
+            if name in self.node_descriptions:
+                attrs["description"] = self.node_descriptions[name]
+            if name in self.aliases:
+                attrs["aliases"] = list(self.aliases[name])
+            g.add_node(name, **attrs)
+        names, rnames = self.node_names, self.relation_names
+        g.add_edges_from(
+            (names[h], names[t], {"relation": rnames[r]})
+            for h, r, t in zip(self.heads.tolist(), self.rels.tolist(), self.tails.tolist())
+        )
+        return g
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory: Any) -> None:
+        """Write a JSON manifest, names as JSON and edges as ``.npy`` (no pickle)."""
+        from kgrag.graph.io import save_graph
+
+        save_graph(self, directory)
+
+    @classmethod
+    def load(cls, directory: Any) -> "KnowledgeGraph":
+        """Load a directory written by :meth:`save`; raises :class:`~kgrag.errors.GraphLoadError`."""
+        from kgrag.graph.io import load_graph
+
+        return load_graph(cls, directory)
+
+    # ------------------------------------------------------------------ sizes and lookups
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def num_edges(self) -> int:
+        return int(len(self.heads))
+
+    @property
+    def num_relations(self) -> int:
+        return len(self.relation_names)
+
+    def __len__(self) -> int:
+        return self.num_edges
+
+    def __repr__(self) -> str:
+        return (f"KnowledgeGraph(nodes={self.num_nodes}, edges={self.num_edges}, "
+                f"relations={self.num_relations})")
+
+    def counts(self) -> dict[str, int]:
+        return {"nodes": self.num_nodes, "edges": self.num_edges, "relations": self.num_relations}
+
+    def has_node(self, name: str) -> bool:
+        return normalize_name(name) in self.node_index
+
+    def node_id(self, name: str) -> int:
+        try:
+            return self.node_index[normalize_name(name)]
+        except KeyError:
+            raise UnknownNodeError(f"node {name!r} is not in the graph") from None
+
+    def relation_id(self, name: str) -> int:
+        try:
+            return self.relation_index[normalize_name(name)]
+        except KeyError:
+            raise UnknownRelationError(f"relation {name!r} is not in the graph") from None
+
+    def node_ids(self, names: Iterable[str], *, missing: str = "ignore") -> np.ndarray:
+        """Ids of ``names`` in order; unknown names are dropped (``missing="ignore"``) or raise."""
+        ids = []
+        for name in names:
+            i = self.node_index.get(normalize_name(name))
+            if i is None:
+                if missing == "raise":
+                    raise UnknownNodeError(f"node {name!r} is not in the graph")
+                continue
+            ids.append(i)
+        return np.asarray(ids, dtype=np.int64)
+
+    def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:
+        return iter(self.node_names)
+
+    def list_relations(self) -> list[str]:
+        return list(self.relation_names)
+
+    def triples(self) -> Iterator[Triple]:
+        names, rnames = self.node_names, self.relation_names
+        for h, r, t in zip(self.heads.tolist(), self.rels.tolist(), self.tails.tolist()):
+            yield Triple(names[h], rnames[r], names[t])
+
+    def relation_counts(self) -> dict[str, int]:
+        counts = np.bincount(self.rels, minlength=self.num_relations)
+        return {self.relation_names[i]: int(c) for i, c in enumerate(counts)}
+
+    def _relation_ids(self, relations: Iterable[str | int] | None) -> np.ndarray | None:
+        if relations is None:
+            return None
+        ids = [r if isinstance(r, (int, np.integer)) else self.relation_id(r) for r in relations]
+        return np.asarray(sorted(set(int(i) for i in ids)), dtype=np.int64)
+
+    # ------------------------------------------------------------------ id-level operations
+    def degree_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        check_direction(direction)
+        deg = np.zeros(len(nodes), dtype=np.int64)
+        if direction in ("out", "both"):
+            deg += self.out_indptr[nodes + 1] - self.out_indptr[nodes]
+        if direction in ("in", "both"):
+            deg += self.in_indptr[nodes + 1] - self.in_indptr[nodes]
+        return deg
+
+    def _pair_ranges(self, nodes: np.ndarray, rel: int, reverse: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Start and count of the (node, rel) block in out_key (or in_key when ``reverse``)."""
+        key = self.in_key if reverse else self.out_key
+        probe = nodes.astype(np.int64) * self._r + rel
+        lo = np.searchsorted(key, probe, side="left")
+        hi = np.searchsorted(key, probe, side="right")
+        return lo, hi - lo
+
+    def _edges_one_direction(self, nodes: np.ndarray, reverse: bool,
+                             rel_ids: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(edge ids, owner index into ``nodes``) of edges leaving (or entering) ``nodes``."""
+        if rel_ids is None:
+            indptr = self.in_indptr if reverse else self.out_indptr
+            starts, counts = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
+            pos, owner = _expand_ranges(starts, counts)
+        else:
+            parts_pos, parts_owner = [], []
+            for rel in rel_ids.tolist():
+                starts, counts = self._pair_ranges(nodes, rel, reverse)
+                p, o = _expand_ranges(starts, counts)
+                parts_pos.append(p)
+                parts_owner.append(o)
+            pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
+            owner = np.concatenate(parts_owner) if parts_owner else np.empty(0, np.int64)
+        edges = self.in_order[pos].astype(np.int64) if reverse else pos
+        return edges, owner
+
+    def edges_ids(self, nodes: np.ndarray, direction: Direction = "both",
+                  relations: Iterable[str | int] | None = None) -> np.ndarray:
+        """Sorted unique ids of the edges touching ``nodes`` in ``direction``."""
+        check_direction(direction)
+        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        rel_ids = self._relation_ids(relations)
+        parts = []
+        if direction in ("out", "both"):
+            parts.append(self._edges_one_direction(nodes, False, rel_ids)[0])
+        if direction in ("in", "both"):
+            parts.append(self._edges_one_direction(nodes, True, rel_ids)[0])
+        return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+
+    def neighbors_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
+        """Sorted unique neighbours of ``nodes`` (the nodes themselves only via self-loops/cycles)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        out = []
+        if direction in ("out", "both"):
+            e, _ = self._edges_one_direction(nodes, False, None)
+            out.append(self.tails[e])
+        if direction in ("in", "both"):
+            e, _ = self._edges_one_direction(nodes, True, None)
+            out.append(self.heads[e])
+        return np.unique(np.concatenate(out)).astype(np.int64) if out else np.empty(0, np.int64)
+
+    def follow_path_ids(
+        self,
+        sources: np.ndarray,
+        steps: Sequence[tuple[int, Direction]],
+        *,
+        fan_out: int | None = None,
+        max_paths: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Walk relation ``steps`` from every source; return only complete walks.
+
+        Returns ``(nodes, edges, forward)`` with shapes ``(P, L+1)``, ``(P, L)``, ``(P, L)``.
+        ``fan_out`` caps the edges followed from one walk at one step (lowest edge ids first,
+        so the result is deterministic); ``max_paths`` caps the number of walks kept after each
+        step (earliest first). A ``"both"`` step follows outgoing edges, then incoming ones.
+        """
+        nodes = np.unique(np.asarray(sources, dtype=np.int64)).reshape(-1, 1)
+        edges = np.empty((len(nodes), 0), dtype=np.int64)
+        forward = np.empty((len(nodes), 0), dtype=bool)
+        for rel, direction in steps:
+            check_direction(direction)
+            frontier = nodes[:, -1]
+            cand_edges, cand_owner, cand_next, cand_fwd = [], [], [], []
+            for reverse in ((False,) if direction == "out" else (True,) if direction == "in"
+                            else (False, True)):
+                starts, counts = self._pair_ranges(frontier, int(rel), reverse)
+                if fan_out is not None:
+                    counts = np.minimum(counts, fan_out)
+                pos, owner = _expand_ranges(starts, counts)
+                e = self.in_order[pos].astype(np.int64) if reverse else pos
+                cand_edges.append(e)
+                cand_owner.append(owner)
+                cand_next.append((self.heads if reverse else self.tails)[e].astype(np.int64))
+                cand_fwd.append(np.full(len(e), not reverse))
+            e = np.concatenate(cand_edges)
+            owner = np.concatenate(cand_owner)
+            nxt = np.concatenate(cand_next)
+            fwd = np.concatenate(cand_fwd)
+            if direction == "both":
+                # keep each walk's candidates together, and honour fan_out across both directions
+                order = np.argsort(owner, kind="stable")
+                e, owner, nxt, fwd = e[order], owner[order], nxt[order], fwd[order]
+                if fan_out is not None and len(owner):
+                    first = np.r_[0, np.flatnonzero(np.diff(owner)) + 1]
+                    rank = np.arange(len(owner)) - np.repeat(first, np.diff(np.r_[first, len(owner)]))
+                    keep = rank < fan_out
+                    e, owner, nxt, fwd = e[keep], owner[keep], nxt[keep], fwd[keep]
+            if max_paths is not None and len(owner) > max_paths:
+                e, owner, nxt, fwd = e[:max_paths], owner[:max_paths], nxt[:max_paths], fwd[:max_paths]
+            nodes = np.column_stack([nodes[owner], nxt]) if len(owner) else np.empty(
+                (0, nodes.shape[1] + 1), np.int64)
+            edges = np.column_stack([edges[owner], e]) if len(owner) else np.empty(
+                (0, edges.shape[1] + 1), np.int64)
+            forward = np.column_stack([forward[owner], fwd]) if len(owner) else np.empty(
+                (0, forward.shape[1] + 1), bool)
+        return nodes, edges, forward
+
+    def _scratch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-thread BFS arrays of length N, reset after use (so a search costs O(visited))."""
+        s = self._scratch
+        if getattr(s, "n", None) != self.num_nodes:
+            s.n = self.num_nodes
+            s.dist = np.full(self.num_nodes, -1, dtype=np.int32)
+            s.parent_edge = np.full(self.num_nodes, -1, dtype=np.int64)
+            s.parent_fwd = np.zeros(self.num_nodes, dtype=bool)
+        return s.dist, s.parent_edge, s.parent_fwd
+
+    def _bfs_step(self, frontier: np.ndarray, directed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All (edge, next node, forward flag) leaving ``frontier`` (both ways if undirected)."""
+        e_out, _ = self._edges_one_direction(frontier, False, None)
+        parts_e, parts_n, parts_f = [e_out], [self.tails[e_out].astype(np.int64)], [
+            np.ones(len(e_out), bool)]
+        if not directed:
+            e_in, _ = self._edges_one_direction(frontier, True, None)
+            parts_e.append(e_in)
+            parts_n.append(self.heads[e_in].astype(np.int64))
+            parts_f.append(np.zeros(len(e_in), bool))
+        return np.concatenate(parts_e), np.concatenate(parts_n), np.concatenate(parts_f)
+
+    def shortest_paths_ids(
+        self,
+        sources: np.ndarray,
+        targets: np.ndarray,
+        *,
+        max_hops: int = 3,
+        directed: bool = False,
+        max_paths: int | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """One shortest path (≤ ``max_hops`` edges) to each reachable target from the nearest source.
+
+        A multi-source breadth-first search; ties between equally short paths are broken by the
+        lowest edge id, so results are deterministic. Targets that are themselves sources are
+        skipped (a zero-length path says nothing). Returns ``(nodes, edges, forward)`` per path,
+        ordered by length then target id.
+        """
+        sources = np.unique(np.asarray(sources, dtype=np.int64))
+        target_set = np.unique(np.asarray(targets, dtype=np.int64))
+        target_set = target_set[~np.isin(target_set, sources)]
+        if len(sources) == 0 or len(target_set) == 0 or max_hops < 1:
+            return []
+        dist, parent_edge, parent_fwd = self._scratch_arrays()
+        touched = [sources]
+        try:
+            dist[sources] = 0
+            frontier = sources
+            for hop in range(1, max_hops + 1):
+                e, nxt, fwd = self._bfs_step(frontier, directed)
+                fresh = dist[nxt] < 0
+                e, nxt, fwd = e[fresh], nxt[fresh], fwd[fresh]
+                if len(nxt) == 0:
+                    break
+                order = np.lexsort((e, nxt))  # by node, then lowest edge id
+                e, nxt, fwd = e[order], nxt[order], fwd[order]
+                first = np.r_[True, nxt[1:] != nxt[:-1]]
+                e, nxt, fwd = e[first], nxt[first], fwd[first]
+                dist[nxt] = hop
+                parent_edge[nxt] = e
+                parent_fwd[nxt] = fwd
+                touched.append(nxt)
+                frontier = nxt
+                if np.all(dist[target_set] >= 0):
+                    break
+            reached = target_set[dist[target_set] > 0]
+            reached = reached[np.lexsort((reached, dist[reached]))]
+            if max_paths is not None:
+                reached = reached[:max_paths]
+            paths = []
+            for t in reached.tolist():
+                length = int(dist[t])
+                nodes = np.empty(length + 1, np.int64)
+                edges = np.empty(length, np.int64)
+                fwds = np.empty(length, bool)
+                cur = t
+                for i in range(length - 1, -1, -1):
+                    nodes[i + 1] = cur
+                    edge = int(parent_edge[cur])
+                    edges[i] = edge
+                    fwds[i] = bool(parent_fwd[cur])
+                    cur = int(self.heads[edge]) if fwds[i] else int(self.tails[edge])
+                nodes[0] = cur
+                paths.append((nodes, edges, fwds))
+            return paths
+        finally:
+            for arr in touched:
+                dist[arr] = -1
+                parent_edge[arr] = -1
+                parent_fwd[arr] = False
+
+    def k_hop_subgraph_ids(
+        self,
+        nodes: np.ndarray,
+        *,
+        hops: int = 2,
+        direction: Direction = "both",
+        max_edges: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, edge ids) reached by a BFS of ``hops`` levels from ``nodes``.
+
+        The edges are those traversed from nodes at distance < ``hops``; with ``max_edges`` the
+        BFS stops adding edges once the cap is reached (nearer levels first, then lowest ids).
+        """
+        check_direction(direction)
+        seen_nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        frontier = seen_nodes
+        edge_parts: list[np.ndarray] = []
+        n_edges = 0
+        for _ in range(hops):
+            if len(frontier) == 0:
+                break
+            e = self.edges_ids(frontier, direction)
+            if edge_parts:
+                e = e[~np.isin(e, np.concatenate(edge_parts))]
+            if max_edges is not None and n_edges + len(e) > max_edges:
+                e = e[: max_edges - n_edges]
+            edge_parts.append(e)
+            n_edges += len(e)
+            ends = np.unique(np.concatenate([self.heads[e], self.tails[e]]).astype(np.int64))
+            frontier = ends[~np.isin(ends, seen_nodes)]
+            seen_nodes = np.union1d(seen_nodes, frontier)
+            if max_edges is not None and n_edges >= max_edges:
+                break
+        edges = np.sort(np.concatenate(edge_parts)) if edge_parts else np.empty(0, np.int64)
+        return seen_nodes, edges
+
+    # ------------------------------------------------------------------ name-level (GraphStore)
+    def edge_triples(self, edge_ids: Iterable[int]) -> list[Triple]:
+        names, rnames = self.node_names, self.relation_names
+        e = np.asarray(list(edge_ids) if not isinstance(edge_ids, np.ndarray) else edge_ids,
+                       dtype=np.int64)
+        return [Triple(names[h], rnames[r], names[t]) for h, r, t in
+                zip(self.heads[e].tolist(), self.rels[e].tolist(), self.tails[e].tolist())]
+
+    def _make_path(self, nodes: np.ndarray, edges: np.ndarray, forward: np.ndarray) -> Path:
+        names, rnames = self.node_names, self.relation_names
+        return Path(
+            tuple(names[i] for i in nodes.tolist()),
+            tuple(rnames[r] for r in self.rels[edges].tolist()),
+            tuple(bool(f) for f in forward.tolist()),
+        )
+
+    def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
+                relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
+        ids = self.node_ids(nodes)
+        rel_filter = None if relations is None else [
+            r for r in relations if normalize_name(r) in self.relation_index]
+        e = self.edges_ids(ids, direction, rel_filter)
+        if limit is not None:
+            e = e[:limit]
+        return self.edge_triples(e)
+
+    def follow_path(self, sources: Iterable[str], path: str | Sequence[str | PathStep], *,
+                    fan_out: int | None = None, max_paths: int | None = None,
+                    default_direction: Direction = "out") -> list[Path]:
+        """Walks from ``sources`` along ``path`` (``"r1 -> r2_inv"`` or steps). Unknown relation: []."""
+        steps = parse_relation_path(path, default_direction=default_direction)
+        try:
+            id_steps = [(self.relation_id(s.relation), s.direction) for s in steps]
+        except UnknownRelationError:
+            return []
+        nodes, edges, fwd = self.follow_path_ids(self.node_ids(sources), id_steps,
+                                                 fan_out=fan_out, max_paths=max_paths)
+        return [self._make_path(nodes[i], edges[i], fwd[i]) for i in range(len(nodes))]
+
+    def shortest_paths(self, sources: Iterable[str], targets: Iterable[str], *, max_hops: int = 3,
+                       directed: bool = False, max_paths: int | None = None) -> list[Path]:
+        found = self.shortest_paths_ids(self.node_ids(sources), self.node_ids(targets),
+                                        max_hops=max_hops, directed=directed, max_paths=max_paths)
+        return [self._make_path(n, e, f) for n, e, f in found]
+
+    def k_hop_subgraph(self, nodes: Iterable[str], *, hops: int = 2, direction: Direction = "both",
+                       max_edges: int | None = None) -> list[Triple]:
+        _, edges = self.k_hop_subgraph_ids(self.node_ids(nodes), hops=hops, direction=direction,
+                                           max_edges=max_edges)
+        return self.edge_triples(edges)
+
+    def degree(self, nodes: Iterable[str], *, direction: Direction = "both") -> dict[str, int]:
+        names = [normalize_name(n) for n in nodes if normalize_name(n) in self.node_index]
+        deg = self.degree_ids(np.asarray([self.node_index[n] for n in names], np.int64), direction)
+        return dict(zip(names, deg.tolist()))
+
+    def schema_summary(self, max_relations: int = 50) -> str:
+        """Relations by frequency, each with its edge count and one example edge."""
+        counts = np.bincount(self.rels, minlength=self.num_relations)
+        order = np.argsort(-counts, kind="stable")[:max_relations]
+        present, first_edge = np.unique(self.rels, return_index=True)
+        example_of = dict(zip(present.tolist(), first_edge.tolist()))
+        lines = [f"Knowledge graph: {self.num_nodes} entities, {self.num_edges} edges, "
+                 f"{self.num_relations} relation types.", "Relations (edge count; example):"]
+        for rel in order.tolist():
+            if counts[rel] == 0:
+                continue
+            example = example_of[rel]
+            h, t = self.node_names[self.heads[example]], self.node_names[self.tails[example]]
+            desc = self.relation_descriptions.get(self.relation_names[rel])
+            line = f"- {self.relation_names[rel]} ({int(counts[rel])}; e.g. {h} -> {t})"
+            lines.append(line + (f": {desc}" if desc else ""))
+        if self.num_relations > max_relations:
+            lines.append(f"... and {self.num_relations - max_relations} more relations")
+        return "\n".join(lines)
+
+    def relation_histogram(self) -> list[tuple[str, int]]:
+        return Counter(self.relation_counts()).most_common()
