@@ -1,0 +1,95 @@
+"""The framework adapters over a small real method: LangChain and LlamaIndex classes for real."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llama_index.core.schema import NodeWithScore
+
+from kgrag import KnowledgeGraph, RetrievalResult, Triple
+from kgrag.context.types import Answer, Path
+from kgrag.methods.base import KGMethod
+from langchain_kgrag import KGRetriever as LCRetriever
+from llama_index_kgrag import KGQueryEngine, KGRetriever as LIRetriever
+
+
+class NeighbourMethod(KGMethod):
+    """Exact-name lookup of question words + one-hop edges (a minimal real method)."""
+
+    name = "neighbours"
+
+    def __init__(self, kg: KnowledgeGraph):
+        self.kg = kg
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        found = [n for n in self.kg.node_names if n.lower() in question.lower()]
+        items = [Triple(t.head, t.relation, t.tail, score=1.0) for t in self.kg.one_hop(found)]
+        items += self.kg.shortest_paths(found[:1], found[1:], max_hops=2)
+        return RetrievalResult(question, items, method=self.name)
+
+    def answer(self, question: str) -> Answer:
+        result = self.retrieve(question)
+        tails = [i.tail for i in result.items if isinstance(i, Triple)]
+        return Answer(question, tails, ", ".join(tails), result)
+
+
+@pytest.fixture()
+def method():
+    kg = KnowledgeGraph.from_triples([
+        ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+        ("Paprika", "directed_by", "Satoshi Kon"),
+        ("Satoshi Kon", "born_in", "Sapporo"),
+    ])
+    return NeighbourMethod(kg)
+
+
+def test_langchain_retriever_is_a_real_base_retriever(method):
+    retriever = LCRetriever(method=method)
+    assert isinstance(retriever, LCBaseRetriever)
+    docs = retriever.invoke("Who directed Tokyo Godfathers?")
+    assert [d.page_content for d in docs] == ["Tokyo Godfathers -> directed_by -> Satoshi Kon"]
+    assert docs[0].metadata["head"] == "Tokyo Godfathers" and docs[0].metadata["rank"] == 0
+    assert docs[0].metadata["method"] == "neighbours"
+    batch = retriever.batch(["Paprika?", "Sapporo?"])
+    assert [len(b) for b in batch] == [1, 1]
+    adocs = asyncio.run(retriever.ainvoke("Paprika"))
+    assert isinstance(adocs[0], Document)
+
+
+def test_langchain_tool_returns_facts(method):
+    tool = LCRetriever(method=method).as_tool(name="kg", description="facts")
+    out = tool.invoke({"query": "Where was Satoshi Kon born?"})
+    assert "Satoshi Kon -> born_in -> Sapporo" in out
+
+
+def test_paths_carry_provenance(method):
+    docs = LCRetriever(method=method).invoke("Tokyo Godfathers and Paprika")
+    paths = [d for d in docs if d.metadata["kgrag_type"] == "path"]
+    assert paths and paths[0].metadata["nodes"] == ["Tokyo Godfathers", "Satoshi Kon", "Paprika"]
+    assert paths[0].metadata["forward"] == [True, False]
+    assert paths[0].page_content == (
+        "Tokyo Godfathers -> directed_by -> Satoshi Kon <- directed_by <- Paprika")
+
+
+def test_llamaindex_retriever_and_query_engine(method):
+    retriever = LIRetriever(method)
+    assert isinstance(retriever, LIBaseRetriever)
+    nodes = retriever.retrieve("Who directed Paprika?")
+    assert isinstance(nodes[0], NodeWithScore) and nodes[0].score == 1.0
+    assert nodes[0].node.metadata["tail"] == "Satoshi Kon"
+    again = asyncio.run(retriever.aretrieve("Who directed Paprika?"))
+    assert again[0].node.node_id == nodes[0].node.node_id  # stable ids
+    engine = KGQueryEngine(method=method)
+    response = engine.query("Who directed Paprika?")
+    assert str(response) == "Satoshi Kon"
+    assert response.metadata["answers"] == ["Satoshi Kon"]
+    assert len(response.source_nodes) == 1
+
+
+def test_path_type_validates():
+    with pytest.raises(ValueError):
+        Path(("a", "b"), ("r", "s"))
