@@ -69,11 +69,19 @@ class TripleReader:
 
     def __iter__(self) -> Iterator[tuple[str, str, str]]:
         self.skipped = 0
-        with open(self.path, newline="", encoding=self.encoding) as fh:
+        # "utf-8-sig" reads plain UTF-8 too, and drops the byte-order mark spreadsheet programs
+        # write, which would otherwise glue itself to the first header name.
+        encoding = "utf-8-sig" if self.encoding.lower().replace("_", "-") in ("utf-8", "utf8") \
+            else self.encoding
+        with open(self.path, newline="", encoding=encoding) as fh:
             first = ""
-            for first in fh:
-                if first.strip():
-                    break
+            try:
+                for first in fh:
+                    if first.strip():
+                        break
+            except UnicodeDecodeError as exc:
+                raise GraphFormatError(f"not {self.encoding} text ({exc.reason})",
+                                       path=self.path) from exc
             if not first.strip():
                 return  # empty file: an empty graph
             sep = self.sep or sniff_separator(first)
@@ -224,7 +232,7 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any) -> "KnowledgeGraph":
             arr = np.load(root / f"{name}.npy", allow_pickle=False)
         except FileNotFoundError:
             raise GraphLoadError(f"{root} is missing {name}.npy") from None
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, EOFError) as exc:
             raise GraphLoadError(f"{root}/{name}.npy is corrupted: {exc}") from None
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or len(arr) != manifest.get("edges"):
             raise GraphLoadError(f"{root}/{name}.npy does not match the manifest")
@@ -236,5 +244,5 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any) -> "KnowledgeGraph":
                    node_descriptions=extras.get("node_descriptions"),
                    relation_descriptions=extras.get("relation_descriptions"),
                    aliases=extras.get("aliases"))
-    except (GraphFormatError, KeyError) as exc:
+    except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
         raise GraphLoadError(f"{root} is inconsistent: {exc}") from None

@@ -132,6 +132,8 @@ class KnowledgeGraph:
             key = normalize_name(name)
             if key not in self.node_index:
                 raise UnknownNodeError(f"alias given for unknown node {name!r}")
+            if isinstance(names, str):  # one alias, not a sequence of one-letter aliases
+                names = [names]
             self.aliases[key] = [normalize_name(a) for a in names if normalize_name(a)]
         self._scratch = threading.local()
 
@@ -251,7 +253,7 @@ class KnowledgeGraph:
 
         descriptions = {normalize_name(n): str(d["description"]) for n, d in graph.nodes(data=True)
                         if d.get("description")}
-        aliases = {normalize_name(n): list(d["aliases"]) for n, d in graph.nodes(data=True)
+        aliases = {normalize_name(n): d["aliases"] for n, d in graph.nodes(data=True)
                    if d.get("aliases")}
         kwargs.setdefault("node_descriptions", descriptions)
         kwargs.setdefault("aliases", aliases)
