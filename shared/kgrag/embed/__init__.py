@@ -1,0 +1,34 @@
+"""Embeddings: the Embedder protocol, the offline MiniLM default, framework adapters, caching.
+
+>>> from kgrag.embed import LookupEmbedder
+>>> LookupEmbedder({"a": [3, 4]}).embed_query("a").tolist()
+[0.6000000238418579, 0.800000011920929]
+"""
+
+from kgrag.embed.adapters import LangChainEmbedder, LlamaIndexEmbedder, as_embedder
+from kgrag.embed.base import Embedder, embedder_name, l2_normalize
+from kgrag.embed.cache import CachedEmbedder, texts_fingerprint
+from kgrag.embed.lookup import LookupEmbedder, UnknownTextError
+from kgrag.embed.sentence_transformer import (
+    DEFAULT_MODEL_NAME,
+    SentenceTransformerEmbedder,
+    default_embedder,
+    default_model_path,
+)
+
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "CachedEmbedder",
+    "Embedder",
+    "LangChainEmbedder",
+    "LlamaIndexEmbedder",
+    "LookupEmbedder",
+    "SentenceTransformerEmbedder",
+    "UnknownTextError",
+    "as_embedder",
+    "default_embedder",
+    "default_model_path",
+    "embedder_name",
+    "l2_normalize",
+    "texts_fingerprint",
+]
