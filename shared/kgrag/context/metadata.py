@@ -20,7 +20,7 @@ def item_metadata(item: Any) -> dict[str, Any]:
     elif isinstance(item, Subgraph):
         meta.update(triples=[list(t.as_tuple()) for t in item.triples], **item.metadata)
     elif isinstance(item, ScoredEntity):
-        meta.update(entity=item.name, found_by=item.source)
+        meta.update(entity=item.name, found_by=item.source, **item.metadata)
     elif isinstance(item, Chunk):
         meta.update(chunk_id=item.chunk_id, **item.metadata)
     elif is_dataclass(item):

@@ -106,6 +106,7 @@ class ScoredEntity:
     name: str
     score: float
     source: str = ""  # what produced it: "fuzzy", "dense", "alias", "exact", an executor, ...
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def verbalize(self) -> str:
         return f"{self.name} ({self.score:.3f})"

@@ -9,6 +9,7 @@ from kgrag.llm.base import (
     UsageTracker,
     as_llm,
     optional_llm,
+    track_usage,
 )
 from kgrag.llm.parsing import (
     acomplete_and_parse,
@@ -38,4 +39,5 @@ __all__ = [
     "parse_literal",
     "split_items",
     "tag_lines",
+    "track_usage",
 ]

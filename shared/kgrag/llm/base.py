@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 from kgrag.context.types import Usage
@@ -62,6 +62,23 @@ class UsageTracker:
         finally:
             with self._lock:
                 self._scopes.remove(scope)
+
+
+@contextmanager
+def track_usage(*llms: Any) -> Iterator[Usage]:
+    """Usage of every distinct adapter in ``llms`` (``None`` skipped) inside the block, summed.
+
+    The yielded :class:`Usage` is filled in when the block exits.
+    """
+    total = Usage()
+    unique = {id(llm): llm for llm in llms if llm is not None}
+    with ExitStack() as stack:
+        scopes = [stack.enter_context(llm.track()) for llm in unique.values()]
+        try:
+            yield total
+        finally:
+            for scope in scopes:
+                total.add(scope)
 
 
 class BaseLLMAdapter(UsageTracker):
