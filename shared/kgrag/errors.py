@@ -57,3 +57,11 @@ class UnsafeQueryError(KgragError, ValueError):
 
 class EmbeddingError(KgragError):
     """The embedding model could not be loaded or returned vectors of the wrong shape."""
+
+
+class GraphDatabaseError(KgragError):
+    """A graph database (Neo4j, FalkorDB) could not be reached or failed to run a query."""
+
+
+class QueryTimeoutError(GraphDatabaseError, TimeoutError):
+    """A graph database query ran longer than its timeout and was abandoned."""
