@@ -1,0 +1,453 @@
+"""Exact top-k subgraph search by Graph Semantic Distance (SimGRAG §4.3, Algorithm 1, §5.2).
+
+Given a connected pattern (``n`` pattern nodes, ``m`` pattern edges), a candidate set per pattern
+node and per pattern edge's relation, and ``k``, find the ``k`` mappings of the pattern into the
+graph with the smallest
+
+    GSD = Σ_nodes d(pattern node, graph node) + Σ_edges d(pattern relation, graph relation)
+
+where every pattern edge maps to one graph edge between the images of its end nodes, in either
+direction (matching ignores edge direction). A wildcard candidate set (``None``, an ``UNKNOWN``
+item) admits every graph item at distance 0 (the generalised GSD, Eq. 3).
+
+**Algorithm.** The root is the pattern node with the fewest candidates; pattern edges are ordered
+by a depth-first walk from it (edges closing a cycle first, then unvisited neighbours by
+descending pattern degree), so each step extends a partial match by one graph edge. This is
+branch and bound with the lower bound of Eq. 11: for a partial match with accumulated distance
+``g`` before step ``s``, every completion costs at least ``g + rest[s]``, where ``rest[s]`` sums
+the smallest candidate distance of each pattern edge still to match *and of each pattern node
+still unmapped* -- every node counted once, which keeps the bound admissible on cyclic patterns
+(the reference code re-adds a node on the closing edge of a cycle and can prune the true best
+match; notes §4 test 6). A branch is pruned when its bound exceeds the current k-th best GSD.
+
+**Speed.** Partial matches are integer arrays, extended with numpy over the graph's CSR adjacency
+in batches (1, 2, 4, ... up to ``batch_max`` partial matches at a time). Within a level, batches
+are taken in ascending lower bound and the level stops as soon as a batch's first bound exceeds
+the threshold -- the paper's greedy order and early break, applied to batches instead of single
+candidates. The last edge of the pattern is matched for a whole batch at once.
+
+**Exactness and ties.** The result equals the first ``k`` of all matches sorted by the key
+``(GSD, graph edge ids in pattern-edge order, graph node ids in pattern-node order)``; pruning is
+strict (``bound > threshold + 1e-9``) so equal-GSD matches with a smaller key are never lost, and
+GSD is summed in one fixed order (pattern nodes, then pattern edges, left to right in float64) so
+the same match always gets bit-identical GSD. It is exact *relative to the candidate sets*:
+truncating candidates to the top-k(n)/k(r) nearest, or an approximate vector index, is where the
+method can miss a subgraph, as the paper notes.
+
+**Injectivity.** By default the node mapping is injective (Definition 1's bijection onto the
+matched subgraph) and two pattern edges never share a graph edge; ``injective=False`` allows a
+graph node to serve several pattern nodes (the reference code's relaxed matching, without its
+re-ranking). Matching is never induced: extra graph edges among matched nodes are ignored.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from kgrag.methods.simgrag.pattern import PatternError
+
+#: Slack on the pruning test, so float rounding in partial sums never prunes an exact tie.
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """Graph item ids a pattern item may map to and their distances, ascending by distance."""
+
+    ids: np.ndarray
+    distances: np.ndarray
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.ids, dtype=np.int64).ravel()
+        dist = np.asarray(self.distances, dtype=np.float64).ravel()
+        if len(ids) != len(dist):
+            raise ValueError("ids and distances must have the same length")
+        if len(ids) and (np.any(~np.isfinite(dist)) or np.any(dist < 0)):
+            raise ValueError("candidate distances must be finite and non-negative")
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError("candidate ids must be unique")
+        order = np.lexsort((ids, dist))
+        object.__setattr__(self, "ids", ids[order])
+        object.__setattr__(self, "distances", dist[order])
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[int, float]) -> "CandidateSet":
+        return cls(np.fromiter(mapping.keys(), np.int64, len(mapping)),
+                   np.fromiter(mapping.values(), np.float64, len(mapping)))
+
+    def __len__(self) -> int:
+        return int(len(self.ids))
+
+    @property
+    def min_distance(self) -> float:
+        return float(self.distances[0]) if len(self.ids) else math.inf
+
+
+@dataclass(frozen=True)
+class Match:
+    """One mapping of the pattern into the graph.
+
+    ``nodes[i]`` is the graph node id of pattern node ``i``; ``edges[j]`` the graph edge id of
+    pattern edge ``j``; the distances are the GSD terms, which add up to ``gsd``.
+    """
+
+    gsd: float
+    nodes: tuple[int, ...]
+    edges: tuple[int, ...]
+    node_distances: tuple[float, ...]
+    edge_distances: tuple[float, ...]
+
+
+@dataclass
+class SearchResult:
+    """The matches (best first), whether the search ran to the end, and work counters."""
+
+    matches: list[Match]
+    complete: bool = True
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Step:
+    src: int  # pattern node already mapped
+    dst: int  # pattern node reached by this step
+    edge: int  # pattern edge index
+    new: bool  # dst is first mapped at this step (else the step closes a cycle)
+    mapped_before: tuple[int, ...]  # pattern nodes mapped before this step
+    same_pair_steps: tuple[int, ...]  # earlier steps over the same pattern node pair
+
+
+def plan_steps(n_nodes: int, edges: Sequence[tuple[int, int]], root: int) -> list[_Step]:
+    """Depth-first edge order from ``root``: closing edges first, then neighbours by degree."""
+    degree = [0] * n_nodes
+    incident: list[list[int]] = [[] for _ in range(n_nodes)]
+    for j, (u, v) in enumerate(edges):
+        degree[u] += 1
+        degree[v] += 1
+        incident[u].append(j)
+        incident[v].append(j)
+    visited = [False] * n_nodes
+    used = [False] * len(edges)
+    order: list[tuple[int, int, int, bool]] = []
+
+    def other(j: int, u: int) -> int:
+        a, b = edges[j]
+        return b if a == u else a
+
+    def visit(u: int) -> None:
+        visited[u] = True
+        while True:
+            options = [j for j in incident[u] if not used[j]]
+            if not options:
+                return
+            # closing edges (both ends mapped) first: they only filter; then high-degree nodes
+            j = min(options, key=lambda j: (not visited[other(j, u)], -degree[other(j, u)], j))
+            used[j] = True
+            v = other(j, u)
+            order.append((u, v, j, not visited[v]))
+            if not visited[v]:
+                visit(v)
+
+    visit(root)
+    if not all(used):
+        raise PatternError("the pattern is not connected; search each component separately")
+    steps = []
+    mapped = [root]
+    pairs: list[frozenset[int]] = []
+    for s, (u, v, j, new) in enumerate(order):
+        pair = frozenset((u, v))
+        steps.append(_Step(u, v, j, new, tuple(mapped),
+                           tuple(i for i in range(s) if pairs[i] == pair)))
+        pairs.append(pair)
+        if new:
+            mapped.append(v)
+    return steps
+
+
+def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``starts[i] .. starts[i]+counts[i]-1`` for every i, and the owner ``i`` of each."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    offsets = np.cumsum(counts) - counts
+    positions = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, counts)
+    return positions, owner
+
+
+class SubgraphSearch:
+    """One top-k search over a :class:`~kgrag.graph.memory.KnowledgeGraph` (see module docs).
+
+    ``node_candidates[i]`` / ``relation_candidates[j]`` are :class:`CandidateSet` or ``None``
+    (wildcard) for pattern node ``i`` / pattern edge ``j``. ``k=None`` with ``prune=False``
+    enumerates every match (Algorithm 1 without pruning; used as the reference in tests and
+    benchmarks), optionally only those with GSD ``<= max_gsd``.
+
+    ``max_partials`` and ``time_limit`` (seconds) bound the work; when either is hit the best
+    matches found so far are returned with ``complete=False``.
+    """
+
+    def __init__(self, kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                 node_candidates: Sequence[CandidateSet | None],
+                 relation_candidates: Sequence[CandidateSet | None], *, k: int | None = 3,
+                 injective: bool = True, distinct_subgraphs: bool = False, prune: bool = True,
+                 max_gsd: float = math.inf, batch_max: int = 1024,
+                 max_partials: int | None = 20_000_000, time_limit: float | None = None) -> None:
+        if k is not None and k < 1:
+            raise ValueError("k must be a positive integer")
+        if k is None and prune:
+            raise ValueError("k=None (enumerate everything) needs prune=False")
+        if len(node_candidates) != n_nodes or len(relation_candidates) != len(edges):
+            raise ValueError("one candidate set per pattern node and per pattern edge is needed")
+        if not edges:
+            raise PatternError("the pattern has no edges")
+        self.kg = kg
+        self.n_nodes = n_nodes
+        self.edges = list(edges)
+        self.k = k
+        self.injective = injective
+        self.distinct = distinct_subgraphs
+        self.prune = prune
+        self.max_gsd = max_gsd
+        self.batch_max = max(1, batch_max)
+        self.max_partials = max_partials
+        self.time_limit = time_limit
+        self.node_cost = [self._dense(c, kg.num_nodes) for c in node_candidates]
+        self.rel_cost = [self._dense(c, kg.num_relations) for c in relation_candidates]
+        self.root, root_set = self._choose_root(node_candidates, relation_candidates)
+        self.root_candidates = root_set
+        self.steps = plan_steps(n_nodes, self.edges, self.root)
+        self.step_of_edge = [0] * len(self.edges)
+        for s, step in enumerate(self.steps):
+            self.step_of_edge[step.edge] = s
+        # rest[s]: lower bound of what steps s.. still add (Eq. 9 + 10, each node counted once)
+        node_min = [0.0 if c is None else c.min_distance for c in node_candidates]
+        rel_min = [0.0 if c is None else c.min_distance for c in relation_candidates]
+        self.rest = [0.0] * (len(self.steps) + 1)
+        for s in range(len(self.steps) - 1, -1, -1):
+            step = self.steps[s]
+            self.rest[s] = self.rest[s + 1] + rel_min[step.edge] + (
+                node_min[step.dst] if step.new else 0.0)
+        self._results: list[tuple] = []
+        self._by_edge_set: dict[tuple[int, ...], tuple] = {}
+        self.partials = 0
+        self.batches = 0
+        self.complete = True
+
+    # ------------------------------------------------------------------ setup
+    @staticmethod
+    def _dense(cands: CandidateSet | None, size: int) -> np.ndarray | None:
+        if cands is None:
+            return None
+        if len(cands) and (cands.ids.min() < 0 or cands.ids.max() >= size):
+            raise ValueError("candidate id outside the graph")
+        arr = np.full(size, np.inf, dtype=np.float64)
+        arr[cands.ids] = cands.distances
+        return arr
+
+    def _choose_root(self, node_cands, rel_cands) -> tuple[int, CandidateSet]:
+        """Fewest candidates (wildcards count as every node); ties: higher degree, lower index."""
+        degree = [0] * self.n_nodes
+        for u, v in self.edges:
+            degree[u] += 1
+            degree[v] += 1
+        known = [i for i, c in enumerate(node_cands) if c is not None]
+        if known:
+            root = min(known, key=lambda i: (len(node_cands[i]), -degree[i], i))
+            return root, node_cands[root]
+        # No known node: anchor at an end of the pattern edge whose relation candidates cover the
+        # fewest graph edges. Every match maps that end onto an endpoint of such an edge, so the
+        # restriction is exact (distance 0: the node itself is a wildcard).
+        known_rel = [j for j, c in enumerate(rel_cands) if c is not None]
+        if not known_rel:
+            raise PatternError("the pattern has no known entity or relation to anchor the search; "
+                               "name at least one entity or relation")
+        counts = np.bincount(self.kg.rels, minlength=self.kg.num_relations)
+        j = min(known_rel, key=lambda j: (int(counts[rel_cands[j].ids].sum()), j))
+        mask = np.isin(self.kg.rels, rel_cands[j].ids)
+        ends = np.union1d(self.kg.heads[mask], self.kg.tails[mask]).astype(np.int64)
+        u, v = self.edges[j]
+        root = u if (degree[u], -u) >= (degree[v], -v) else v
+        return root, CandidateSet(ends, np.zeros(len(ends)))
+
+    # ------------------------------------------------------------------ bookkeeping
+    def threshold(self) -> float:
+        if not self.prune or self.k is None:
+            return self.max_gsd
+        if len(self._results) >= self.k:
+            return min(self._results[-1][0], self.max_gsd)
+        return self.max_gsd
+
+    def _over_budget(self, started: float) -> bool:
+        if self.max_partials is not None and self.partials > self.max_partials:
+            return True
+        return self.time_limit is not None and time.perf_counter() - started > self.time_limit
+
+    def _insert(self, key: tuple) -> bool:
+        """Add a match key; returns False when the result list is full and ``key`` is worse."""
+        results = self._results
+        if self.k is not None and len(results) >= self.k and key >= results[-1]:
+            return False
+        if self.distinct:
+            edge_set = tuple(sorted(key[1]))
+            old = self._by_edge_set.get(edge_set)
+            if old is not None:
+                if old <= key:
+                    return True
+                results.pop(bisect.bisect_left(results, old))
+            self._by_edge_set[edge_set] = key
+        if self.k is None:
+            results.append(key)
+            return True
+        bisect.insort(results, key)
+        if len(results) > self.k:
+            dropped = results.pop()
+            if self.distinct:
+                self._by_edge_set.pop(tuple(sorted(dropped[1])), None)
+        return True
+
+    # ------------------------------------------------------------------ the search
+    def run(self) -> SearchResult:
+        started = time.perf_counter()
+        cands = self.root_candidates
+        F = np.full((len(cands), self.n_nodes), -1, dtype=np.int64)
+        F[:, self.root] = cands.ids
+        E = np.empty((len(cands), 0), dtype=np.int64)
+        G = cands.distances.astype(np.float64, copy=True)
+        keep = G + self.rest[0] <= self.threshold() + EPS
+        self._level(F[keep], E[keep], G[keep], 0, started)
+        if self.k is None:
+            self._results.sort()
+        matches = [self._match(key) for key in self._results]
+        return SearchResult(matches, self.complete, {
+            "partials": self.partials, "batches": self.batches,
+            "root_candidates": len(cands), "seconds": time.perf_counter() - started})
+
+    def _level(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int, started: float) -> None:
+        """Extend partial matches (sorted by lower bound) by step ``s``, best batches first."""
+        if s == len(self.steps):
+            self._collect(F, E, G)
+            return
+        i, size, n = 0, 1 if self.prune else len(G), len(G)
+        while i < n:
+            if self._over_budget(started):
+                self.complete = False
+                return
+            if G[i] + self.rest[s] > self.threshold() + EPS:
+                return  # sorted by bound: every later partial match is pruned too
+            j = min(n, i + size)
+            F2, E2, G2 = self._extend(F[i:j], E[i:j], G[i:j], s)
+            self.batches += 1
+            self.partials += len(G2)
+            if len(G2):
+                order = np.argsort(G2, kind="stable")
+                self._level(F2[order], E2[order], G2[order], s + 1, started)
+            i = j
+            size = min(size * 2, self.batch_max) if self.prune else n
+
+    def _extend(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int):
+        """All one-edge extensions of the partial matches by step ``s`` within the bound."""
+        kg, step = self.kg, self.steps[s]
+        h = F[:, step.src]
+        out_start = kg.out_indptr[h]
+        e_out, own_out = _expand_ranges(out_start, kg.out_indptr[h + 1] - out_start)
+        in_start = kg.in_indptr[h]
+        pos_in, own_in = _expand_ranges(in_start, kg.in_indptr[h + 1] - in_start)
+        e_in = kg.in_order[pos_in].astype(np.int64)
+        loop = kg.heads[e_in] == kg.tails[e_in]  # a self-loop is already among the out-edges
+        e_in, own_in = e_in[~loop], own_in[~loop]
+        e = np.concatenate([e_out, e_in])
+        own = np.concatenate([own_out, own_in])
+        t = np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
+        cost = np.zeros(len(e), dtype=np.float64)
+        rel_cost = self.rel_cost[step.edge]
+        if rel_cost is not None:
+            cost += rel_cost[kg.rels[e]]
+        if step.new:
+            node_cost = self.node_cost[step.dst]
+            if node_cost is not None:
+                cost += node_cost[t]
+            ok = np.isfinite(cost)
+            if self.injective:
+                for col in step.mapped_before:
+                    ok &= t != F[own, col]
+        else:
+            ok = np.isfinite(cost) & (t == F[own, step.dst])
+        if self.injective:
+            for prev in step.same_pair_steps:
+                ok &= e != E[own, prev]
+        G2 = G[own] + cost
+        ok &= G2 + self.rest[s + 1] <= self.threshold() + EPS
+        own, e, t, G2 = own[ok], e[ok], t[ok], G2[ok]
+        F2 = F[own]
+        if step.new:
+            F2[:, step.dst] = t
+        E2 = np.concatenate([E[own], e[:, None]], axis=1)
+        return F2, E2, G2
+
+    def _distances(self, F: np.ndarray, E: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per-node and per-edge GSD terms of complete matches, in pattern order."""
+        rels = self.kg.rels
+        node_d = [np.zeros(len(F)) if c is None else c[F[:, i]] for i, c in enumerate(self.node_cost)]
+        edge_d = [np.zeros(len(E)) if c is None else c[rels[E[:, self.step_of_edge[j]]]]
+                  for j, c in enumerate(self.rel_cost)]
+        return node_d, edge_d
+
+    def _collect(self, F: np.ndarray, E: np.ndarray, G: np.ndarray) -> None:
+        if len(G) == 0:
+            return
+        node_d, edge_d = self._distances(F, E)
+        gsd = node_d[0].copy()
+        for d in node_d[1:] + edge_d:
+            gsd += d  # one fixed summation order: identical GSD for identical matches
+        ok = gsd <= self.threshold() + EPS
+        if self.prune or self.max_gsd < math.inf:
+            ok &= gsd <= self.max_gsd
+        if not ok.any():
+            return
+        gsd, F, E = gsd[ok], F[ok], E[ok]
+        Ep = E[:, self.step_of_edge]  # edge ids in pattern-edge order
+        keys = [F[:, i] for i in range(self.n_nodes - 1, -1, -1)]
+        keys += [Ep[:, j] for j in range(Ep.shape[1] - 1, -1, -1)]
+        order = np.lexsort(keys + [gsd])
+        gsd_l, Ep_l, F_l = gsd[order].tolist(), Ep[order].tolist(), F[order].tolist()
+        for g, ep, f in zip(gsd_l, Ep_l, F_l):
+            if not self._insert((g, tuple(ep), tuple(f))):
+                break  # sorted by key: no later one fits either
+
+    def _match(self, key: tuple) -> Match:
+        gsd, edges, nodes = key
+        F = np.asarray([nodes], dtype=np.int64)
+        E = np.asarray([[edges[self.steps[s].edge] for s in range(len(self.steps))]], np.int64)
+        node_d, edge_d = self._distances(F, E)
+        return Match(gsd, nodes, edges, tuple(float(d[0]) for d in node_d),
+                     tuple(float(d[0]) for d in edge_d))
+
+
+def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                    node_candidates: Sequence[CandidateSet | None],
+                    relation_candidates: Sequence[CandidateSet | None], k: int = 3,
+                    **options) -> SearchResult:
+    """The ``k`` best matches by GSD with branch and bound (see :class:`SubgraphSearch`)."""
+    return SubgraphSearch(kg, n_nodes, edges, node_candidates, relation_candidates, k=k,
+                          **options).run()
+
+
+def enumerate_matches(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                      node_candidates: Sequence[CandidateSet | None],
+                      relation_candidates: Sequence[CandidateSet | None], *,
+                      max_gsd: float = math.inf, **options) -> SearchResult:
+    """Every match (GSD ``<= max_gsd``), sorted by key: Algorithm 1 without pruning.
+
+    Used to check the pruned search; it extends whole levels at once, so memory grows with the
+    number of partial matches.
+    """
+    options.setdefault("max_partials", None)
+    return SubgraphSearch(kg, n_nodes, edges, node_candidates, relation_candidates, k=None,
+                          prune=False, max_gsd=max_gsd, **options).run()

@@ -1,0 +1,266 @@
+"""SimGRAG's top-k subgraph search: the hand-checked cases of notes/simgrag.md §4 and a property
+test against a brute-force enumerator (tests/simgrag_oracle.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgrag import KnowledgeGraph
+from kgrag.methods.simgrag.pattern import Pattern, PatternError
+from kgrag.methods.simgrag.search import (
+    CandidateSet,
+    enumerate_matches,
+    plan_steps,
+    top_k_subgraphs,
+)
+from simgrag_oracle import oracle_top_k
+
+K1 = [
+    ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+    ("Tokyo Godfathers", "written_by", "Keiko Nobumoto"),
+    ("Tokyo Godfathers", "release_year", "2003"),
+    ("Paprika", "directed_by", "Satoshi Kon"),
+]
+TG = {"Tokyo Godfathers": 0.0, "Paprika": 0.9}
+DIRECTOR = {"directed_by": 0.2, "written_by": 0.6, "release_year": 1.0}
+
+
+def search(kg, triples, node_tables, rel_tables, k, **options):
+    """Run the search from name-level candidate tables; returns [(gsd, triples, node_map)]."""
+    pattern = Pattern.from_triples(triples)
+    node_c = [None if node_tables.get(n) is None else CandidateSet.from_mapping(
+        {kg.node_id(x): d for x, d in node_tables[n].items()}) for n in pattern.nodes]
+    rel_c = [None if rel_tables.get(r) is None else CandidateSet.from_mapping(
+        {kg.relation_id(x): d for x, d in rel_tables[r].items()}) for r in pattern.relations]
+    result = top_k_subgraphs(kg, len(pattern.nodes), pattern.edges, node_c, rel_c, k, **options)
+    out = []
+    for m in result.matches:
+        triples_ = [t.as_tuple() for t in kg.edge_triples(m.edges)]
+        out.append((m.gsd, triples_, {p: kg.node_names[i] for p, i in zip(pattern.nodes, m.nodes)}))
+    return out, result
+
+
+def test_one_hop_ranking_mirrors_example_2():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, _ = search(kg, [("Tokyo Godfathers", "director", "UNKNOWN director 1")],
+                      {"Tokyo Godfathers": TG}, {"director": DIRECTOR}, k=4)
+    assert [g for g, _, _ in found] == pytest.approx([0.2, 0.6, 1.0, 1.1])
+    assert [t for _, t, _ in found] == [
+        [("Tokyo Godfathers", "directed_by", "Satoshi Kon")],
+        [("Tokyo Godfathers", "written_by", "Keiko Nobumoto")],
+        [("Tokyo Godfathers", "release_year", "2003")],
+        [("Paprika", "directed_by", "Satoshi Kon")],
+    ]
+    top3, _ = search(kg, [("Tokyo Godfathers", "director", "UNKNOWN director 1")],
+                     {"Tokyo Godfathers": TG}, {"director": DIRECTOR}, k=3)
+    assert [g for g, _, _ in top3] == pytest.approx([0.2, 0.6, 1.0])
+
+
+def test_matching_ignores_edge_direction():
+    kg = KnowledgeGraph.from_triples(K1)
+    forward, _ = search(kg, [("Tokyo Godfathers", "director", "UNKNOWN director 1")],
+                        {"Tokyo Godfathers": TG}, {"director": DIRECTOR}, k=4)
+    backward, _ = search(kg, [("UNKNOWN director 1", "director", "Tokyo Godfathers")],
+                         {"Tokyo Godfathers": TG}, {"director": DIRECTOR}, k=4)
+    assert [(g, t) for g, t, _ in backward] == [(g, t) for g, t, _ in forward]
+
+
+SHARED_DIRECTOR = [("UNKNOWN director 1", "director of", "Tokyo Godfathers"),
+                   ("UNKNOWN director 1", "director of", "UNKNOWN film 1")]
+
+
+def test_injective_two_hop():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, _ = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR}, k=3)
+    assert [g for g, _, _ in found] == pytest.approx([0.4, 1.3])
+    assert found[0][2] == {"UNKNOWN director 1": "Satoshi Kon", "Tokyo Godfathers": "Tokyo Godfathers",
+                           "UNKNOWN film 1": "Paprika"}
+    assert sorted(found[0][1]) == [("Paprika", "directed_by", "Satoshi Kon"),
+                                   ("Tokyo Godfathers", "directed_by", "Satoshi Kon")]
+    assert found[1][2]["Tokyo Godfathers"] == "Paprika"
+    assert found[1][2]["UNKNOWN film 1"] == "Tokyo Godfathers"
+
+
+def test_non_injective_switch_allows_reuse():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, _ = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR},
+                      k=6, injective=False)
+    assert [g for g, _, _ in found] == pytest.approx([0.4, 0.4, 1.2, 1.3, 1.3, 2.0])
+    assert {found[0][2]["UNKNOWN film 1"], found[1][2]["UNKNOWN film 1"]} == {
+        "Paprika", "Tokyo Godfathers"}
+
+
+def test_distinct_subgraphs_drops_role_swaps():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, _ = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR},
+                      k=3, distinct_subgraphs=True)
+    assert [g for g, _, _ in found] == pytest.approx([0.4])
+
+
+def test_unknown_relation_matches_at_zero():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, _ = search(kg, [("Tokyo Godfathers", "UNKNOWN relation 1", "2003")],
+                      {"Tokyo Godfathers": TG, "2003": {"2003": 0.0}}, {}, k=3)
+    assert found == [(0.0, [("Tokyo Godfathers", "release_year", "2003")],
+                      {"Tokyo Godfathers": "Tokyo Godfathers", "2003": "2003"})]
+
+
+K2 = [
+    ("Georgian (language)", "spoken_in", "Georgia (country)"),
+    ("Alan B. Miller Hall", "architecturalStyle", "Georgian architecture"),
+    ("Alan B. Miller Hall", "location", "Virginia"),
+    ("Monticello", "architecturalStyle", "Neoclassical architecture"),
+    ("Monticello", "location", "Virginia"),
+]
+BUILDING = [("UNKNOWN building 1", "architecture style", "Georgian"),
+            ("UNKNOWN building 1", "located in", "Virginia")]
+K2_RELS = {"architecture style": {"architecturalStyle": 0.1, "spoken_in": 1.2},
+           "located in": {"location": 0.15, "spoken_in": 0.9}}
+GEORGIAN = {"Georgian (language)": 0.30, "Georgia (country)": 0.45, "Georgian architecture": 0.50}
+
+
+def test_non_nearest_entity_wins():
+    kg = KnowledgeGraph.from_triples(K2)
+    found, result = search(kg, BUILDING, {"Georgian": GEORGIAN, "Virginia": {"Virginia": 0.0}},
+                           K2_RELS, k=3)
+    assert len(found) == 1
+    gsd, triples, mapping = found[0]
+    assert gsd == pytest.approx(0.75)
+    assert sorted(triples) == [("Alan B. Miller Hall", "architecturalStyle", "Georgian architecture"),
+                               ("Alan B. Miller Hall", "location", "Virginia")]
+    assert result.stats["root_candidates"] == 1  # rooted at Virginia, the fewest candidates
+    truncated = {k: v for k, v in GEORGIAN.items() if k != "Georgian architecture"}
+    none, _ = search(kg, BUILDING, {"Georgian": truncated, "Virginia": {"Virginia": 0.0}},
+                     K2_RELS, k=3)
+    assert none == []
+
+
+def two_triangles():
+    return KnowledgeGraph.from_triples([
+        ("a1", "r1", "b1"), ("b1", "r2", "c1"), ("c1", "r3", "a1"),
+        ("a2", "r1", "b2"), ("b2", "r2", "c2"), ("c2", "r3", "a2"),
+        ("b3", "r9", "c3"),
+    ])
+
+
+def test_cycle_bound_is_admissible():
+    kg = two_triangles()
+    exact = {"r1": {"r1": 0.0}, "r2": {"r2": 0.0}, "r3": {"r3": 0.0}}
+    nodes = {"A": {"a1": 0.5, "a2": 0.6}, "B": {"b1": 0.25, "b2": 0.1, "b3": 0.05},
+             "C": {"c1": 0.25, "c2": 0.2, "c3": 0.05}}
+    found, _ = search(kg, [("A", "r1", "B"), ("B", "r2", "C"), ("C", "r3", "A")], nodes, exact, k=1)
+    assert len(found) == 1
+    assert found[0][0] == pytest.approx(0.9)
+    assert found[0][2] == {"A": "a2", "B": "b2", "C": "c2"}
+
+
+def test_ties_are_broken_by_edge_id_deterministically():
+    kg = KnowledgeGraph.from_triples([
+        ("Hamlet", "directed_by", "Laurence Olivier"), ("Hamlet", "directed_by", "Kenneth Branagh"),
+        ("Hamlet", "directed_by", "Michael Almereyda"), ("Hamlet", "written_by", "William Shakespeare"),
+    ])
+    tables = ({"Hamlet": {"Hamlet": 0.0}}, {"director": {"directed_by": 0.2, "written_by": 0.6}})
+    pattern = [("Hamlet", "director", "UNKNOWN director 1")]
+    top3, _ = search(kg, pattern, *tables, k=3)
+    assert [g for g, _, _ in top3] == pytest.approx([0.2, 0.2, 0.2])
+    assert {m["UNKNOWN director 1"] for _, _, m in top3} == {
+        "Laurence Olivier", "Kenneth Branagh", "Michael Almereyda"}
+    top1, result = search(kg, pattern, *tables, k=1)
+    # the tie key is (GSD, graph edge ids, node ids); edges are sorted by (head, relation, tail) ids,
+    # and "Laurence Olivier" was interned first
+    first_edge = min(kg.edges_ids(np.array([kg.node_id("Hamlet")]), "out",
+                                  [kg.relation_id("directed_by")]).tolist())
+    assert result.matches[0].edges == (first_edge,)
+    assert top1[0][2]["UNKNOWN director 1"] == "Laurence Olivier"
+
+
+def test_pattern_without_anything_known_is_rejected():
+    kg = KnowledgeGraph.from_triples(K1)
+    with pytest.raises(PatternError):
+        search(kg, [("UNKNOWN a 1", "UNKNOWN relation 1", "UNKNOWN b 1")], {}, {}, k=1)
+
+
+def test_all_unknown_nodes_anchor_on_the_relation():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, result = search(kg, [("UNKNOWN film 1", "writer", "UNKNOWN person 1")], {},
+                           {"writer": {"written_by": 0.1}}, k=5)
+    assert [t for _, t, _ in found] == [[("Tokyo Godfathers", "written_by", "Keiko Nobumoto")]] * 2
+    assert result.stats["root_candidates"] == 2
+
+
+def test_budget_stops_with_incomplete_flag():
+    kg = KnowledgeGraph.from_triples(K1)
+    _, result = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR},
+                       k=3, max_partials=0)
+    assert result.complete is False
+
+
+def test_step_plan_counts_each_node_once_on_cycles():
+    steps = plan_steps(3, [(0, 1), (1, 2), (2, 0)], root=0)
+    assert [s.new for s in steps] == [True, True, False]
+    assert sorted(s.edge for s in steps) == [0, 1, 2]
+
+
+# ---------------------------------------------------------------- property test vs brute force
+@st.composite
+def search_case(draw):
+    n = draw(st.integers(3, 9))
+    n_rel = draw(st.integers(1, 3))
+    n_edges = draw(st.integers(1, 16))
+    triples = [(draw(st.integers(0, n - 1)), draw(st.integers(0, n_rel - 1)),
+                draw(st.integers(0, n - 1))) for _ in range(n_edges)]
+    kg = KnowledgeGraph.from_arrays(
+        np.array([h for h, _, _ in triples]), np.array([r for _, r, _ in triples]),
+        np.array([t for _, _, t in triples]), [f"n{i}" for i in range(n)],
+        [f"r{i}" for i in range(n_rel)])
+    shape = draw(st.sampled_from(["edge", "path2", "path3", "star3", "triangle", "multi", "square"]))
+    edges = {"edge": [(0, 1)], "path2": [(0, 1), (1, 2)], "path3": [(0, 1), (1, 2), (2, 3)],
+             "star3": [(0, 1), (0, 2), (3, 0)], "triangle": [(0, 1), (1, 2), (2, 0)],
+             "multi": [(0, 1), (1, 0), (1, 2)], "square": [(0, 1), (1, 2), (2, 3), (3, 0)]}[shape]
+    n_pat = 1 + max(max(e) for e in edges)
+    dist = st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 1.0, 1.3])  # coarse values force ties
+
+    def table(size):
+        if draw(st.booleans()) and draw(st.booleans()):
+            return None  # wildcard (UNKNOWN)
+        ids = draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=size, unique=True))
+        return {i: draw(dist) for i in ids}
+
+    node_tables = [table(n) for _ in range(n_pat)]
+    rel_tables = [table(n_rel) for _ in edges]
+    if all(t is None for t in node_tables) and all(t is None for t in rel_tables):
+        node_tables[0] = {0: 0.0}
+    k = draw(st.integers(1, 5))
+    injective = draw(st.booleans())
+    distinct = draw(st.booleans())
+    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct
+
+
+def as_sets(tables):
+    return [None if t is None else CandidateSet.from_mapping(t) for t in tables]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(search_case())
+def test_pruned_search_equals_brute_force(case):
+    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct = case
+    expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=injective,
+                            distinct_subgraphs=distinct)
+    result = top_k_subgraphs(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables), k,
+                             injective=injective, distinct_subgraphs=distinct)
+    assert result.complete
+    got = [(m.gsd, m.edges, m.nodes) for m in result.matches]
+    assert got == expected
+    for m in result.matches:
+        parts = m.node_distances + m.edge_distances
+        assert math.isclose(sum(parts), m.gsd, abs_tol=1e-12)
+    if not distinct:
+        every = enumerate_matches(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
+                                  injective=injective)
+        assert [(m.gsd, m.edges, m.nodes) for m in every.matches[:k]] == expected
+        assert result.stats["partials"] <= every.stats["partials"]
