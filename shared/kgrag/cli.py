@@ -1,0 +1,194 @@
+"""The ``kgrag`` command line.
+
+Core commands::
+
+    kgrag info GRAPH                  counts, duplicate / self-loop stats, relation histogram
+    kgrag link GRAPH MENTION...       top-k entity (or relation) links with scores
+    kgrag demo                        the offline demo over the bundled movie graph
+    kgrag --version
+
+``GRAPH`` is a triples file (CSV / TSV / pipe) or a directory written by
+:meth:`KnowledgeGraph.save <kgrag.graph.memory.KnowledgeGraph.save>`; see :func:`open_graph`.
+
+Adding commands: a method module defines ``register(subparsers)``, which adds its parser with
+``subparsers.add_parser(...)`` and sets ``parser.set_defaults(func=handler)``, where
+``handler(args)`` returns an exit code (or ``None`` for 0). Add the module's dotted path to
+:data:`COMMAND_MODULES`; it is imported only when the command line is built, so ``import kgrag``
+stays light. Handlers raise :class:`~kgrag.errors.KgragError` (or ``FileNotFoundError``) for
+user errors: :func:`main` prints those as one line and exits with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+from kgrag import __version__
+from kgrag.errors import KgragError
+
+#: Dotted paths of modules that add subcommands through ``register(subparsers)``.
+COMMAND_MODULES: list[str] = []
+
+#: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
+USAGE_ERROR = 2
+
+
+def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise") -> Any:
+    """A :class:`~kgrag.graph.memory.KnowledgeGraph` from a triples file or a saved directory.
+
+    A directory is read with :meth:`KnowledgeGraph.load` (``sep``/``on_error`` do not apply);
+    anything else as a delimited triples file with :meth:`KnowledgeGraph.from_csv`.
+    """
+    from kgrag.graph.memory import KnowledgeGraph
+
+    if os.path.isdir(path):
+        return KnowledgeGraph.load(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no graph at {path} (expected a triples file or a saved graph "
+                                "directory)")
+    return KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error)
+
+
+def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("graph", metavar="GRAPH",
+                        help="triples file (CSV/TSV/pipe) or a saved graph directory")
+    parser.add_argument("--sep", default=None,
+                        help="field separator of a triples file (default: detected)")
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help="malformed lines: stop with an error (default) or skip and count")
+
+
+def _graph_from_args(args: argparse.Namespace) -> Any:
+    sep = args.sep.encode().decode("unicode_escape") if args.sep else None  # accept "\t"
+    return open_graph(args.graph, sep=sep, on_error=args.on_error)
+
+
+# ---------------------------------------------------------------------- info
+def _cmd_info(args: argparse.Namespace) -> int:
+    kg = _graph_from_args(args)
+    stats = kg.stats
+    print(f"graph: {args.graph}")
+    print(f"nodes: {kg.num_nodes}  edges: {kg.num_edges}  relations: {kg.num_relations}")
+    print(f"input triples: {stats.get('input_edges', kg.num_edges)}  "
+          f"duplicates dropped: {stats.get('duplicate_edges', 0)}  "
+          f"self-loops: {stats.get('self_loops', 0)}  "
+          f"malformed lines skipped: {stats.get('skipped_records', 0)}")
+    histogram = kg.relation_histogram()
+    shown = histogram if args.top <= 0 else histogram[: args.top]
+    print("relation histogram:")
+    width = max((len(name) for name, _ in shown), default=0)
+    for name, count in shown:
+        print(f"  {name:<{width}}  {count}")
+    if len(shown) < len(histogram):
+        print(f"  ... and {len(histogram) - len(shown)} more (use --top 0 for all)")
+    return 0
+
+
+def _register_info(subparsers: Any) -> None:
+    parser = subparsers.add_parser("info", help="counts and relation histogram of a graph",
+                                   description="Counts, duplicate and self-loop statistics and "
+                                               "the relation histogram of a graph.")
+    _add_graph_arguments(parser)
+    parser.add_argument("--top", type=int, default=20,
+                        help="relations to list, most frequent first (0 = all; default 20)")
+    parser.set_defaults(func=_cmd_info)
+
+
+# ---------------------------------------------------------------------- link
+def _cmd_link(args: argparse.Namespace) -> int:
+    from kgrag.linking import EntityLinker, RelationLinker
+
+    if args.top_k < 1:
+        raise KgragError("--top-k must be at least 1")
+    kg = _graph_from_args(args)
+    linker_cls = RelationLinker if args.relations else EntityLinker
+    linker = linker_cls.from_graph(kg, mode=args.mode, top_m=args.top_k)
+    for mention, links in zip(args.mentions, linker.link_many(args.mentions, args.top_k)):
+        print(f"{mention!r}:")
+        if not links:
+            print("  (no match)")
+        width = max((len(link.name) for link in links), default=0)
+        for rank, link in enumerate(links, start=1):
+            print(f"  {rank}. {link.name:<{width}}  {link.score:.3f}  {link.source}")
+    return 0
+
+
+def _register_link(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "link", help="link mentions to graph entities (or relations)",
+        description="Top-k entity links with scores. Exact and alias matches come first, then "
+                    "the top-k of the mode: fuzzy (rapidfuzz), dense (packaged MiniLM "
+                    "embeddings + FAISS; loads the model, about 10 s) or hybrid (both).")
+    _add_graph_arguments(parser)
+    parser.add_argument("mentions", metavar="MENTION", nargs="+", help="text to link")
+    parser.add_argument("--top-k", type=int, default=3, help="links per mention (default 3)")
+    parser.add_argument("--mode", choices=("fuzzy", "dense", "hybrid"), default="fuzzy",
+                        help="fuzzy (default; instant), dense or hybrid")
+    parser.add_argument("--relations", action="store_true",
+                        help="link to relation names instead of entities")
+    parser.set_defaults(func=_cmd_link)
+
+
+# ---------------------------------------------------------------------- demo
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from kgrag.demo import run_demo
+
+    print(f"kgrag {__version__} demo (offline; no LLM, no model download)")
+    run_demo(print, data_path=args.data)
+    return 0
+
+
+def _register_demo(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="run the offline demo on the bundled movie graph",
+        description="Loads examples/data/movies.tsv and shows linking, relation paths and "
+                    "shortest paths, all offline.")
+    parser.add_argument("--data", default=None,
+                        help="another triples file to run the demo on (default: bundled)")
+    parser.set_defaults(func=_cmd_demo)
+
+
+CORE_COMMANDS: list[Callable[[Any], None]] = [_register_info, _register_link, _register_demo]
+
+
+# ---------------------------------------------------------------------- entry point
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: core commands, then every module in :data:`COMMAND_MODULES`."""
+    parser = argparse.ArgumentParser(
+        prog="kgrag", description="Knowledge-graph RAG methods for LangChain and LlamaIndex.")
+    parser.add_argument("--version", action="version", version=f"kgrag {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for register in CORE_COMMANDS:
+        register(subparsers)
+    for module_path in COMMAND_MODULES:
+        importlib.import_module(module_path).register(subparsers)
+    return parser
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 usage or input error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.func(args)
+    except (KgragError, FileNotFoundError) as exc:
+        print(f"kgrag {args.command}: error: {_describe(exc)}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("kgrag: interrupted", file=sys.stderr)
+        return 130
+    return 0 if status is None else int(status)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

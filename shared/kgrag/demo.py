@@ -1,0 +1,160 @@
+"""The offline demo behind ``kgrag demo``: a list of small steps over the bundled movie graph.
+
+The demo is a list of :class:`DemoStep` objects run in order against one :class:`DemoContext`
+(the loaded graph, an entity linker, an output function and a scratch ``state`` dict that later
+steps may read). The core steps below show loading, linking, path following and shortest paths
+without any LLM or model download.
+
+Method modules extend the demo without touching this file's logic: add the module's dotted path
+to :data:`DEMO_STEP_MODULES`; the module defines ``demo_steps() -> list[DemoStep]``, imported
+lazily when the demo runs (so ``import kgrag`` never imports a method). Their steps run after
+the core steps, in the order the modules are listed.
+
+The bundled data is found by :func:`demo_data_path`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from kgrag.graph.memory import KnowledgeGraph
+
+#: Dotted paths of modules with ``demo_steps() -> list[DemoStep]``, run after the core steps.
+DEMO_STEP_MODULES: list[str] = []
+
+#: Environment variable that points the demo at another triples file.
+DEMO_DATA_ENV = "KGRAG_DEMO_DATA"
+
+
+def demo_data_path(name: str = "movies.tsv") -> Path:
+    """Where the bundled demo data file ``name`` is.
+
+    The data lives in the repository (``examples/data/``), not inside the Python package, and
+    kgrag is installed in editable mode from a checkout, so the file is found relative to this
+    module: ``shared/kgrag/demo.py`` -> ``<repo>/examples/data/<name>``. Setting the environment
+    variable ``KGRAG_DEMO_DATA`` to a triples file overrides the lookup (e.g. for a
+    non-editable install). Raises :class:`FileNotFoundError` saying both options when the file
+    is not there.
+    """
+    override = os.environ.get(DEMO_DATA_ENV)
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"{DEMO_DATA_ENV}={override} is not a file")
+        return path
+    repo_root = Path(__file__).resolve().parents[2]
+    path = repo_root / "examples" / "data" / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"demo data {path} not found; the demo needs kgrag installed from a repository "
+            f"checkout (pip install -e .), or {DEMO_DATA_ENV} set to a triples file"
+        )
+    return path
+
+
+@dataclass
+class DemoContext:
+    """What every demo step gets: the graph, a linker, ``out`` for printing, shared ``state``."""
+
+    kg: KnowledgeGraph
+    data_path: Path
+    out: Callable[[str], None] = print
+    state: dict[str, Any] = field(default_factory=dict)
+    _linker: Any = None
+
+    @property
+    def linker(self) -> Any:
+        """A fuzzy :class:`~kgrag.linking.EntityLinker` over the graph (built on first use)."""
+        if self._linker is None:
+            from kgrag.linking import EntityLinker
+
+            self._linker = EntityLinker.from_graph(self.kg, mode="fuzzy")
+        return self._linker
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One titled step of the demo; ``run`` prints through ``ctx.out``."""
+
+    title: str
+    run: Callable[[DemoContext], None]
+
+
+# ---------------------------------------------------------------------- core steps
+def _show_graph(ctx: DemoContext) -> None:
+    kg = ctx.kg
+    ctx.out(f"Loaded {ctx.data_path.name}: {kg.num_nodes} entities, {kg.num_edges} edges, "
+            f"{kg.num_relations} relations.")
+    top = ", ".join(f"{name} ({count})" for name, count in kg.relation_histogram()[:6])
+    ctx.out(f"Most frequent relations: {top}")
+
+
+def _link_mentions(ctx: DemoContext) -> None:
+    ctx.out("Fuzzy entity linking (rapidfuzz; top 3 per mention):")
+    for mention in ("tokyo godfather", "Jamaican people", "Kurosawa", "Agnes Varda"):
+        links = ctx.linker.link(mention, top_m=3)
+        shown = ", ".join(f"{link.name} {link.score:.2f} [{link.source}]" for link in links)
+        ctx.out(f"  {mention!r:20} -> {shown}")
+
+
+def _question_without_llm(ctx: DemoContext) -> None:
+    from kgrag.linking import extract_mentions
+
+    question = "Who directed Tokyo Godfathers?"
+    mentions = extract_mentions(question, ctx.linker)
+    entities = [m.name for m in mentions]
+    ctx.out(f"Question: {question}")
+    ctx.out(f"  entities found in the question: {entities}")
+    answers = sorted({t.tail for t in ctx.kg.one_hop(entities, direction="out",
+                                                     relations=["directed_by"])})
+    ctx.out(f"  directed_by -> {answers}")
+    ctx.state["question_entities"] = entities
+
+
+def _follow_relation_path(ctx: DemoContext) -> None:
+    for source, path in (("Tokyo Godfathers", "directed_by -> born_in -> located_in"),
+                         ("Satoshi Kon", "directed_by_inv -> release_year")):
+        ctx.out(f"Follow {path!r} from {source}:")
+        for found in ctx.kg.follow_path([source], path):
+            ctx.out(f"  {found.verbalize()}")
+
+
+def _shortest_paths(ctx: DemoContext) -> None:
+    for source, target in (("Satoshi Kon", "Bong Joon-ho"), ("Jamaica", "United States of America")):
+        found = ctx.kg.shortest_paths([source], [target], max_hops=4)
+        ctx.out(f"Shortest path {source} .. {target} (undirected, at most 4 hops):")
+        ctx.out(f"  {found[0].verbalize()}" if found else "  none within 4 hops")
+
+
+CORE_STEPS: list[DemoStep] = [
+    DemoStep("The bundled graph", _show_graph),
+    DemoStep("Entity linking", _link_mentions),
+    DemoStep("A question answered by linking and one hop (no LLM)", _question_without_llm),
+    DemoStep("Relation paths", _follow_relation_path),
+    DemoStep("Shortest paths", _shortest_paths),
+]
+
+
+def demo_steps() -> list[DemoStep]:
+    """The core steps followed by the steps of every module in :data:`DEMO_STEP_MODULES`."""
+    steps = list(CORE_STEPS)
+    for module_path in DEMO_STEP_MODULES:
+        steps.extend(importlib.import_module(module_path).demo_steps())
+    return steps
+
+
+def run_demo(out: Callable[[str], None] = print, *, data_path: str | Path | None = None,
+             steps: Sequence[DemoStep] | None = None) -> DemoContext:
+    """Load the demo graph and run ``steps`` (default: :func:`demo_steps`); returns the context."""
+    path = Path(data_path) if data_path is not None else demo_data_path()
+    ctx = DemoContext(kg=KnowledgeGraph.from_csv(path), data_path=path, out=out)
+    selected = demo_steps() if steps is None else list(steps)
+    for number, step in enumerate(selected, start=1):
+        out("")
+        out(f"== {number}. {step.title}")
+        step.run(ctx)
+    return ctx
