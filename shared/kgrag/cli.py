@@ -62,7 +62,8 @@ def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _graph_from_args(args: argparse.Namespace) -> Any:
-    sep = args.sep.encode().decode("unicode_escape") if args.sep else None  # accept "\t"
+    # a tab is hard to type in a shell: accept "\t" and "tab" for it
+    sep = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep) if args.sep else None
     return open_graph(args.graph, sep=sep, on_error=args.on_error)
 
 
