@@ -1,0 +1,27 @@
+"""Entity and relation linking: exact, alias, fuzzy (rapidfuzz), dense (FAISS), hybrid; and
+mention extraction from questions without an LLM.
+
+>>> linker = EntityLinker(["Jamaica", "Japan", "Kingston"], mode="fuzzy")
+>>> linker.link("Jamaican people")[0].name
+'Jamaica'
+"""
+
+from kgrag.linking.dense import DenseIndex
+from kgrag.linking.fuzzy import FuzzyIndex, TrigramIndex, coverage_wratio, name_key
+from kgrag.linking.linker import MODES, EntityLinker, Link, RelationLinker
+from kgrag.linking.mentions import STOPWORDS, Mention, extract_mentions
+
+__all__ = [
+    "MODES",
+    "STOPWORDS",
+    "DenseIndex",
+    "EntityLinker",
+    "FuzzyIndex",
+    "Link",
+    "Mention",
+    "RelationLinker",
+    "TrigramIndex",
+    "coverage_wratio",
+    "extract_mentions",
+    "name_key",
+]

@@ -1,0 +1,83 @@
+"""Dense nearest-name search with FAISS over L2-normalised embeddings (inner product = cosine).
+
+Below ``hnsw_threshold`` vectors the index is exact (``IndexFlatIP``); above it, an
+``IndexHNSWFlat`` graph with the inner-product metric (approximate, much faster per query).
+FAISS is imported lazily. Indexes are saved with FAISS's own ``write_index`` (no pickle).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgrag.errors import GraphLoadError
+
+DEFAULT_HNSW_THRESHOLD = 200_000
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - declared dependency
+        raise ImportError("dense linking needs FAISS: `pip install faiss-cpu`") from exc
+    return faiss
+
+
+class DenseIndex:
+    """A FAISS index over unit vectors; ``search`` returns (cosine scores, row ids)."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, *, hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
+              hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128) -> "DenseIndex":
+        faiss = _faiss()
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
+        d = vectors.shape[1]
+        if len(vectors) < hnsw_threshold:
+            index = faiss.IndexFlatIP(d)
+        else:
+            index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = ef_construction
+            index.hnsw.efSearch = ef_search
+        index.add(vectors)
+        return cls(index)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.index.d)
+
+    @property
+    def kind(self) -> str:
+        return type(self.index).__name__
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` rows per query: ``(scores, ids)`` each of shape (q, k); missing ids are -1."""
+        queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        if queries.shape[1] != self.dimension:
+            raise ValueError(f"query dimension {queries.shape[1]} != index dimension "
+                             f"{self.dimension}")
+        k = max(1, min(k, len(self))) if len(self) else 1
+        if len(self) == 0:
+            return (np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64))
+        scores, ids = self.index.search(queries, k)
+        return scores, ids
+
+    def save(self, path: str | Path) -> None:
+        _faiss().write_index(self.index, str(path))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "DenseIndex":
+        faiss = _faiss()
+        try:
+            return cls(faiss.read_index(str(path)))
+        except Exception as exc:  # noqa: BLE001 - FAISS raises RuntimeError on bad files
+            raise GraphLoadError(f"cannot read FAISS index {path}: {exc}") from exc

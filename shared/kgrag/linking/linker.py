@@ -1,0 +1,405 @@
+"""Entity and relation linking: exact, alias, fuzzy (rapidfuzz), dense (FAISS) and hybrid.
+
+A linker holds a list of canonical names (graph nodes or relations) and optional aliases
+(alias -> canonical names). Every name and alias is a *surface form*; fuzzy and dense search run
+over surface forms and report the canonical name they belong to.
+
+``link(mention)`` returns, best first:
+
+1. exact hits (the mention's :func:`~kgrag.linking.fuzzy.name_key` equals a name's key), score 1,
+   source ``"exact"``;
+2. alias hits (the key equals an alias's key), score 1, source ``"alias"``;
+3. the ``top_m`` best names of the mode: ``"fuzzy"`` (score = :func:`coverage_wratio` / 100),
+   ``"dense"`` (cosine of embeddings, clipped to [0, 1]) or ``"hybrid"`` -- the union of the
+   fuzzy top-m and the dense top-m, as in ByoKG-RAG (paper section 3.2, m = 3), so at most 2m
+   names. Fuzzy and cosine scores are on different scales, so hybrid interleaves the two lists
+   by rank (fuzzy 1st, dense 1st, fuzzy 2nd, ...) instead of sorting by score.
+
+A name found twice keeps its first (higher-priority) link.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kgrag.context.types import ScoredEntity
+from kgrag.errors import EmbeddingError, GraphLoadError
+from kgrag.linking.dense import DEFAULT_HNSW_THRESHOLD, DenseIndex
+from kgrag.linking.fuzzy import FuzzyIndex, name_key
+
+MODES = ("fuzzy", "dense", "hybrid")
+FORMAT = "kgrag-linker"
+FORMAT_VERSION = 1
+_WORDS = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class Link(ScoredEntity):
+    """A linked name: ``name``, ``score`` in [0, 1], ``source`` in exact/alias/fuzzy/dense.
+
+    ``mention`` is the text that was linked and ``matched`` the surface form (name or alias)
+    that matched it.
+    """
+
+    mention: str = field(default="", compare=False)
+    matched: str = field(default="", compare=False)
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return mode
+
+
+class EntityLinker:
+    """Links free-text mentions to canonical names (see the module docstring for the rules).
+
+    Parameters: ``names`` (any iterable, e.g. streamed from a database store), ``aliases``
+    (alias -> canonical name or names), ``embedder`` (anything :func:`kgrag.embed.as_embedder`
+    accepts; ``None`` = the packaged MiniLM, loaded only when dense search is first needed),
+    ``mode``, ``top_m``; fuzzy: ``fuzzy_full_scan_limit`` / ``fuzzy_candidates`` (see
+    :class:`~kgrag.linking.fuzzy.FuzzyIndex`); dense: ``hnsw_threshold``, ``hnsw_m``,
+    ``ef_construction``, ``ef_search`` (see :class:`~kgrag.linking.dense.DenseIndex`);
+    ``embeddings``: precomputed unit vectors of :attr:`surface_texts` (skips embedding).
+    """
+
+    kind = "entity"
+
+    def __init__(
+        self,
+        names: Iterable[str],
+        *,
+        aliases: Mapping[str, str | Iterable[str]] | None = None,
+        embedder: Any = None,
+        mode: str = "hybrid",
+        top_m: int = 3,
+        fuzzy_full_scan_limit: int = 5000,
+        fuzzy_candidates: int = 256,
+        hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        embeddings: np.ndarray | None = None,
+    ) -> None:
+        self.mode = _check_mode(mode)
+        if top_m < 1:
+            raise ValueError("top_m must be at least 1")
+        self.top_m = top_m
+        seen: dict[str, None] = {}
+        for name in names:
+            name = str(name)
+            if name.strip():
+                seen.setdefault(name)
+        self.names: list[str] = list(seen)
+        self.name_index = {n: i for i, n in enumerate(self.names)}
+        surfaces = list(self.names)
+        owners = list(range(len(self.names)))
+        self.aliases: dict[str, list[str]] = {}
+        for alias, targets in (aliases or {}).items():
+            targets = [targets] if isinstance(targets, str) else list(targets)
+            for target in targets:
+                if target not in self.name_index:
+                    raise ValueError(f"alias {alias!r} points to unknown name {target!r}")
+                self.aliases.setdefault(str(alias), []).append(target)
+                surfaces.append(str(alias))
+                owners.append(self.name_index[target])
+        self.surface_forms: list[str] = surfaces
+        self.surface_owner = np.asarray(owners, dtype=np.int64)
+        self._name_keys: dict[str, list[int]] = {}
+        for i, name in enumerate(self.names):
+            self._name_keys.setdefault(name_key(name), []).append(i)
+        self._alias_keys: dict[str, list[int]] = {}
+        for alias, targets in self.aliases.items():
+            bucket = self._alias_keys.setdefault(name_key(alias), [])
+            bucket.extend(self.name_index[t] for t in targets if self.name_index[t] not in bucket)
+        self.fuzzy_params = {"full_scan_limit": fuzzy_full_scan_limit,
+                             "candidates": fuzzy_candidates}
+        self.dense_params = {"hnsw_threshold": hnsw_threshold, "hnsw_m": hnsw_m,
+                             "ef_construction": ef_construction, "ef_search": ef_search}
+        self._embedder_arg = embedder
+        self._embedder: Any = None
+        self._fuzzy: FuzzyIndex | None = None
+        self._dense: DenseIndex | None = None
+        if embeddings is not None:
+            vectors = np.asarray(embeddings, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(self.surface_forms):
+                raise ValueError(f"embeddings must have one row per surface form "
+                                 f"({len(self.surface_forms)}), got shape {vectors.shape}")
+            self._dense = DenseIndex.build(vectors, **self.dense_params)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_graph(cls, graph: Any, **kwargs: Any) -> "EntityLinker":
+        """A linker over a graph's node names and aliases (in-memory graph or any GraphStore)."""
+        names = getattr(graph, "node_names", None)
+        if names is None:
+            names = graph.iter_node_names()
+        if "aliases" not in kwargs:
+            inverted: dict[str, list[str]] = {}
+            for canonical, alias_list in (getattr(graph, "aliases", None) or {}).items():
+                for alias in alias_list:
+                    inverted.setdefault(alias, []).append(canonical)
+            kwargs["aliases"] = inverted
+        return cls(names, **kwargs)
+
+    def surface_text(self, surface: str) -> str:
+        """The text embedded for a surface form (entities: the name itself)."""
+        return surface
+
+    @property
+    def surface_texts(self) -> list[str]:
+        return [self.surface_text(s) for s in self.surface_forms]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({len(self.names)} names, {len(self.aliases)} aliases, "
+                f"mode={self.mode!r})")
+
+    # ------------------------------------------------------------------ indexes
+    @property
+    def fuzzy_index(self) -> FuzzyIndex:
+        if self._fuzzy is None:
+            self._fuzzy = FuzzyIndex([name_key(s) for s in self.surface_forms],
+                                     **self.fuzzy_params)
+        return self._fuzzy
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from kgrag.embed import as_embedder
+
+            self._embedder = as_embedder(self._embedder_arg)
+        return self._embedder
+
+    @property
+    def dense_index(self) -> DenseIndex:
+        """The FAISS index of surface-form embeddings (built on first use)."""
+        if self._dense is None:
+            vectors = self.embedder.embed_documents(self.surface_texts)
+            self._dense = DenseIndex.build(vectors, **self.dense_params)
+        return self._dense
+
+    def build(self) -> "EntityLinker":
+        """Build the indexes the mode needs now instead of on the first query."""
+        if self.mode in ("fuzzy", "hybrid"):
+            fuzzy = self.fuzzy_index
+            if len(fuzzy) > fuzzy.full_scan_limit:
+                _ = fuzzy.trigrams
+        if self.mode in ("dense", "hybrid"):
+            _ = self.dense_index
+        return self
+
+    # ------------------------------------------------------------------ linking
+    def exact(self, mention: str) -> list[Link]:
+        """Exact and alias hits of ``mention`` (normalised key equality)."""
+        key = name_key(mention)
+        out = [Link(self.names[i], 1.0, "exact", mention=mention, matched=self.names[i])
+               for i in self._name_keys.get(key, ())]
+        found = {link.name for link in out}
+        for i in self._alias_keys.get(key, ()):
+            if self.names[i] not in found:
+                out.append(Link(self.names[i], 1.0, "alias", mention=mention, matched=mention))
+                found.add(self.names[i])
+        return out
+
+    def _collect(self, surface_ids: Sequence[int], scores: Sequence[float], source: str,
+                 mention: str, limit: int) -> list[Link]:
+        out: list[Link] = []
+        seen: set[int] = set()
+        for sid, score in zip(surface_ids, scores):
+            if sid < 0:
+                continue
+            owner = int(self.surface_owner[sid])
+            if owner in seen:
+                continue
+            seen.add(owner)
+            out.append(Link(self.names[owner], float(min(max(score, 0.0), 1.0)), source,
+                            mention=mention, matched=self.surface_forms[sid]))
+            if len(out) == limit:
+                break
+        return out
+
+    def _search_limit(self, top_m: int) -> int:
+        # Several surface forms may belong to one name; fetch extra so top_m names survive.
+        return top_m if len(self.surface_forms) == len(self.names) else top_m * 4 + 4
+
+    def fuzzy(self, mention: str, top_m: int | None = None) -> list[Link]:
+        """The fuzzy top-m names of ``mention``."""
+        top_m = top_m or self.top_m
+        ids, scores = self.fuzzy_index.search(name_key(mention), self._search_limit(top_m))
+        return self._collect(ids, scores, "fuzzy", mention, top_m)
+
+    def dense_many(self, mentions: Sequence[str], top_m: int | None = None) -> list[list[Link]]:
+        """The dense top-m names of every mention (all mentions embedded in one call)."""
+        top_m = top_m or self.top_m
+        if not mentions or not self.names:
+            return [[] for _ in mentions]
+        index = self.dense_index
+        if self.embedder.dimension != index.dimension:
+            raise EmbeddingError(f"embedder dimension {self.embedder.dimension} does not match "
+                                 f"the index dimension {index.dimension}")
+        queries = self.embedder.embed_documents([str(m) for m in mentions])
+        scores, ids = index.search(queries, self._search_limit(top_m))
+        return [self._collect(ids[q], scores[q], "dense", m, top_m)
+                for q, m in enumerate(mentions)]
+
+    def dense(self, mention: str, top_m: int | None = None) -> list[Link]:
+        return self.dense_many([mention], top_m)[0]
+
+    @staticmethod
+    def _merge(*groups: list[Link]) -> list[Link]:
+        out: list[Link] = []
+        seen: set[str] = set()
+        for group in groups:
+            for link in group:
+                if link.name not in seen:
+                    seen.add(link.name)
+                    out.append(link)
+        return out
+
+    def link_many(self, mentions: Sequence[str], top_m: int | None = None, *,
+                  mode: str | None = None) -> list[list[Link]]:
+        """``link`` for many mentions; dense queries are embedded in one batch."""
+        mode = _check_mode(mode or self.mode)
+        top_m = top_m or self.top_m
+        mentions = [str(m) for m in mentions]
+        dense = self.dense_many(mentions, top_m) if mode in ("dense", "hybrid") else None
+        results = []
+        for q, mention in enumerate(mentions):
+            hits = self.exact(mention)
+            fuzzy = self.fuzzy(mention, top_m) if mode in ("fuzzy", "hybrid") else []
+            if mode == "fuzzy":
+                results.append(self._merge(hits, fuzzy))
+            elif mode == "dense":
+                results.append(self._merge(hits, dense[q]))  # type: ignore[index]
+            else:
+                interleaved = [link for pair in _zip_longest(fuzzy, dense[q])  # type: ignore[index]
+                               for link in pair]
+                results.append(self._merge(hits, interleaved))
+        return results
+
+    def link(self, mention: str, top_m: int | None = None, *, mode: str | None = None
+             ) -> list[Link]:
+        """Scored links of one mention (exact, alias, then the mode's top-m; best first)."""
+        return self.link_many([mention], top_m, mode=mode)[0]
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory: str | Path) -> None:
+        """Write names, aliases, the surface -> name map and (if built or needed) the FAISS index.
+
+        Files: ``manifest.json`` (written last), ``names.json``, ``aliases.json``,
+        ``surface_owner.npy`` and ``dense.faiss``. Nothing is pickled.
+        """
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        dense = self._dense
+        if dense is None and self.mode in ("dense", "hybrid"):
+            dense = self.dense_index
+        (path / "names.json").write_text(json.dumps(self.names, ensure_ascii=False),
+                                         encoding="utf-8")
+        (path / "aliases.json").write_text(json.dumps(self.aliases, ensure_ascii=False),
+                                           encoding="utf-8")
+        np.save(path / "surface_owner.npy", self.surface_owner.astype(np.int64),
+                allow_pickle=False)
+        if dense is not None:
+            dense.save(path / "dense.faiss")
+        embedder_name = None
+        if dense is not None:
+            from kgrag.embed import embedder_name as _name
+
+            embedder_name = _name(self.embedder)  # naming does not load a model
+        manifest = {
+            "format": FORMAT, "version": FORMAT_VERSION, "kind": self.kind, "mode": self.mode,
+            "top_m": self.top_m, "num_names": len(self.names),
+            "num_surfaces": len(self.surface_forms),
+            "dense_index": "dense.faiss" if dense is not None else None,
+            "dense_kind": dense.kind if dense is not None else None,
+            "dimension": dense.dimension if dense is not None else None,
+            "embedder": embedder_name,
+            "fuzzy": self.fuzzy_params, "dense": self.dense_params,
+        }
+        (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | Path, *, embedder: Any = None) -> "EntityLinker":
+        """Load a linker written by :meth:`save`; a broken directory raises ``GraphLoadError``.
+
+        ``embedder`` embeds queries for dense search; it must produce vectors of the saved
+        dimension (``None`` = the packaged MiniLM).
+        """
+        path = Path(directory)
+        try:
+            manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+            names = json.loads((path / "names.json").read_text(encoding="utf-8"))
+            aliases = json.loads((path / "aliases.json").read_text(encoding="utf-8"))
+            owner = np.load(path / "surface_owner.npy", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise GraphLoadError(f"{path} is not a readable kgrag linker directory: {exc}") from exc
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise GraphLoadError(f"{path}/manifest.json is not a kgrag linker manifest")
+        if manifest.get("version") != FORMAT_VERSION:
+            raise GraphLoadError(f"{path}: unsupported linker format version "
+                                 f"{manifest.get('version')!r}")
+        if manifest.get("kind") != cls.kind:
+            raise GraphLoadError(f"{path} holds a {manifest.get('kind')!r} linker, "
+                                 f"not {cls.kind!r}; use the matching class")
+        if (not isinstance(names, list) or not all(isinstance(n, str) for n in names)
+                or not isinstance(aliases, dict) or len(names) != manifest.get("num_names")):
+            raise GraphLoadError(f"{path}: names.json / aliases.json do not match the manifest")
+        try:
+            linker = cls(names, aliases=aliases, embedder=embedder, mode=manifest["mode"],
+                         top_m=manifest["top_m"],
+                         fuzzy_full_scan_limit=manifest["fuzzy"]["full_scan_limit"],
+                         fuzzy_candidates=manifest["fuzzy"]["candidates"],
+                         **manifest["dense"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GraphLoadError(f"{path}: inconsistent linker files: {exc}") from exc
+        if owner.shape != linker.surface_owner.shape or not np.array_equal(
+                owner, linker.surface_owner):
+            raise GraphLoadError(f"{path}: surface_owner.npy does not match names/aliases")
+        if manifest.get("dense_index"):
+            dense = DenseIndex.load(path / str(manifest["dense_index"]))
+            if len(dense) != len(linker.surface_forms) or dense.dimension != manifest.get(
+                    "dimension"):
+                raise GraphLoadError(f"{path}: the FAISS index does not match the manifest")
+            linker._dense = dense
+            if embedder is not None and linker.embedder.dimension != dense.dimension:
+                raise EmbeddingError(f"the embedder gives {linker.embedder.dimension}-d vectors "
+                                     f"but the saved index is {dense.dimension}-d")
+        return linker
+
+
+def _zip_longest(a: list[Link], b: list[Link]) -> list[tuple[Link, ...]]:
+    pairs = []
+    for i in range(max(len(a), len(b))):
+        pairs.append(tuple(x[i] for x in (a, b) if i < len(x)))
+    return pairs
+
+
+class RelationLinker(EntityLinker):
+    """The same linker over relation names (``directed_by``, ``film.film.directed_by``, ...).
+
+    Relation names are embedded as their words ("film film directed by"), which embedding
+    models understand better than identifiers; exact and fuzzy matching already ignore
+    ``_`` and ``.`` through :func:`~kgrag.linking.fuzzy.name_key`.
+    """
+
+    kind = "relation"
+
+    @classmethod
+    def from_graph(cls, graph: Any, **kwargs: Any) -> "RelationLinker":
+        names = getattr(graph, "relation_names", None)
+        if names is None:
+            names = graph.list_relations()
+        return cls(names, **kwargs)
+
+    def surface_text(self, surface: str) -> str:
+        return " ".join(_WORDS.findall(surface)) or surface
