@@ -157,6 +157,18 @@ def test_from_networkx_multidigraph_with_attributes_and_isolated_nodes():
     assert kg.degree(["Lonely Node"]) == {"Lonely Node": 0}
 
 
+def test_from_networkx_stats_survive_isolated_nodes():
+    g = nx.MultiDiGraph()
+    g.add_edge("a", "b", relation="r")
+    g.add_edge("a", "b", relation="r")  # the same fact twice
+    g.add_edge("b", "b", relation="r")
+    g.add_node("alone")
+    kg = KnowledgeGraph.from_networkx(g)
+    assert kg.num_edges == 2 and kg.num_nodes == 3
+    assert kg.stats == {"input_edges": 3, "duplicate_edges": 1, "self_loops": 1,
+                        "skipped_records": 0}
+
+
 def test_from_networkx_digraph_and_custom_relation_key():
     g = nx.DiGraph()
     g.add_edge("a", "b", label="r")

@@ -260,10 +260,12 @@ class KnowledgeGraph:
         kg = cls.from_triples(edges(), **kwargs)
         isolated = [normalize_name(n) for n in graph.nodes if normalize_name(n) not in kg.node_index]
         if isolated:  # keep isolated nodes: they can still be linked and described
+            edges_only = kg
             kg = cls(kg.node_names + isolated, kg.relation_names, kg.heads, kg.rels, kg.tails,
                      node_descriptions=kg.node_descriptions,
                      relation_descriptions=kg.relation_descriptions, aliases=kg.aliases,
                      _sorted_unique=True)
+            kg.stats = dict(edges_only.stats)  # the input counts, not those of the rebuild
         return kg
 
     def to_networkx(self) -> "nx.MultiDiGraph":
