@@ -1,0 +1,428 @@
+"""The UltRAG pipeline (the paper's Algorithm 1, as instantiated by UltRAG-OTS).
+
+One question costs exactly two LLM calls when the first query parses:
+
+1. **query generation** -- the LLM writes a DSL query from the question, the relation list and
+   any seed entities (re-asked at most ``max_reasks`` times when the reply does not parse or
+   names an unknown relation);
+2. leaves become fuzzy sets (seed ids one-hot; quoted mentions by the Eq. 2 softmax linker),
+   the executor scores every entity (optionally on a SEPPR subgraph), the decider accepts
+   (UltRAG-OTS: always) and :meth:`UltRAG.retrieve` returns the top entities;
+3. **arbitration** (:meth:`UltRAG.answer`) -- the LLM picks the answers among the top 50.
+
+:meth:`UltRAG.execute` runs a query written by code, with no LLM at all::
+
+    UltRAG(kg).execute('"Tokyo Godfathers" -> directed_by')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
+from kgrag.errors import LLMNotConfiguredError, LLMOutputError
+from kgrag.graph.memory import KnowledgeGraph
+from kgrag.llm import acomplete_and_parse, complete_and_parse, extract_tag, optional_llm
+from kgrag.llm.base import NO_LLM_HELP, track_usage
+from kgrag.methods.base import KGMethod
+from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
+from kgrag.methods.ultrag.executor import (
+    FUZZY_DTYPE,
+    QueryExecutor,
+    SymbolicFuzzyExecutor,
+    top_k,
+)
+from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA, SoftmaxLeafLinker
+from kgrag.methods.ultrag.prompts import QUERY_SYSTEM, query_prompt
+from kgrag.methods.ultrag.query import (
+    Query,
+    QueryError,
+    QueryResolutionError,
+    leaves,
+    parse_query,
+    relations,
+    to_dsl,
+)
+from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, induced_subgraph, seppr_nodes
+from kgrag.methods.ultrag.vocabulary import GraphVocabulary
+
+PAPER_ARBITRATION_TOP_K = 50
+LINKING_MODES = ("dense", "exact")
+
+_FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
+_ENTITY_ID = re.compile(r"^Q\d+$")
+
+
+@dataclass
+class Execution:
+    """The outcome of running one query: scores over every node plus how the leaves were bound."""
+
+    query: Query
+    scores: np.ndarray
+    leaf_entities: list[list[ScoredEntity]] = field(default_factory=list)
+    subgraph_nodes: int | None = None
+
+    @property
+    def query_text(self) -> str:
+        return to_dsl(self.query)
+
+
+def extract_query_text(reply: str) -> str:
+    """The query in an LLM reply: the ``<query>`` tag, else the first line that looks like one."""
+    body = extract_tag(reply or "", "query")
+    if body is None:
+        lines = [ln.strip() for ln in _FENCE.sub("\n", reply or "").splitlines() if ln.strip()]
+        candidates = [ln for ln in lines if "->" in ln or "→" in ln]
+        body = candidates[0] if candidates else (lines[0] if lines else "")
+    body = _FENCE.sub("", body).strip().strip("`").strip()
+    if body.lower().startswith("query:"):
+        body = body[6:].strip()
+    return body
+
+
+class UltRAG(KGMethod):
+    """UltRAG over an in-memory :class:`~kgrag.KnowledgeGraph`.
+
+    Parameters (paper defaults in brackets)
+    ---------------------------------------
+    graph: the knowledge graph.
+    llm: any LangChain chat model / LlamaIndex LLM / callable; needed for :meth:`retrieve` and
+        :meth:`answer`, not for :meth:`execute`.
+    embedder, linker: for Eq. 2 linking of quoted mentions (``None`` = packaged MiniLM, loaded
+        on first use). ``linking="exact"`` resolves mentions by name/alias only (no model).
+    sigma [0.1], link_k [unstated; 10]: Eq. 2 temperature and candidates per mention.
+    projection ["max"], logic ["product"], threshold [0], soft_and [off]: executor semantics
+        (see :mod:`kgrag.methods.ultrag.executor`).
+    executor: a :class:`QueryExecutor` for the whole graph, or a factory ``kg -> executor``
+        (needed with SEPPR, where each question runs on its own subgraph). Default: symbolic.
+    top_k [50]: entities returned by :meth:`retrieve` and shown to the arbitrator.
+    arbitrator: ``"llm"`` (paper), ``"margin"`` (LLM-free) or an :class:`Arbitrator`; default
+        ``"llm"`` when an LLM is given, else ``"margin"``.
+    margin [ours; 0.05]: the margin arbitrator's tolerance below the top score.
+    max_reasks [unstated; 1]: extra query-generation calls when a reply does not parse.
+    subgraph_k [off; paper 30,000 on Wikidata-scale graphs]: run on the SEPPR top-k subgraph.
+    seppr_alpha [0.85], seppr_steps [5].
+    on_invalid_query: ``"empty"`` (default: an empty result whose metadata holds the error) or
+        ``"raise"`` (:class:`~kgrag.errors.LLMOutputError`).
+    """
+
+    name = "ultrag"
+
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        llm: Any = None,
+        *,
+        embedder: Any = None,
+        linker: Any = None,
+        linking: str = "dense",
+        sigma: float = PAPER_SIGMA,
+        link_k: int = DEFAULT_LINK_K,
+        projection: str = "max",
+        logic: str = "product",
+        threshold: float = 0.0,
+        soft_and: bool = False,
+        executor: QueryExecutor | Callable[[KnowledgeGraph], QueryExecutor] | None = None,
+        top_k: int = PAPER_ARBITRATION_TOP_K,
+        arbitrator: str | Arbitrator | None = None,
+        margin: float = 0.05,
+        max_reasks: int = 1,
+        subgraph_k: int | None = None,
+        seppr_alpha: float = PAPER_ALPHA,
+        seppr_steps: int = PAPER_STEPS,
+        on_invalid_query: str = "empty",
+    ) -> None:
+        if not isinstance(graph, KnowledgeGraph):
+            raise TypeError(
+                "UltRAG executes queries over the whole graph and needs an in-memory "
+                "KnowledgeGraph; load one from your store's triples (KnowledgeGraph.from_triples)")
+        if linking not in LINKING_MODES:
+            raise ValueError(f"linking must be one of {LINKING_MODES}, got {linking!r}")
+        if on_invalid_query not in ("empty", "raise"):
+            raise ValueError("on_invalid_query must be 'empty' or 'raise'")
+        if top_k < 1 or max_reasks < 0:
+            raise ValueError("top_k must be >= 1 and max_reasks >= 0")
+        if subgraph_k is not None and subgraph_k < 1:
+            raise ValueError("subgraph_k must be >= 1")
+        self.kg = graph
+        self.llm = optional_llm(llm)
+        self.vocabulary = GraphVocabulary.from_graph(graph)
+        self.linking = linking
+        self.sigma = sigma
+        self.link_k = link_k
+        self._embedder = embedder
+        self._linker_arg = linker
+        self._leaf_linker: SoftmaxLeafLinker | None = None
+        self.executor_options = dict(projection=projection, logic=logic, threshold=threshold,
+                                     soft_and=soft_and)
+        if executor is None:
+            self._executor_factory: Callable[[KnowledgeGraph], QueryExecutor] = (
+                lambda kg: SymbolicFuzzyExecutor(kg, **self.executor_options))
+            self._executor: QueryExecutor | None = None
+        elif callable(executor) and not hasattr(executor, "execute"):
+            self._executor_factory = executor  # type: ignore[assignment]
+            self._executor = None
+        else:
+            if subgraph_k is not None:
+                raise ValueError("with subgraph_k, pass executor as a factory kg -> executor")
+            self._executor_factory = None  # type: ignore[assignment]
+            self._executor = executor  # type: ignore[assignment]
+        self.top_k = top_k
+        if arbitrator is None:
+            arbitrator = "llm" if self.llm is not None else "margin"
+        if arbitrator == "llm":
+            if self.llm is None:
+                raise LLMNotConfiguredError(NO_LLM_HELP.format(what="The LLM arbitrator"))
+            self.arbitrator: Arbitrator = LLMArbitrator(self.llm)
+        elif arbitrator == "margin":
+            self.arbitrator = MarginArbitrator(margin=margin, max_answers=top_k)
+        elif isinstance(arbitrator, str):
+            raise ValueError("arbitrator must be 'llm', 'margin' or an Arbitrator")
+        else:
+            self.arbitrator = arbitrator
+        self.max_reasks = max_reasks
+        self.subgraph_k = subgraph_k
+        self.seppr_alpha = seppr_alpha
+        self.seppr_steps = seppr_steps
+        self.on_invalid_query = on_invalid_query
+
+    # ------------------------------------------------------------------ components
+    @property
+    def executor(self) -> QueryExecutor:
+        """The whole-graph executor (built on first use)."""
+        if self._executor is None:
+            self._executor = self._executor_factory(self.kg)
+        return self._executor
+
+    @property
+    def leaf_linker(self) -> SoftmaxLeafLinker:
+        if self._leaf_linker is None:
+            self._leaf_linker = SoftmaxLeafLinker(self.kg, linker=self._linker_arg,
+                                                  embedder=self._embedder, k=self.link_k,
+                                                  sigma=self.sigma)
+        return self._leaf_linker
+
+    # ------------------------------------------------------------------ query generation
+    def query_prompt(self, question: str, seeds: Sequence[str] = ()) -> str:
+        return query_prompt(question, self.vocabulary, seeds=self._seed_ids(seeds),
+                            descriptions=self.kg.relation_descriptions)
+
+    def _seed_ids(self, seeds: Sequence[str]) -> list[int]:
+        ids = []
+        for seed in seeds:
+            node = self.kg.node_index.get(seed)
+            if node is None:
+                raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
+            ids.append(node)
+        return ids
+
+    def validate(self, query: Query) -> Query:
+        """Check every relation and every unquoted id leaf against the graph."""
+        for rel in relations(query):
+            self.vocabulary.resolve_relation(rel)
+        for leaf in leaves(query):
+            if leaf.quoted:
+                continue
+            looks_like_id = bool(_ENTITY_ID.match(leaf.text))
+            self.vocabulary.resolve_entity(
+                leaf, required=self.linking == "exact" or looks_like_id)
+        return query
+
+    def parse_reply(self, reply: str) -> Query:
+        """Parse and validate an LLM reply; any problem is an ``LLMOutputError`` (re-asked)."""
+        text = extract_query_text(reply)
+        try:
+            return self.validate(parse_query(text))
+        except QueryError as exc:
+            raise LLMOutputError(f"invalid query {text[:200]!r}: {exc}") from exc
+
+    def generate_query(self, question: str, seeds: Sequence[str] = ()) -> tuple[Query, str]:
+        """One query-generation call (plus at most ``max_reasks`` re-asks)."""
+        if self.llm is None:
+            raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation") +
+                                        " Without an LLM, run a query you write with execute().")
+        return complete_and_parse(self.llm, self.query_prompt(question, seeds), self.parse_reply,
+                                  retries=self.max_reasks, system=QUERY_SYSTEM)
+
+    async def agenerate_query(self, question: str, seeds: Sequence[str] = ()) -> tuple[Query, str]:
+        if self.llm is None:
+            raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation"))
+        return await acomplete_and_parse(self.llm, self.query_prompt(question, seeds),
+                                         self.parse_reply, retries=self.max_reasks,
+                                         system=QUERY_SYSTEM)
+
+    # ------------------------------------------------------------------ execution
+    def leaf_sets(self, query: Query) -> tuple[list[np.ndarray], list[list[ScoredEntity]]]:
+        """One fuzzy set per leaf: ids/names one-hot; quoted mentions by Eq. 2 (``"dense"``).
+
+        An unquoted leaf that is neither an id nor a name falls back to linking in
+        ``"dense"`` mode and raises :class:`QueryResolutionError` in ``"exact"`` mode.
+        """
+        n = self.kg.num_nodes
+        sets: list[np.ndarray | None] = []
+        entities: list[list[ScoredEntity] | None] = []
+        to_link: list[tuple[int, str]] = []
+        for i, leaf in enumerate(leaves(query)):
+            node = None
+            if not (leaf.quoted and self.linking == "dense"):
+                node = self.vocabulary.resolve_entity(leaf, required=self.linking == "exact")
+            if node is None:
+                to_link.append((i, leaf.text))
+                sets.append(None)
+                entities.append(None)
+                continue
+            x = np.zeros(n, dtype=FUZZY_DTYPE)
+            x[node] = 1
+            sets.append(x)
+            entities.append([ScoredEntity(self.kg.node_names[node], 1.0, "id",
+                                          metadata={"mention": leaf.text})])
+        if to_link:
+            linked = self.leaf_linker.fuzzy_sets([text for _, text in to_link])
+            for (i, _), (x, scored) in zip(to_link, linked):
+                sets[i] = x
+                entities[i] = scored
+        return sets, entities  # type: ignore[return-value]
+
+    def run(self, query: Query | str) -> Execution:
+        """Bind the leaves and execute ``query``; scores cover every node of the graph."""
+        query = self.validate(parse_query(query))
+        sets, entities = self.leaf_sets(query)
+        if self.subgraph_k is None:
+            scores = self.executor.execute(query, sets)
+            return Execution(query, scores, entities)
+        seeds = np.sum(sets, axis=0) if sets else np.zeros(self.kg.num_nodes)
+        if not np.any(seeds):
+            return Execution(query, np.zeros(self.kg.num_nodes, FUZZY_DTYPE), entities, 0)
+        nodes = seppr_nodes(self.kg, seeds.astype(np.float64), k=self.subgraph_k,
+                            alpha=self.seppr_alpha, steps=self.seppr_steps)
+        sub = induced_subgraph(self.kg, nodes)
+        local_scores = self._executor_factory(sub).execute(query, [x[nodes] for x in sets])
+        scores = np.zeros(self.kg.num_nodes, dtype=FUZZY_DTYPE)
+        scores[nodes] = local_scores
+        return Execution(query, scores, entities, len(nodes))
+
+    def ranked(self, scores: np.ndarray, k: int | None = None) -> list[ScoredEntity]:
+        """The top ``k`` entities (default ``top_k``), score descending, ties by node id."""
+        ids, values = top_k(scores, k or self.top_k)
+        return [ScoredEntity(self.kg.node_names[i], float(s), "ultrag",
+                             metadata={"entity_id": self.vocabulary.entity_id(i)})
+                for i, s in zip(ids.tolist(), values.tolist())]
+
+    def execute(self, query: Query | str, *, top_k: int | None = None) -> list[ScoredEntity]:
+        """Run a DSL / tuple query written by code (no LLM) and return the top entities.
+
+        >>> kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon")])
+        >>> UltRAG(kg, linking="exact").execute("Q1 -> directed_by_inv")[0].name
+        'Tokyo Godfathers'
+        """
+        execution = self.run(query)
+        items = self.ranked(execution.scores, top_k)
+        text = execution.query_text
+        return [ScoredEntity(e.name, e.score, e.source, metadata={**e.metadata, "query": text})
+                for e in items]
+
+    # ------------------------------------------------------------------ KGMethod
+    def _result(self, question: str, query: Query | None, reply: str | None,
+                execution: Execution | None, usage: Usage, error: str | None = None
+                ) -> RetrievalResult:
+        metadata: dict[str, Any] = {"llm_reply": reply}
+        items: list[ScoredEntity] = []
+        if query is not None:
+            metadata["query"] = to_dsl(query)
+        if execution is not None:
+            text = execution.query_text
+            items = [ScoredEntity(e.name, e.score, e.source,
+                                  metadata={**e.metadata, "query": text})
+                     for e in self.ranked(execution.scores)]
+            metadata["leaves"] = [[(e.name, round(e.score, 6)) for e in group]
+                                  for group in execution.leaf_entities]
+            metadata["support_size"] = int(np.count_nonzero(execution.scores))
+            if execution.subgraph_nodes is not None:
+                metadata["subgraph_nodes"] = execution.subgraph_nodes
+        if error is not None:
+            metadata["error"] = error
+        return RetrievalResult(question, list(items), self.name, usage, metadata)
+
+    def _failed(self, question: str, exc: Exception, usage: Usage) -> RetrievalResult:
+        if self.on_invalid_query == "raise":
+            raise exc
+        return self._result(question, None, None, None, usage, error=str(exc))
+
+    def retrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
+        """Query generation (1 LLM call, + re-asks) and execution; top entities as items."""
+        with track_usage(self.llm) as usage:
+            try:
+                query, reply = self.generate_query(question, seeds)
+                execution = self.run(query)
+            except (LLMOutputError, QueryError) as exc:
+                failure: Exception | None = exc
+            else:
+                failure = None
+        if failure is not None:
+            return self._failed(question, failure, usage)
+        return self._result(question, query, reply, execution, usage)
+
+    async def aretrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
+        with track_usage(self.llm) as usage:
+            try:
+                query, reply = await self.agenerate_query(question, seeds)
+                execution = self.run(query)
+            except (LLMOutputError, QueryError) as exc:
+                failure: Exception | None = exc
+            else:
+                failure = None
+        if failure is not None:
+            return self._failed(question, failure, usage)
+        return self._result(question, query, reply, execution, usage)
+
+    def candidates(self, retrieval: RetrievalResult) -> list[tuple[str, str, float]]:
+        return [(e.metadata.get("entity_id", e.name), e.name, e.score)  # type: ignore[union-attr]
+                for e in retrieval.items]
+
+    def answer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
+        """Retrieve, then arbitrate over the top candidates (2 LLM calls with the LLM arbitrator)."""
+        with track_usage(self.llm) as usage:
+            retrieval = self.retrieve(question, seeds=seeds)
+            answers = [] if "error" in retrieval.metadata else self.arbitrator.arbitrate(
+                question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
+        return self._answer(question, answers, retrieval, usage)
+
+    async def aanswer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
+        with track_usage(self.llm) as usage:
+            retrieval = await self.aretrieve(question, seeds=seeds)
+            if "error" in retrieval.metadata:
+                answers: list[str] = []
+            elif hasattr(self.arbitrator, "aarbitrate"):
+                answers = await self.arbitrator.aarbitrate(  # type: ignore[attr-defined]
+                    question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
+            else:
+                answers = self.arbitrator.arbitrate(
+                    question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
+        return self._answer(question, answers, retrieval, usage)
+
+    @staticmethod
+    def _answer(question: str, answers: list[str], retrieval: RetrievalResult,
+                usage: Usage) -> Answer:
+        if answers:
+            text = ", ".join(answers)
+        elif "error" in retrieval.metadata:
+            text = f"No answer: the query could not be built ({retrieval.metadata['error']})."
+        else:
+            text = "No answer found in the knowledge graph."
+        return Answer(question, answers, text, retrieval, usage)
+
+
+def execute(graph: KnowledgeGraph, query: Query | str, *, top_k: int = PAPER_ARBITRATION_TOP_K,
+            **options: Any) -> list[ScoredEntity]:
+    """Run a query on ``graph`` without an LLM (leaves by id or name; quoted mentions exact).
+
+    >>> kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon")])
+    >>> [e.name for e in execute(kg, '"Satoshi Kon" -> directed_by_inv')]
+    ['Tokyo Godfathers']
+    """
+    options.setdefault("linking", "exact")
+    return UltRAG(graph, **options).execute(query, top_k=top_k)

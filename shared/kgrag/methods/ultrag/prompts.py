@@ -1,0 +1,116 @@
+"""UltRAG's two prompts: query generation and arbitration (our wording; the paper's is unpublished).
+
+The paper states what the prompts contain, not their text:
+
+* **query generation** -- the question, the DSL's rules, the *whole* relation list (the LLM must
+  use relation ids, not labels) and, when known, the seed entities;
+* **arbitration** -- the question and the top-50 entities ranked by the executor with their
+  probabilities; the LLM returns the final answer set and may use its own knowledge.
+
+Relations are listed as ``P<i>: label`` (plus the relation description when the graph has one).
+Seeds are listed as ``Q<i>: name``. Without seeds, the LLM writes each leaf as a quoted mention,
+which the entity linker resolves (Eq. 2).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from kgrag.methods.ultrag.vocabulary import GraphVocabulary
+
+QUERY_SYSTEM = (
+    "You translate questions into logical queries over a knowledge graph. A query executor "
+    "runs your query over the whole graph, so only the query's logic and the relation ids matter."
+)
+
+QUERY_RULES = """\
+Query language:
+- X -> P7 follows relation P7 from every entity of X (a projection). X -> P7_inv follows P7
+  backwards, from the tail of an edge to its head. Projections chain left to right:
+  X -> P7 -> P3.
+- AND(A, B, ...) keeps the entities that are answers of all of A, B, ... (two or more queries).
+- A leaf is an entity: {leaf_rule} A leaf on its own is not a query: always follow at least one
+  relation from it.
+- Refer to relations only by their ids from the list below (P<digits>, optionally with _inv),
+  never by their labels.
+
+Example: "Which universities employ Turing Award winners who work on deep learning?", with
+P1 = award received, P2 = field of work, P4 = employer, becomes
+AND({turing} -> P1_inv, {deep} -> P2_inv) -> P4"""
+
+LEAF_RULE_MENTIONS = ('write its name in double quotes, as it would appear in the graph, e.g. '
+                      '"Geoffrey Hinton".')
+LEAF_RULE_SEEDS = ('use the id of a seed entity listed below (e.g. Q12), or, for an entity that '
+                   'is not listed, its name in double quotes.')
+
+QUERY_TEMPLATE = """\
+Write one logical query whose answers are the answers to the question.
+
+{rules}
+
+Relations (id: label):
+{relations}
+{seeds}
+Question: {question}
+
+Reply with the query inside <query></query> tags and nothing else."""
+
+ARBITRATION_SYSTEM = (
+    "You pick the final answers to a question from candidates that a knowledge-graph query "
+    "executor ranked. Scores are membership probabilities; use them, the candidate names and "
+    "your own knowledge to choose."
+)
+
+ARBITRATION_TEMPLATE = """\
+Question: {question}
+
+The executor ran the query {query} and ranked these candidates (id | name | probability),
+highest first:
+{candidates}
+
+Return every candidate that answers the question (possibly none, possibly several). If you are
+sure of an answer that is not listed, you may add its name.
+Reply with one answer id or name per line inside <answers></answers> tags."""
+
+
+def relation_lines(vocabulary: GraphVocabulary,
+                   descriptions: dict[str, str] | None = None) -> str:
+    """Every relation as ``id: label`` (``: description`` appended when known), in id order."""
+    descriptions = descriptions or {}
+    lines = []
+    for rel, name in enumerate(vocabulary.relation_names):
+        line = f"{vocabulary.relation_id(rel)}: {name}"
+        if descriptions.get(name):
+            line += f" -- {descriptions[name]}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def query_prompt(question: str, vocabulary: GraphVocabulary, *,
+                 seeds: Sequence[int] = (), descriptions: dict[str, str] | None = None) -> str:
+    """The query-generation prompt (relation list, seeds with their ids, the question)."""
+    if seeds:
+        leaf_rule = LEAF_RULE_SEEDS
+        seed_text = "\nSeed entities (id: name):\n" + "\n".join(
+            f"{vocabulary.entity_id(s)}: {vocabulary.node_names[s]}" for s in seeds) + "\n"
+        turing, deep = "Q189", "Q192"
+    else:
+        leaf_rule, seed_text = LEAF_RULE_MENTIONS, ""
+        turing, deep = '"Turing Award"', '"deep learning"'
+    rules = QUERY_RULES.format(leaf_rule=leaf_rule, turing=turing, deep=deep)
+    return QUERY_TEMPLATE.format(rules=rules, relations=relation_lines(vocabulary, descriptions),
+                                 seeds=seed_text, question=question.strip())
+
+
+def candidate_lines(candidates: Sequence[tuple[str, str, float]]) -> str:
+    """``rank. id | name | probability`` lines, in the given (already sorted) order."""
+    return "\n".join(f"{i}. {cid} | {name} | {score:.3f}"
+                     for i, (cid, name, score) in enumerate(candidates, start=1))
+
+
+def arbitration_prompt(question: str, query_text: str,
+                       candidates: Sequence[tuple[str, str, float]]) -> str:
+    """The arbitration prompt over ``(id, name, probability)`` candidates, best first."""
+    listed = candidate_lines(candidates) if candidates else "(the query returned no entities)"
+    return ARBITRATION_TEMPLATE.format(question=question.strip(), query=query_text,
+                                       candidates=listed)

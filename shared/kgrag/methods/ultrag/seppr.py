@@ -1,0 +1,144 @@
+"""SEPPR: seed-expanded personalised PageRank subgraph sampling (the paper's Algorithm 2).
+
+For graphs too large to execute on whole, UltRAG first keeps the ``k`` nodes with the highest
+personalised PageRank from the seeds and runs the executor on the induced subgraph::
+
+    x0 = 1/|S| on crisp seeds S   (fuzzy seeds: x0 = sum_i p_i, normalised to sum 1)
+    x  = x0
+    repeat T times:  x'[v] = sum_{(u, v) in E} x[u] / degree[u];   x = alpha * x' + (1 - alpha) * x0
+    return the top-k nodes of x
+
+Paper defaults: ``alpha = 0.85`` (teleport back to the seeds with probability ``1 - alpha``, as
+the formula says; the paper's comment "teleport with probability alpha" contradicts it),
+``T = 5``, ``k = 30,000``. Relation types are ignored.
+
+Choices the paper leaves open (documented and tested):
+
+* **Direction / degree.** By default (``symmetric=True``) every edge is walked both ways and
+  ``degree[u]`` is the total (in + out) degree, because UltRAG queries traverse relations in
+  both directions (``_inv``), so an answer may lie "upstream" of a seed. ``symmetric=False``
+  follows stored edges only and uses the out-degree. Parallel edges (different relations between
+  the same nodes) each count, so strongly connected pairs receive more mass.
+* **Dangling nodes** (degree 0 in the chosen direction): their propagated mass is dropped (no
+  edge carries it), exactly as the formula reads; the teleport term still refreshes the seeds.
+  Scores are therefore not a probability distribution after T steps; only their order is used.
+* **Ties** at the k-th score are broken by lower node id. Seeds are not forced in: like the paper we keep the plain top-k (a seed has score >= (1 - alpha) / |S| so it is kept unless k is tiny).
+* **Induced subgraph** keeps every edge whose two endpoints were selected (all relations).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from kgrag.graph.memory import KnowledgeGraph
+
+PAPER_ALPHA = 0.85
+PAPER_STEPS = 5
+PAPER_TOP_K = 30_000
+
+_transition_cache: "weakref.WeakKeyDictionary[KnowledgeGraph, dict[bool, tuple]]" = \
+    weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _adjacency(kg: KnowledgeGraph, symmetric: bool) -> tuple[object, np.ndarray]:
+    """``(A^T as CSR, degree)`` for the propagation step, cached per graph and direction."""
+    import scipy.sparse as sp
+
+    with _lock:
+        per_graph = _transition_cache.setdefault(kg, {})
+        if symmetric in per_graph:
+            return per_graph[symmetric]
+    n = kg.num_nodes
+    heads = kg.heads.astype(np.int64)
+    tails = kg.tails.astype(np.int64)
+    if symmetric:
+        src, dst = np.concatenate([heads, tails]), np.concatenate([tails, heads])
+    else:
+        src, dst = heads, tails
+    degree = np.bincount(src, minlength=n).astype(np.float64)
+    # A^T[v, u] = number of edges u -> v, so A^T @ (x / degree) sums over in-neighbours u of v
+    a_t = sp.csr_matrix((np.ones(len(src), np.float64), (dst, src)), shape=(n, n))
+    with _lock:
+        _transition_cache.setdefault(kg, {})[symmetric] = (a_t, degree)
+    return a_t, degree
+
+
+def seed_vector(num_nodes: int, seeds: Sequence[int] | Mapping[int, float] | np.ndarray,
+                ) -> np.ndarray:
+    """``x0``: uniform over crisp seeds (a sequence of ids), or normalised fuzzy seeds.
+
+    Fuzzy seeds are a ``{node: membership}`` mapping or a membership vector (sum of the leaves'
+    fuzzy sets); they are normalised to sum 1.
+    """
+    x0 = np.zeros(num_nodes, dtype=np.float64)
+    if isinstance(seeds, Mapping):
+        for node, p in seeds.items():
+            x0[int(node)] += float(p)
+    else:
+        arr = np.asarray(seeds)
+        if arr.ndim == 1 and arr.dtype.kind == "f" and len(arr) == num_nodes:
+            x0 += arr
+        else:
+            ids = np.unique(arr.astype(np.int64))
+            if len(ids):
+                x0[ids] = 1.0 / len(ids)
+            return x0
+    total = x0.sum()
+    if total <= 0 or not np.isfinite(total) or x0.min() < 0:
+        raise ValueError("fuzzy seeds must be non-negative with a positive sum")
+    return x0 / total
+
+
+def seppr_scores(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] | np.ndarray, *,
+                 alpha: float = PAPER_ALPHA, steps: int = PAPER_STEPS,
+                 symmetric: bool = True) -> np.ndarray:
+    """The PPR vector ``x`` after ``steps`` iterations of Algorithm 2 (float64, length N)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError("alpha must be in [0, 1]")
+    if steps < 0:
+        raise ValueError("steps must be >= 0")
+    x0 = seed_vector(kg.num_nodes, seeds)
+    if kg.num_edges == 0:
+        return x0
+    a_t, degree = _adjacency(kg, symmetric)
+    inv_degree = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+    x = x0.copy()
+    for _ in range(steps):
+        x = alpha * (a_t @ (x * inv_degree)) + (1 - alpha) * x0
+    return x
+
+
+def seppr_nodes(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] | np.ndarray, *,
+                k: int = PAPER_TOP_K, alpha: float = PAPER_ALPHA, steps: int = PAPER_STEPS,
+                symmetric: bool = True) -> np.ndarray:
+    """The ``k`` highest-scoring node ids (score descending, ties by id), as in Algorithm 2.
+
+    Nodes with zero score (unreachable within ``steps`` hops) are never selected.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    x = seppr_scores(kg, seeds, alpha=alpha, steps=steps, symmetric=symmetric)
+    support = np.flatnonzero(x > 0)
+    order = support[np.lexsort((support, -x[support]))]
+    return order[:k].astype(np.int64)
+
+
+def induced_subgraph(kg: KnowledgeGraph, nodes: np.ndarray) -> KnowledgeGraph:
+    """The subgraph on ``nodes`` with every edge between them; local id ``i`` is ``nodes[i]``.
+
+    Relation names (and so relation ids) are kept identical to ``kg``'s, so a query bound to the
+    full graph's relation ids runs unchanged on the subgraph.
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    local = np.full(kg.num_nodes, -1, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    keep = (local[kg.heads] >= 0) & (local[kg.tails] >= 0)
+    names = [kg.node_names[i] for i in nodes.tolist()]
+    return KnowledgeGraph.from_arrays(
+        local[kg.heads[keep]], kg.rels[keep], local[kg.tails[keep]], names,
+        kg.relation_names, relation_descriptions=kg.relation_descriptions)

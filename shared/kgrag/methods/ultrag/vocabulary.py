@@ -1,0 +1,121 @@
+"""How query tokens name a graph's relations and entities (``P<digits>`` / ``Q<digits>`` ids).
+
+The paper has the LLM refer to relations by identifier (Wikidata ``P`` ids) rather than by label,
+and the prompt lists every relation as *id: label*. A kgrag graph names relations and nodes by
+strings, so :class:`GraphVocabulary` fixes one id scheme per graph:
+
+* If every relation name already looks like ``P<digits>`` (a Wikidata-style graph), those names
+  are the ids. Otherwise relation ``i`` (its position in ``kg.relation_names``) has id ``P<i>``
+  and its name is the label.
+* Likewise entity ids are the node names when all are ``Q<digits>``, else ``Q<i>`` for node ``i``.
+
+Resolution of a relation token tries, in order: the id table, the exact relation name (with the
+inverse suffix glued back on first, so a graph relation literally named ``x_inv`` still matches),
+then the name with the suffix removed as an inverse traversal. Entity tokens: unquoted
+``Q<digits>`` ids, then exact node names, then aliases (case-insensitive last). Anything else is
+a :class:`~kgrag.methods.ultrag.query.QueryResolutionError` -- or, for quoted mentions, is left to
+the entity linker.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.methods.ultrag.query import Entity, QueryResolutionError, Relation
+
+_P_ID = re.compile(r"^P\d+$")
+_Q_ID = re.compile(r"^Q\d+$")
+
+
+class GraphVocabulary:
+    """Id tables of one graph; ``resolve_relation`` / ``resolve_entity`` bind query tokens."""
+
+    def __init__(self, relation_names: Sequence[str], node_names: Sequence[str],
+                 node_index: dict[str, int] | None = None,
+                 aliases: dict[str, list[str]] | None = None) -> None:
+        self.relation_names = list(relation_names)
+        self.relation_index = {r: i for i, r in enumerate(self.relation_names)}
+        self.node_names = node_names
+        self.node_index = node_index if node_index is not None else {
+            n: i for i, n in enumerate(node_names)}
+        self.relation_ids_are_names = bool(self.relation_names) and all(
+            _P_ID.match(r) for r in self.relation_names)
+        self.entity_ids_are_names = len(node_names) > 0 and all(
+            _Q_ID.match(n) for n in node_names)
+        self._alias_index: dict[str, int] = {}
+        self._folded_index: dict[str, int] | None = None
+        for name, names in (aliases or {}).items():
+            node = self.node_index.get(name)
+            if node is not None:
+                for alias in names:
+                    self._alias_index.setdefault(alias, node)
+
+    @classmethod
+    def from_graph(cls, kg: KnowledgeGraph) -> "GraphVocabulary":
+        return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases)
+
+    # ---------------------------------------------------------------- ids for prompts / output
+    def relation_id(self, rel: int) -> str:
+        return self.relation_names[rel] if self.relation_ids_are_names else f"P{rel}"
+
+    def entity_id(self, node: int) -> str:
+        return self.node_names[node] if self.entity_ids_are_names else f"Q{node}"
+
+    # ---------------------------------------------------------------------------- resolution
+    def resolve_relation(self, relation: Relation) -> tuple[int, bool]:
+        """``(relation id, inverse)`` for a relation token, or :class:`QueryResolutionError`."""
+        name = relation.name
+        if relation.inverse:
+            glued = self._lookup_relation(name + relation.suffix)
+            if glued is not None:  # the graph has a relation literally named like this
+                return glued, False
+        found = self._lookup_relation(name)
+        if found is None:
+            raise QueryResolutionError(
+                f"unknown relation {name!r}: not a relation id (P0..P{len(self.relation_names) - 1})"
+                " or a relation name of this graph")
+        return found, relation.inverse
+
+    def _lookup_relation(self, token: str) -> int | None:
+        if self.relation_ids_are_names:
+            return self.relation_index.get(token)
+        if _P_ID.match(token):
+            rel = int(token[1:])
+            if rel < len(self.relation_names):
+                return rel
+        return self.relation_index.get(normalize_name(token))
+
+    def resolve_entity(self, entity: Entity, *, required: bool = True) -> int | None:
+        """Node id of a leaf. Unknown: :class:`QueryResolutionError`, or ``None`` if not required."""
+        text = entity.text
+        if not entity.quoted and _Q_ID.match(text) and not self.entity_ids_are_names:
+            node = int(text[1:])
+            if node < len(self.node_names):
+                return node
+            if required:
+                raise QueryResolutionError(
+                    f"entity id {text!r} is out of range (Q0..Q{len(self.node_names) - 1})")
+            return None
+        key = normalize_name(text)
+        node = self.node_index.get(key)
+        if node is None:
+            node = self._alias_index.get(key)
+        if node is None:
+            node = self._folded().get(key.casefold())
+        if node is None and required:
+            raise QueryResolutionError(f"unknown entity {text!r}: not an entity id, node name or "
+                                       "alias of this graph")
+        return node
+
+    def _folded(self) -> dict[str, int]:
+        """Case-folded names and aliases (built on first use; first node wins on a clash)."""
+        if self._folded_index is None:
+            folded: dict[str, int] = {}
+            for node, name in enumerate(self.node_names):
+                folded.setdefault(name.casefold(), node)
+            for name, node in self._alias_index.items():
+                folded.setdefault(name.casefold(), node)
+            self._folded_index = folded
+        return self._folded_index
