@@ -1,0 +1,26 @@
+"""GraphRAFT as a LlamaIndex retriever and query engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgrag.methods.graphraft.pipeline import GraphRAFT
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+
+
+class GraphRAFTRetriever(KGRetriever):
+    """Nodes returned by the selected candidate queries, as ``NodeWithScore`` (GraphRAFT)."""
+
+    @classmethod
+    def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> "GraphRAFTRetriever":
+        return cls(GraphRAFT(graph, llm=llm, embedder=embedder, **params))
+
+
+class GraphRAFTQueryEngine(KGQueryEngine):
+    """Answers with GraphRAFT's L2 prompt over the retrieved nodes (needs an LLM)."""
+
+    @classmethod
+    def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> "GraphRAFTQueryEngine":
+        return cls(method=GraphRAFT(graph, llm=llm, embedder=embedder, **params))

@@ -1,0 +1,241 @@
+"""GraphRAFT end to end: entities -> linked nodes -> candidate queries -> selection -> context -> answer.
+
+Paper: Clemedtson & Shi, "GraphRAFT" (arXiv 2504.05478). What the pipeline does per question:
+
+1. **L0 entities.** With an LLM, a few-shot prompt returns entity strings separated by ``|``;
+   without one, question n-grams that match node names (:func:`kgrag.linking.extract_mentions`).
+2. **Linking.** Exact (case/Unicode-normalised) name match first; otherwise the top-1 dense match
+   (paper Eq. 1 and the reference code's ``LIMIT 1``).
+3. **Candidates.** Every non-empty 1hop / 2hop / 2path template instance around the linked nodes
+   (:mod:`~kgrag.methods.graphraft.enumeration`).
+4. **Selection** of ``beam_width`` (m = 5) candidates that is always a subset of the candidates:
+   constrained decoding over a token scorer, a validated numbered-list choice by a chat LLM, or
+   (LLM-free) embedding similarity (:mod:`~kgrag.methods.graphraft.selection`).
+5. **Context.** Selected queries run in rank order; each query's nodes are sorted by cosine
+   similarity of their names to the question; nodes are de-duplicated (a node keeps every pattern
+   that returned it); the context stops at ``max_nodes`` = 20 and is topped up by a global vector
+   search over node names (pattern ``"No pattern"``), as in the reference implementation.
+6. **L2 answer.** The question plus one ``pattern:/name:`` block per node (Fig. 4); the reply's
+   ``|``-separated names that match retrieved nodes come first, then the remaining retrieved
+   nodes in retrieval order (how the reference code forms a ranked list). Names the model invents
+   that match no retrieved node are dropped and listed in ``metadata["unsupported_answers"]``.
+
+Runs on the in-memory :class:`~kgrag.graph.memory.KnowledgeGraph`. Differences from the paper:
+no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline (see
+:mod:`~kgrag.methods.graphraft.training` for the data export).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
+from kgrag.graph.memory import KnowledgeGraph
+from kgrag.llm.base import optional_llm, track_usage
+from kgrag.llm.parsing import split_items
+from kgrag.methods.base import KGMethod
+from kgrag.methods.graphraft.decoding import TokenScorer
+from kgrag.methods.graphraft.enumeration import Candidate, enumerate_candidates
+from kgrag.methods.graphraft.patterns import FAMILIES
+from kgrag.methods.graphraft.prompts import (
+    ANSWER_SYSTEM,
+    DEFAULT_ENTITY_EXAMPLES,
+    ENTITY_SYSTEM,
+    answer_prompt,
+    entity_prompt,
+)
+from kgrag.methods.graphraft.selection import (
+    ChatChoiceSelector,
+    ConstrainedDecodingSelector,
+    EmbeddingSelector,
+    QuerySelector,
+)
+
+NO_PATTERN = "No pattern"
+
+
+def parse_entities(reply: str, max_items: int = 20) -> list[str]:
+    """Entity strings from an L0 reply: a leading ``A:`` stripped, split on ``|`` and newlines."""
+    text = (reply or "").strip()
+    if text[:2].upper() == "A:":
+        text = text[2:]
+    items: list[str] = []
+    for line in text.replace("|", "\n").splitlines():
+        line = line.strip()
+        if ":" in line and line.split(":", 1)[0].replace(" ", "").isalpha() and len(line.split(":", 1)[0]) < 30:
+            line = line.split(":", 1)[1]  # typed form "Label:value"
+        items.extend(split_items(line))
+    return list(dict.fromkeys(items))[:max_items]
+
+
+@dataclass
+class RetrievedNode:
+    name: str
+    similarity: float
+    patterns: list[str] = field(default_factory=list)
+
+
+class GraphRAFT(KGMethod):
+    """GraphRAFT retrieval and answering over a :class:`KnowledgeGraph`.
+
+    Parameters: ``llm`` (L0 entity extraction, chat selection when no ``token_scorer``, and L2
+    answering unless ``answer_llm`` is given); ``token_scorer`` (a
+    :class:`~kgrag.methods.graphraft.decoding.TokenScorer`, e.g. a fine-tuned L1, for
+    constrained decoding); ``selector`` (overrides the choice above); ``embedder`` (node/question
+    similarity and the vector fallback; default packaged MiniLM); ``linker`` (an
+    :class:`~kgrag.linking.EntityLinker`; built from the graph when omitted); ``families``
+    (templates to enumerate); ``beam_width`` m = 5; ``max_nodes`` = 20; ``entity_examples``
+    (few-shot pairs for L0, replace them per graph).
+    """
+
+    name = "graphraft"
+
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        *,
+        llm: Any = None,
+        answer_llm: Any = None,
+        token_scorer: TokenScorer | None = None,
+        selector: QuerySelector | None = None,
+        embedder: Any = None,
+        linker: Any = None,
+        families: Iterable[str] = FAMILIES,
+        beam_width: int = 5,
+        max_nodes: int = 20,
+        entity_examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES,
+    ) -> None:
+        if not isinstance(graph, KnowledgeGraph):
+            raise TypeError("GraphRAFT runs on a kgrag.KnowledgeGraph; load a database graph "
+                            "into one (KnowledgeGraph.from_triples(store.triples())) first")
+        from kgrag.embed import as_embedder
+        from kgrag.linking import EntityLinker
+
+        self.graph = graph
+        self.llm = optional_llm(llm)
+        self.answer_llm = optional_llm(answer_llm) or self.llm
+        self.embedder = as_embedder(embedder)
+        self.linker = linker or EntityLinker.from_graph(graph, embedder=self.embedder, mode="dense")
+        self.families = tuple(families)
+        self.beam_width = beam_width
+        self.max_nodes = max_nodes
+        self.entity_examples = tuple(entity_examples)
+        if selector is not None:
+            self.selector: QuerySelector = selector
+        elif token_scorer is not None:
+            self.selector = ConstrainedDecodingSelector(token_scorer)
+        elif self.llm is not None:
+            self.selector = ChatChoiceSelector(self.llm)
+        else:
+            self.selector = EmbeddingSelector(self.embedder)
+
+    # ---------------------------------------------------------------- steps
+    def extract_entities(self, question: str) -> list[str]:
+        """L0: entity strings (LLM) or matched question n-grams (LLM-free)."""
+        if self.llm is None:
+            from kgrag.linking import extract_mentions
+
+            return [m.name for m in extract_mentions(question, self.linker)]
+        reply = self.llm.complete(entity_prompt(question, self.entity_examples), system=ENTITY_SYSTEM)
+        return parse_entities(reply)
+
+    def link(self, mentions: Sequence[str]) -> list[str]:
+        """Exact normalised name match first, else the top-1 dense match, per mention."""
+        per_mention = {m: self.linker.exact(m) for m in dict.fromkeys(mentions)}
+        unmatched = [m for m, hits in per_mention.items() if not hits]
+        if unmatched:  # one batched embedding call for every mention without an exact match
+            for m, hits in zip(unmatched, self.linker.dense_many(unmatched, top_m=1)):
+                per_mention[m] = hits
+        linked: list[str] = []
+        for hits in per_mention.values():
+            for link in hits:
+                if link.name not in linked:
+                    linked.append(link.name)
+        return linked
+
+    def candidates(self, entities: Sequence[str]) -> list[Candidate]:
+        return enumerate_candidates(self.graph, entities, families=self.families)
+
+    def _similarities(self, question_vec: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        if not names:
+            return np.empty(0, np.float32)
+        return np.asarray(self.embedder.embed_documents(list(names))) @ question_vec
+
+    def assemble_context(self, question: str, selected: Sequence[Candidate]) -> list[RetrievedNode]:
+        """Nodes of the selected queries in rank order (similarity within a query), then top-up."""
+        q = np.asarray(self.embedder.embed_query(question))
+        nodes: dict[str, RetrievedNode] = {}
+        for cand in selected:
+            names = cand.pattern.execute(self.graph)
+            sims = self._similarities(q, names)
+            pattern_text = cand.pattern.text()
+            for i in np.argsort(-sims, kind="stable").tolist():
+                name = names[i]
+                if name in nodes:
+                    nodes[name].patterns.append(pattern_text)
+                elif len(nodes) < self.max_nodes:
+                    nodes[name] = RetrievedNode(name, float(sims[i]), [pattern_text])
+        missing = self.max_nodes - len(nodes)
+        if missing > 0:
+            extra = self.linker.dense(question, top_m=min(len(self.linker), self.max_nodes + len(nodes)))
+            for link in extra:
+                if link.name not in nodes and missing > 0:
+                    nodes[link.name] = RetrievedNode(link.name, float(link.score), [NO_PATTERN])
+                    missing -= 1
+        return list(nodes.values())
+
+    # ---------------------------------------------------------------- KGMethod
+    def retrieve(self, question: str) -> RetrievalResult:
+        with track_usage(self.llm, self.answer_llm) as usage:
+            mentions = self.extract_entities(question)
+            entities = self.link(mentions)
+            cands = self.candidates(entities)
+            picked = self.selector.select(question, cands, self.beam_width) if cands else []
+            selected = [cands[i] for i in picked]
+            nodes = self.assemble_context(question, selected)
+        items = [
+            ScoredEntity(n.name, n.similarity, source="query" if n.patterns != [NO_PATTERN] else "vector",
+                         metadata={"patterns": list(n.patterns),
+                                   "description": self.graph.node_descriptions.get(n.name, "")})
+            for n in nodes
+        ]
+        return RetrievalResult(
+            question, items, method=self.name, usage=usage,
+            metadata={
+                "mentions": mentions,
+                "entities": entities,
+                "num_candidates": len(cands),
+                "selected_queries": [c.pattern.text() for c in selected],
+                "selected_cypher": [c.pattern.to_cypher() for c in selected],
+            },
+        )
+
+    def answer(self, question: str) -> Answer:
+        if self.answer_llm is None:
+            return super().answer(question)
+        result = self.retrieve(question)
+        blocks = []
+        for item in result.items:
+            patterns = item.metadata.get("patterns", [])
+            block = f"pattern: {' ; '.join(patterns)}\nname: {item.name}"
+            if item.metadata.get("description"):
+                block += f"\ndetails: {item.metadata['description']}"
+            blocks.append(block)
+        with self.answer_llm.track() as spent:
+            reply = self.answer_llm.complete(answer_prompt(question, blocks), system=ANSWER_SYSTEM)
+        retrieved = {item.name.casefold(): item.name for item in result.items}
+        chosen, unsupported = [], []
+        for name in parse_entities(reply, max_items=100):
+            canonical = retrieved.get(name.casefold())
+            if canonical is None:
+                unsupported.append(name)
+            elif canonical not in chosen:
+                chosen.append(canonical)
+        ranked = chosen + [i.name for i in result.items if i.name not in chosen]
+        result.metadata["unsupported_answers"] = unsupported
+        result.metadata["ranked_answers"] = ranked
+        usage = Usage().add(result.usage).add(spent)
+        return Answer(question, chosen, " | ".join(chosen), result, usage)

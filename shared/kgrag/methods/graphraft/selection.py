@@ -1,0 +1,89 @@
+"""Choosing among the candidate queries so that the choice is always one of them.
+
+Three selectors share one interface, ``select(question, candidates, m) -> list[int]`` (indices
+into ``candidates``, best first, distinct, at most ``m``):
+
+* :class:`ConstrainedDecodingSelector` -- the paper's method: trie-constrained beam search over
+  any :class:`~kgrag.methods.graphraft.decoding.TokenScorer` (e.g. a fine-tuned HF model).
+* :class:`ChatChoiceSelector` -- for chat LLMs without token scores: a numbered-list prompt whose
+  reply is validated against the list, with a bounded re-ask.
+* :class:`EmbeddingSelector` -- LLM-free: cosine similarity of the question to each pattern's
+  verbalisation, ties broken by fewer results (a cheap baseline, not in the paper).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from kgrag.errors import LLMOutputError
+from kgrag.llm.parsing import complete_and_parse
+from kgrag.methods.graphraft.decoding import TokenScorer, constrained_beam_search
+from kgrag.methods.graphraft.enumeration import Candidate
+from kgrag.methods.graphraft.prompts import SELECT_SYSTEM, selection_prompt
+
+
+class QuerySelector(Protocol):
+    def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]: ...
+
+
+class ConstrainedDecodingSelector:
+    """Beam search of width ``m`` restricted to the candidates' token trie (paper §4.2)."""
+
+    def __init__(self, scorer: TokenScorer) -> None:
+        self.scorer = scorer
+
+    def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
+        ranked = constrained_beam_search(self.scorer, question, [c.text for c in candidates],
+                                         beam_width=m)
+        return [i for i, _ in ranked]
+
+
+def parse_choice(reply: str, n_candidates: int, m: int) -> list[int]:
+    """Validated 0-based indices from a reply like ``"3, 1"``; raises LLMOutputError if none."""
+    picked: list[int] = []
+    for token in re.findall(r"\d+", reply or "")[: 10 * max(m, 1)]:
+        index = int(token) - 1
+        if 0 <= index < n_candidates and index not in picked:
+            picked.append(index)
+        if len(picked) == m:
+            break
+    if not picked:
+        raise LLMOutputError(f"no valid candidate number (1..{n_candidates}) in {reply[:120]!r}")
+    return picked
+
+
+class ChatChoiceSelector:
+    """Numbered-candidates prompt for chat models; output validated against the list."""
+
+    def __init__(self, llm: Any, *, retries: int = 1) -> None:
+        self.llm = llm
+        self.retries = retries
+
+    def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
+        if not candidates:
+            return []
+        prompt = selection_prompt(question, [c.text for c in candidates], m)
+        picked, _ = complete_and_parse(
+            self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
+            retries=self.retries, system=SELECT_SYSTEM)
+        return picked
+
+
+class EmbeddingSelector:
+    """LLM-free: most similar verbalised pattern first; ties by fewer results, then text."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
+        if not candidates:
+            return []
+        q = self.embedder.embed_query(question)
+        vecs = self.embedder.embed_documents([c.pattern.verbalize() for c in candidates])
+        sims = np.asarray(vecs) @ np.asarray(q)
+        order = sorted(range(len(candidates)),
+                       key=lambda i: (-round(float(sims[i]), 6), candidates[i].total, candidates[i].text))
+        return order[:m]
