@@ -1,0 +1,143 @@
+"""ByoKG-RAG without an LLM: n-gram entities, scored triplets, 2-hop paths, ranked candidates.
+
+A cheap retriever built from the same graph tools (not in the paper, which always has an LLM):
+
+1. **Entities** -- question n-grams that name graph nodes
+   (:func:`kgrag.linking.extract_mentions`: bracketed spans, exact/alias n-grams, then close
+   fuzzy matches), each linked to its top node(s).
+2. **Triplets** -- the text-based top-k over the whole graph (``cos(q,h)+cos(q,r)+cos(q,t)``).
+3. **Paths** -- every walk of up to ``hops`` edges (both directions, no immediate backtrack) from
+   the linked entities, scored by the mean similarity of the question to the walk's relations
+   (ties go to the shorter walk); the best walk per end node is kept.
+4. **Answer candidates** -- the walks' end nodes ranked by that score, as
+   :class:`~kgrag.context.types.ScoredEntity` items.
+
+On a database store the ``hops``-hop neighbourhood of the linked entities is materialised as a
+small local :class:`KnowledgeGraph` first, so the same vectorised code runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kgrag.context.types import Path, ScoredEntity, Triple
+from kgrag.graph.memory import KnowledgeGraph
+
+#: Bound on enumerated walks (hub entities such as a genre reach tens of thousands).
+MAX_WALKS = 300_000
+
+
+@dataclass
+class LLMFreeResult:
+    entities: list[ScoredEntity] = field(default_factory=list)
+    triples: list[Triple] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    candidates: list[ScoredEntity] = field(default_factory=list)
+
+
+def _incident(kg: KnowledgeGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(owner index, edge id, other end, forward flag) of every edge touching ``nodes``."""
+    parts = []
+    for reverse in (False, True):
+        indptr = kg.in_indptr if reverse else kg.out_indptr
+        starts, counts = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
+        owner = np.repeat(np.arange(len(nodes), dtype=np.int64), counts)
+        offsets = np.cumsum(counts) - counts
+        pos = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(offsets, counts) + np.repeat(starts, counts)
+        edges = kg.in_order[pos].astype(np.int64) if reverse else pos
+        other = (kg.heads if reverse else kg.tails)[edges].astype(np.int64)
+        parts.append((owner, edges, other, np.full(len(edges), not reverse)))
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))  # type: ignore[return-value]
+
+
+def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hops: int = 2
+                 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """All walks of 1..``hops`` edges from ``seeds``; returns per-length node/edge/forward arrays
+    stacked into one list of walks plus each walk's score (mean relation similarity)."""
+    walks_nodes, walks_edges, walks_fwd, walk_scores = [], [], [], []
+    nodes = seeds.reshape(-1, 1).astype(np.int64)
+    edges = np.empty((len(seeds), 0), np.int64)
+    fwd = np.empty((len(seeds), 0), bool)
+    rel_sum = np.zeros(len(seeds))
+    for length in range(1, hops + 1):
+        if len(nodes) == 0:
+            break
+        owner, e, other, f = _incident(kg, nodes[:, -1])
+        if edges.shape[1]:
+            keep = e != edges[owner, -1]  # no immediate backtrack over the same edge
+            owner, e, other, f = owner[keep], e[keep], other[keep], f[keep]
+        if len(owner) > MAX_WALKS:
+            owner, e, other, f = owner[:MAX_WALKS], e[:MAX_WALKS], other[:MAX_WALKS], f[:MAX_WALKS]
+        nodes = np.column_stack([nodes[owner], other])
+        edges = np.column_stack([edges[owner], e])
+        fwd = np.column_stack([fwd[owner], f])
+        rel_sum = rel_sum[owner] + rel_sim[kg.rels[e]]
+        walks_nodes.append(nodes)
+        walks_edges.append(edges)
+        walks_fwd.append(fwd)
+        walk_scores.append(rel_sum / length)
+    return walks_nodes, walks_edges, walks_fwd, (np.concatenate(walk_scores) if walk_scores else np.zeros(0))
+
+
+def llm_free_retrieve(
+    question: str,
+    graph: Any,
+    *,
+    linker: Any,
+    scorer: Any,
+    top_m: int = 1,
+    text_top_k: int = 10,
+    hops: int = 2,
+    max_paths: int = 100,
+    max_candidates: int = 50,
+) -> LLMFreeResult:
+    from kgrag.linking import extract_mentions
+
+    result = LLMFreeResult()
+    mentions = extract_mentions(question, linker, top_m=top_m)
+    seen: dict[str, ScoredEntity] = {}
+    for m in mentions:
+        for link in m.links[:max(top_m, 1)]:
+            if link.name not in seen:
+                seen[link.name] = ScoredEntity(link.name, link.score, link.source,
+                                               metadata={"mention": m.text})
+    result.entities = list(seen.values())
+    qvec = scorer.query_vector(question)
+    result.triples = scorer.top_k(qvec, text_top_k, seeds=list(seen))
+    if not seen:
+        return result
+    if isinstance(graph, KnowledgeGraph):
+        kg, rel_sim = graph, scorer.relation_vectors @ qvec
+    else:
+        local = graph.k_hop_subgraph(list(seen), hops=hops)
+        if not local:
+            return result
+        kg = KnowledgeGraph.from_triples([t.as_tuple() for t in local])
+        rel_sim = scorer._vectors(kg.relation_names) @ qvec
+    seed_ids = kg.node_ids(list(seen))
+    nodes_by_len, edges_by_len, fwd_by_len, scores = scored_walks(kg, seed_ids, rel_sim, hops)
+    if not len(scores):
+        return result
+    lengths = np.concatenate([np.full(len(n), i + 1) for i, n in enumerate(nodes_by_len)])
+    ends = np.concatenate([n[:, -1] for n in nodes_by_len])
+    offsets = np.cumsum([0] + [len(n) for n in nodes_by_len])
+    is_seed = np.isin(ends, seed_ids)
+    # best walk per end node: highest score, then shorter, then first found
+    order = np.lexsort((np.arange(len(scores)), lengths, -scores))
+    order = order[~is_seed[order]]
+    _, first = np.unique(ends[order], return_index=True)
+    best = order[np.sort(first)]
+    names = kg.node_names
+    for w in best[:max_candidates].tolist():
+        result.candidates.append(ScoredEntity(names[int(ends[w])], float(scores[w]), "llm_free",
+                                              metadata={"hops": int(lengths[w])}))
+    for w in best[:max_paths].tolist():
+        length = int(lengths[w])
+        row = w - offsets[length - 1]
+        path = kg._make_path(nodes_by_len[length - 1][row], edges_by_len[length - 1][row],
+                             fwd_by_len[length - 1][row])
+        result.paths.append(Path(path.nodes, path.relations, path.forward, float(scores[w])))
+    return result

@@ -1,0 +1,412 @@
+"""ByoKG-RAG (Mavromatis et al., 2025): the iterative multi-strategy retriever (Algorithm 2).
+
+Per iteration ``t = 1..T_R`` (default ``T_R = 2``):
+
+1. **KG-Linker** -- one LLM call returns question entities, relation paths, an openCypher query
+   (only when the store runs Cypher) and draft answers (:mod:`.prompts`, :mod:`.parsing`).
+2. **Entity linking** of entities and draft answers: top-``m`` (3) per mention, fuzzy ∪ dense
+   (:class:`kgrag.linking.EntityLinker`, hybrid mode).
+3. **Self-termination** (checked here, before retrieval, as in Algorithm 2): stop when the
+   linker says FINISH, or when the call brings nothing new to ground -- no new linked entity or
+   answer, no new path, no new query. (The paper stops on an empty entity list; we still run a
+   query or ground draft answers when those are new, so entity-free aggregation questions keep
+   their Cypher.)
+4. **Path retrieval** -- Follow-Paths of every generated metapath from all entities linked so
+   far (cumulative, as the reference code), Shortest-Paths from them to the linked draft answers
+   (:mod:`.paths`, both edge directions).
+5. **Graph-query retrieval** -- read-only Cypher with errors fed back (:mod:`.query`).
+6. **Triplet retrieval** -- agentic traversal (Algorithm 1) from linked entities ∪ answers, united
+   with the text-based top-10 over the whole graph (computed once, in the first iteration: it
+   depends only on the question); or ``triplet_retrieval="scoring"`` (graph reranker when a
+   cross-encoder is given, else text-based top-k), or ``"none"``.
+7. ``C <- T ∪ P ∪ Q ∪ C`` (:class:`.context.GraphContext`, de-duplicated).
+
+``answer()`` adds the final call ``A = LLM(q, C)``. Cost per question: ``T_R`` linker calls (or
+fewer on early stop) + 2 calls per agentic hop (≤ ``T_A = 3`` hops per iteration) + 1 answer call.
+Every run reports its LLM calls and tokens in ``usage`` and per step in
+``metadata["llm_calls_by_step"]``.
+
+Without an LLM, ``retrieve`` runs the LLM-free mode (:mod:`.llm_free`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Sequence
+
+from kgrag.context.types import Answer, RetrievalResult, Triple, Usage
+from kgrag.graph.base import Direction, check_direction
+from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.llm import as_llm, optional_llm
+from kgrag.llm.base import BaseLLMAdapter
+from kgrag.methods.base import KGMethod
+from kgrag.methods.byokg.context import GraphContext
+from kgrag.methods.byokg.llm_free import llm_free_retrieve
+from kgrag.methods.byokg.parsing import LinkerOutput, parse_answers, parse_linker_output
+from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
+from kgrag.methods.byokg.prompts import ANSWER_SYSTEM, LINKER_SYSTEM, answer_prompt, linker_prompt
+from kgrag.methods.byokg.query import execute_query
+from kgrag.methods.byokg.steps import Ask, CallLog, Steps, run_async, run_sync
+from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_traversal
+
+TRIPLET_MODES = ("agentic", "scoring", "none")
+
+#: Mentions linked per KG-Linker call at most (a runaway reply must not link hundreds).
+MAX_MENTIONS = 30
+
+
+class ByoKGRAG(KGMethod):
+    """ByoKG-RAG over any GraphStore (fast paths on :class:`~kgrag.graph.memory.KnowledgeGraph`).
+
+    Parameters (paper defaults in brackets):
+
+    - ``graph``: a KnowledgeGraph or any GraphStore; ``llm``: LangChain / LlamaIndex model or
+      callable (``None`` = LLM-free retrieval); ``embedder``: for dense linking and text scoring
+      (``None`` = packaged MiniLM; the paper used bge-m3); ``cache_dir``: keep name embeddings on
+      disk.
+    - ``linker``: a ready :class:`kgrag.linking.EntityLinker` (else built from the graph with
+      ``linking_mode`` [hybrid = fuzzy ∪ dense] and ``top_m`` [3]).
+    - ``iterations`` [T_R = 2], ``triplet_retrieval`` [agentic], ``agentic_hops`` [T_A = 3],
+      ``text_top_k`` [10; 0 disables the text-based union], ``scoring_top_k`` [10, the paper's
+      non-Freebase k], ``reranker`` / ``final_reranker``: cross-encoders for the graph reranker
+      (App. A.2; ``relation_top_k`` [20], ``triplet_top_k`` [100], ``reranker_hops`` [2]).
+    - ``direction`` ["both"; "out" = reference code], ``max_paths`` per metapath,
+      ``shortest_path_hops``, ``use_cypher`` (``None`` = when the store supports it).
+    - Agentic caps (not in the paper): ``max_entities_per_hop``, ``max_triplets_per_hop``.
+    - LLM-free: ``llm_free_hops`` [2], ``llm_free_max_paths``, ``llm_free_candidates``.
+    """
+
+    name = "byokg"
+
+    def __init__(
+        self,
+        graph: Any,
+        llm: Any = None,
+        embedder: Any = None,
+        *,
+        linker: Any = None,
+        scorer: TripletScorer | None = None,
+        linking_mode: str = "hybrid",
+        top_m: int = 3,
+        iterations: int = 2,
+        triplet_retrieval: str = "agentic",
+        agentic_hops: int = 3,
+        text_top_k: int = 10,
+        scoring_top_k: int = 10,
+        reranker: Any = None,
+        final_reranker: Any = None,
+        relation_top_k: int = 20,
+        triplet_top_k: int = 100,
+        reranker_hops: int = 2,
+        direction: Direction = "both",
+        max_paths: int = 200,
+        shortest_path_hops: int = 3,
+        use_cypher: bool | None = None,
+        schema: str | None = None,
+        max_schema_relations: int = 50,
+        max_entities_per_hop: int = 10,
+        max_triplets_per_hop: int = 200,
+        llm_free_hops: int = 2,
+        llm_free_max_paths: int = 100,
+        llm_free_candidates: int = 50,
+        cache_dir: Any = None,
+    ) -> None:
+        if triplet_retrieval not in TRIPLET_MODES:
+            raise ValueError(f"triplet_retrieval must be one of {TRIPLET_MODES}")
+        if iterations < 1 or agentic_hops < 1 or top_m < 1:
+            raise ValueError("iterations, agentic_hops and top_m must be at least 1")
+        self.graph = graph
+        self.llm = optional_llm(llm)
+        self._embedder_arg = embedder
+        self._embedder: Any = None
+        self._linker = linker
+        self._scorer = scorer
+        self.linking_mode = linking_mode
+        self.top_m = top_m
+        self.iterations = iterations
+        self.triplet_retrieval = triplet_retrieval
+        self.agentic_hops = agentic_hops
+        self.text_top_k = text_top_k
+        self.scoring_top_k = scoring_top_k
+        self.reranker = reranker
+        self.final_reranker = final_reranker
+        self.relation_top_k = relation_top_k
+        self.triplet_top_k = triplet_top_k
+        self.reranker_hops = reranker_hops
+        self.direction = check_direction(direction)
+        self.max_paths = max_paths
+        self.shortest_path_hops = shortest_path_hops
+        supports = bool(getattr(graph, "supports_cypher", False))
+        self.use_cypher = supports if use_cypher is None else (bool(use_cypher) and supports)
+        self._schema = schema
+        self.max_schema_relations = max_schema_relations
+        self.max_entities_per_hop = max_entities_per_hop
+        self.max_triplets_per_hop = max_triplets_per_hop
+        self.llm_free_hops = llm_free_hops
+        self.llm_free_max_paths = llm_free_max_paths
+        self.llm_free_candidates = llm_free_candidates
+        self.cache_dir = cache_dir
+        self.resolver = RelationResolver(graph.list_relations())
+        self.total_usage = Usage()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lazy components
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from kgrag.embed import CachedEmbedder, as_embedder
+
+            emb = as_embedder(self._embedder_arg)
+            self._embedder = CachedEmbedder(emb, self.cache_dir) if self.cache_dir else emb
+        return self._embedder
+
+    @property
+    def scorer(self) -> TripletScorer:
+        """The text-based triplet scorer (embeds every node and relation name on first use)."""
+        with self._lock:
+            if self._scorer is None:
+                self._scorer = TripletScorer.from_graph(self.graph, self.embedder)
+        return self._scorer
+
+    def _needs_scorer(self) -> bool:
+        return self.llm is None or self.text_top_k > 0 or (
+            self.triplet_retrieval == "scoring" and self.reranker is None)
+
+    @property
+    def linker(self) -> Any:
+        """The entity linker (built on first use; shares the scorer's node vectors if it can)."""
+        if self._linker is None:
+            from kgrag.linking import EntityLinker
+
+            kwargs: dict[str, Any] = {"mode": self.linking_mode, "top_m": self.top_m}
+            if self.linking_mode != "fuzzy":
+                kwargs["embedder"] = self.embedder
+                if (isinstance(self.graph, KnowledgeGraph) and not self.graph.aliases
+                        and self._needs_scorer()):
+                    kwargs["embeddings"] = self.scorer.node_vectors
+            linker = EntityLinker.from_graph(self.graph, **kwargs)
+            with self._lock:
+                if self._linker is None:
+                    self._linker = linker
+        return self._linker
+
+    @property
+    def schema(self) -> str:
+        if self._schema is None:
+            self._schema = self.graph.schema_summary(self.max_schema_relations)
+        return self._schema
+
+    # ------------------------------------------------------------------ linking helpers
+    def link(self, mentions: Sequence[str]) -> list[Any]:
+        """Top-m links of every mention (fuzzy ∪ dense by default), de-duplicated, in order."""
+        mentions = [m for m in dict.fromkeys(str(m).strip() for m in mentions) if m][:MAX_MENTIONS]
+        if not mentions:
+            return []
+        out: dict[str, Any] = {}
+        for links in self.linker.link_many(mentions, self.top_m):
+            for link in links:
+                out.setdefault(link.name, link)
+        return list(out.values())
+
+    def _resolve_picked(self, picked: list[str], triples: list[Triple]) -> list[str]:
+        """Map entity names chosen by the agent to graph nodes (exact, case-folded, else linked)."""
+        in_context: dict[str, str] = {}
+        for t in triples:
+            for name in (t.head, t.tail):
+                in_context.setdefault(name.casefold(), name)
+        out: list[str] = []
+        for name in picked:
+            name = normalize_name(name)
+            node = name if self.graph.has_node(name) else in_context.get(name.casefold())
+            if node is None:
+                links = self.linker.link(name, 1)
+                node = links[0].name if links else None
+            if node is not None and node not in out:
+                out.append(node)
+        return out
+
+    # ------------------------------------------------------------------ Algorithm 2
+    def _retrieval_steps(self, question: str) -> Steps[tuple[GraphContext, dict[str, Any]]]:
+        context = GraphContext()
+        explored: dict[str, None] = {}
+        grounded_answers: set[str] = set()
+        seen_paths: set[str] = set()
+        seen_queries: set[str] = set()
+        meta: dict[str, Any] = {"iterations": [], "stop_reason": f"reached {self.iterations} iterations"}
+        for t in range(1, self.iterations + 1):
+            reply = yield Ask(linker_prompt(question, self.schema, context.verbalize(),
+                                            with_query=self.use_cypher),
+                              system=LINKER_SYSTEM, step="kg_linker")
+            out = parse_linker_output(reply)
+            if not self.use_cypher:
+                out.query = ""
+            entities = self.link(out.entities)
+            answers = self.link(out.answers)
+            log: dict[str, Any] = {
+                "iteration": t, "entities": out.entities, "paths": out.paths, "query": out.query,
+                "draft_answers": out.answers, "finish": out.finish,
+                "linked_entities": [e.name for e in entities],
+                "linked_answers": [a.name for a in answers],
+            }
+            meta["iterations"].append(log)
+            new_entities = [e.name for e in entities if e.name not in explored]
+            new_answers = [a.name for a in answers if a.name not in grounded_answers]
+            new_paths = [p for p in out.paths if p not in seen_paths]
+            new_query = bool(out.query) and out.query not in seen_queries
+            if out.finish:
+                meta["stop_reason"] = "FINISH"
+                break
+            if not (new_entities or new_answers or new_paths or new_query):
+                meta["stop_reason"] = "nothing new to link" if t > 1 else "no entities"
+                break
+            explored.update(dict.fromkeys(e.name for e in entities))
+            grounded_answers.update(a.name for a in answers)
+            seen_paths.update(out.paths)
+            sources = list(explored)
+            # paths
+            followed = []
+            for metapath in out.paths:
+                found = follow_metapath(self.graph, sources, metapath, resolver=self.resolver,
+                                        direction=self.direction, max_paths=self.max_paths)
+                context.add_paths(found.paths)
+                followed.append({"metapath": metapath, "executed": found.executed,
+                                 "partial": found.partial, "walks": len(found.paths)})
+            log["followed_paths"] = followed
+            short = shortest_paths(self.graph, sources, [a.name for a in answers],
+                                   max_hops=self.shortest_path_hops, direction=self.direction)
+            context.add_paths(short)
+            log["shortest_paths"] = len(short)
+            # graph query
+            if new_query:
+                seen_queries.add(out.query)
+                result = execute_query(self.graph, out.query)
+                context.add_query(result)
+                log["query_error"] = result.error
+            # triplets
+            seeds = list(dict.fromkeys([e.name for e in entities] + [a.name for a in answers]))
+            triples = yield from self._triplet_steps(question, seeds, context, first=(t == 1), log=log)
+            context.add_triples(triples)
+            log["context_size"] = len(context)
+        return context, meta
+
+    def _triplet_steps(self, question: str, seeds: list[str], context: GraphContext, *,
+                       first: bool, log: dict[str, Any]) -> Steps[list[Triple]]:
+        if self.triplet_retrieval == "none":
+            return []
+        if self.triplet_retrieval == "scoring":
+            if self.reranker is not None:
+                reranker = GraphReranker(self.graph, self.reranker, self.final_reranker,
+                                         hops=self.reranker_hops, relation_top_k=self.relation_top_k,
+                                         triplet_top_k=self.triplet_top_k)
+                found = reranker.retrieve(question, seeds, self.scoring_top_k)
+            else:
+                found = self.scorer.top_k(question, self.scoring_top_k, seeds=seeds)
+            log["scored_triples"] = len(found)
+            return found
+        found: list[Triple] = []
+        if first and self.text_top_k > 0:
+            found = self.scorer.top_k(question, self.text_top_k, seeds=seeds)
+            log["text_triples"] = len(found)
+        if seeds:
+            rank = None
+            if self._scorer is not None:
+                qvec = self._scorer.query_vector(question)
+                rank = lambda ts: self._scorer.score_triples(qvec, ts)  # noqa: E731
+            trace = yield from agentic_traversal(
+                question, seeds, self.graph, hops=self.agentic_hops,
+                resolve_entities=self._resolve_picked, initial=list(context.triples.values()),
+                max_triplets_per_hop=self.max_triplets_per_hop,
+                max_entities_per_hop=self.max_entities_per_hop, rank=rank)
+            log["agentic"] = {"hops": trace.hops, "stop_reason": trace.stop_reason}
+            found = found + trace.triples
+        return found
+
+    def _answer_steps(self, question: str) -> Steps[tuple[GraphContext, dict[str, Any], str]]:
+        context, meta = yield from self._retrieval_steps(question)
+        reply = yield Ask(answer_prompt(question, context.verbalize()), system=ANSWER_SYSTEM,
+                          step="answer")
+        return context, meta, reply
+
+    # ------------------------------------------------------------------ public API
+    def _fresh_llm(self) -> BaseLLMAdapter:
+        """A per-question adapter over the same model, so usage is exact per question."""
+        llm = self.llm
+        assert llm is not None
+        try:
+            return type(llm)(llm.model)
+        except Exception:  # an adapter with another constructor: share it
+            return llm
+
+    def _result(self, question: str, context: GraphContext, meta: dict[str, Any],
+                log: CallLog, llm: BaseLLMAdapter) -> RetrievalResult:
+        usage = Usage(log.calls, llm.usage.prompt_tokens, llm.usage.completion_tokens)
+        with self._lock:
+            self.total_usage.add(usage)
+        meta.update(context=context.verbalize(), llm_calls_by_step=log.by_step(), mode="llm")
+        return RetrievalResult(question, context.items(), self.name, usage, meta)
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        """Algorithm 2's retrieval (no final answer); LLM-free mode when there is no LLM."""
+        if self.llm is None:
+            return self.retrieve_without_llm(question)
+        llm, log = self._fresh_llm(), CallLog()
+        context, meta = run_sync(self._retrieval_steps(question), llm, log)
+        return self._result(question, context, meta, log, llm)
+
+    async def aretrieve(self, question: str) -> RetrievalResult:
+        if self.llm is None:
+            return await super().aretrieve(question)
+        llm, log = self._fresh_llm(), CallLog()
+        context, meta = await run_async(self._retrieval_steps(question), llm, log)
+        return self._result(question, context, meta, log, llm)
+
+    def _answer(self, question: str, context: GraphContext, meta: dict[str, Any], reply: str,
+                log: CallLog, llm: BaseLLMAdapter) -> Answer:
+        retrieval = self._result(question, context, meta, log, llm)
+        answers = parse_answers(reply)
+        text = ", ".join(answers) if answers else reply.strip()
+        retrieval.metadata["answer_reply"] = reply
+        return Answer(question, answers, text, retrieval, retrieval.usage)
+
+    def answer(self, question: str) -> Answer:
+        """Retrieve (Algorithm 2) and answer from the context with one more LLM call."""
+        if self.llm is None:
+            as_llm(None, what="ByoKG-RAG answer generation")
+        llm, log = self._fresh_llm(), CallLog()
+        context, meta, reply = run_sync(self._answer_steps(question), llm, log)
+        return self._answer(question, context, meta, reply, log, llm)
+
+    async def aanswer(self, question: str) -> Answer:
+        if self.llm is None:
+            as_llm(None, what="ByoKG-RAG answer generation")
+        llm, log = self._fresh_llm(), CallLog()
+        context, meta, reply = await run_async(self._answer_steps(question), llm, log)
+        return self._answer(question, context, meta, reply, log, llm)
+
+    def retrieve_without_llm(self, question: str) -> RetrievalResult:
+        """The LLM-free mode: linked n-gram entities, scored triplets, 2-hop paths, candidates."""
+        found = llm_free_retrieve(
+            question, self.graph, linker=self.linker, scorer=self.scorer, top_m=1,
+            text_top_k=self.text_top_k or self.scoring_top_k, hops=self.llm_free_hops,
+            max_paths=self.llm_free_max_paths, max_candidates=self.llm_free_candidates)
+        context = GraphContext()
+        context.add_triples(found.triples)
+        context.add_paths(found.paths)
+        items: list[Any] = list(found.candidates) + context.items()
+        meta = {"mode": "llm_free", "entities": [e.name for e in found.entities],
+                "answer_candidates": [c.name for c in found.candidates],
+                "context": context.verbalize(), "llm_calls_by_step": {}}
+        return RetrievalResult(question, items, self.name, Usage(), meta)
+
+
+def retrieved_entities(items: Iterable[Any]) -> set[str]:
+    """Node names in retrieved items (triples, paths, scored entities)."""
+    names: set[str] = set()
+    for item in items:
+        if isinstance(item, Triple):
+            names.update((item.head, item.tail))
+        elif isinstance(getattr(item, "nodes", None), tuple):
+            names.update(item.nodes)
+        elif isinstance(getattr(item, "name", None), str):
+            names.add(item.name)
+    return names

@@ -1,0 +1,103 @@
+"""Graph-query retrieval (paper §3.4): run the KG-Linker's openCypher, read-only, errors as text.
+
+``Execute-Query(Q, G)`` runs only on stores with ``supports_cypher`` (Neo4j, FalkorDB, ...).
+LLM-written Cypher is untrusted: :func:`check_read_only` refuses write and procedure clauses
+*before* anything is sent (the stores additionally run queries in read transactions), and every
+failure -- refused, syntax error, timeout -- becomes an error line in the graph context so the
+next KG-Linker iteration can correct the query (the paper leaves errors unspecified; the reference
+code feeds them back, which we keep).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgrag.errors import UnsafeQueryError
+
+#: Clauses that could write data, change the schema or call arbitrary procedures.
+FORBIDDEN_CLAUSES = ("CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "CALL",
+                     "LOAD", "FOREACH", "GRANT", "DENY", "REVOKE", "ALTER", "RENAME")
+_FORBIDDEN = re.compile(r"\b(" + "|".join(FORBIDDEN_CLAUSES) + r")\b", re.IGNORECASE)
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_STRINGS = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+_IDENTIFIERS = re.compile(r"`[^`]*`")
+
+#: Cap on rows and characters of one verbalised result (the paper has no context pruning; a
+#: runaway ``MATCH (n) RETURN n`` must not flood the prompt).
+MAX_ROWS = 50
+MAX_CHARS = 4000
+
+
+def check_read_only(query: str) -> str:
+    """Return the query stripped, or raise :class:`UnsafeQueryError` if it could write.
+
+    The check is made on an NFKC-normalised copy with comments, string literals and quoted
+    identifiers removed, so ``'CREATE'`` inside a string is allowed while ``CRE/**/ATE`` tricks
+    and full-width letters are not.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise UnsafeQueryError("empty query")
+    text = unicodedata.normalize("NFKC", query)
+    bare = _IDENTIFIERS.sub(" ", _STRINGS.sub(" ", _COMMENTS.sub("", text)))
+    match = _FORBIDDEN.search(bare)
+    if match:
+        raise UnsafeQueryError(f"refused: the query uses {match.group(1).upper()}, "
+                               "and LLM-written queries may only read")
+    if ";" in bare.strip().rstrip(";"):
+        raise UnsafeQueryError("refused: only one statement is allowed")
+    return query.strip().rstrip(";").strip()
+
+
+@dataclass
+class QueryResult:
+    """One executed (or refused / failed) query and its verbalisation for the context."""
+
+    query: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def verbalize(self) -> str:
+        if self.error:
+            return f"Graph query: {self.query}\nError: {self.error}"
+        shown = self.rows[:MAX_ROWS]
+        body = json.dumps(shown, default=str, ensure_ascii=False)
+        if len(body) > MAX_CHARS:
+            body = body[:MAX_CHARS] + " ..."
+        more = f" (first {MAX_ROWS} of {len(self.rows)} rows)" if len(self.rows) > MAX_ROWS else ""
+        return f"Graph query: {self.query}\nResult{more}: {body}"
+
+
+def execute_query(store: Any, query: str) -> QueryResult:
+    """Run ``query`` read-only on ``store``; never raises (errors are in the result)."""
+    if not getattr(store, "supports_cypher", False) or not hasattr(store, "run_cypher"):
+        return QueryResult(query, error="this graph store cannot run openCypher")
+    try:
+        safe = check_read_only(query)
+    except UnsafeQueryError as exc:
+        return QueryResult(query, error=str(exc))
+    try:
+        rows = store.run_cypher(safe)
+    except Exception as exc:  # the database's own error text is what the LLM needs to see
+        return QueryResult(safe, error=f"{type(exc).__name__}: {str(exc)[:500]}")
+    return QueryResult(safe, rows=[_row_dict(r) for r in (rows or [])])
+
+
+def _row_dict(row: Any) -> dict[str, Any]:
+    if isinstance(row, dict):
+        return row
+    if hasattr(row, "data"):  # neo4j.Record
+        try:
+            return dict(row.data())
+        except Exception:  # pragma: no cover - defensive
+            pass
+    if isinstance(row, (list, tuple)):
+        return {str(i): v for i, v in enumerate(row)}
+    return {"value": row}

@@ -1,0 +1,160 @@
+"""ByoKG-RAG's graph tools, offered directly to agents (the LangChain/LlamaIndex toolkits wrap these).
+
+The paper's graph toolkit -- entity linking, one-hop neighbours, path following, shortest paths,
+graph-query execution -- as plain functions an agent can call with strings. Each tool has a
+structured form (returns kgrag result types) and a ``*_text`` form (returns the verbalised text
+an LLM agent reads, with a clear message instead of an exception on bad input). Entity arguments
+that are not exact node names are linked to the closest node, and the reply says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgrag.context.types import Path, ScoredEntity, Triple
+from kgrag.errors import KgragError
+from kgrag.graph.base import check_direction
+from kgrag.methods.byokg.context import merge_paths, merge_triples
+from kgrag.methods.byokg.paths import RelationResolver, follow_metapath
+from kgrag.methods.byokg.query import QueryResult, execute_query
+
+MAX_LIMIT = 500
+
+
+class GraphTools:
+    """Agent-facing graph tools over a store, with an entity linker for fuzzy names.
+
+    ``linker`` is anything with ``link(mention, top_m)`` (e.g. :class:`kgrag.linking.EntityLinker`
+    or the one a :class:`~kgrag.methods.byokg.ByoKGRAG` built); ``None`` builds a fuzzy linker.
+    """
+
+    def __init__(self, graph: Any, linker: Any = None) -> None:
+        self.graph = graph
+        self._linker = linker
+        self.resolver = RelationResolver(graph.list_relations())
+
+    @classmethod
+    def from_method(cls, method: Any) -> "GraphTools":
+        """Tools sharing a ByoKG-RAG method's graph and (lazily built) linker."""
+        tools = cls(method.graph)
+        tools._linker_source = method  # type: ignore[attr-defined]
+        return tools
+
+    @property
+    def linker(self) -> Any:
+        if self._linker is None:
+            source = getattr(self, "_linker_source", None)
+            if source is not None:
+                self._linker = source.linker
+            else:
+                from kgrag.linking import EntityLinker
+
+                self._linker = EntityLinker.from_graph(self.graph, mode="fuzzy")
+        return self._linker
+
+    @property
+    def supports_cypher(self) -> bool:
+        return bool(getattr(self.graph, "supports_cypher", False))
+
+    # ------------------------------------------------------------------ structured
+    def lookup_entity(self, name: str, top_m: int = 5) -> list[ScoredEntity]:
+        """Graph nodes best matching ``name`` (exact first, then fuzzy/dense), best first."""
+        if not str(name).strip():
+            return []
+        return list(self.linker.link(str(name), max(1, min(int(top_m), 50))))
+
+    def resolve(self, name: str) -> tuple[str | None, str]:
+        """``(node, note)``: the node itself if it exists, else its best link and a note."""
+        if self.graph.has_node(name):
+            return name, ""
+        links = self.lookup_entity(name, 1)
+        if not links:
+            return None, f"No node matches {name!r}."
+        return links[0].name, f"{name!r} is not a node name; using the closest match {links[0].name!r}."
+
+    def neighbors(self, entity: str, relation: str | None = None, direction: str = "both",
+                  limit: int = 50) -> list[Triple]:
+        """Edges of ``entity`` (optionally of one relation), stored direction kept."""
+        node, _ = self.resolve(entity)
+        if node is None:
+            return []
+        rels = None
+        if relation:
+            rel = self.resolver.resolve(relation)
+            if rel is None:
+                return []
+            rels = [rel]
+        return self.graph.one_hop([node], direction=check_direction(direction), relations=rels,
+                                  limit=max(1, min(int(limit), MAX_LIMIT)))
+
+    def follow_path(self, entity: str, path: str, max_paths: int = 50) -> list[Path]:
+        """Walks from ``entity`` along ``"r1 -> r2"`` (both directions per step; ``~r`` = reverse)."""
+        node, _ = self.resolve(entity)
+        if node is None:
+            return []
+        return follow_metapath(self.graph, [node], path, resolver=self.resolver,
+                               max_paths=max(1, min(int(max_paths), MAX_LIMIT))).paths
+
+    def shortest_path(self, source: str, target: str, max_hops: int = 4) -> list[Path]:
+        a, _ = self.resolve(source)
+        b, _ = self.resolve(target)
+        if a is None or b is None:
+            return []
+        return self.graph.shortest_paths([a], [b], max_hops=max(1, min(int(max_hops), 6)))
+
+    def run_cypher(self, query: str) -> QueryResult:
+        """Execute a read-only openCypher query (refused if it could write)."""
+        return execute_query(self.graph, query)
+
+    # ------------------------------------------------------------------ text for agents
+    def lookup_entity_text(self, name: str, top_m: int = 5) -> str:
+        links = self.lookup_entity(name, top_m)
+        if not links:
+            return f"No node matches {name!r}."
+        return "\n".join(f"{link.name} (score {link.score:.2f}, {link.source})" for link in links)
+
+    def neighbors_text(self, entity: str, relation: str | None = None, direction: str = "both",
+                       limit: int = 50) -> str:
+        try:
+            node, note = self.resolve(entity)
+            if node is None:
+                return note
+            if relation and self.resolver.resolve(relation) is None:
+                return f"Unknown relation {relation!r}. Relations: {', '.join(self.resolver.relations[:50])}"
+            triples = self.neighbors(node, relation, direction, limit)
+        except (KgragError, ValueError) as exc:
+            return f"Error: {exc}"
+        body = "\n".join(merge_triples(triples)) or f"{node} has no such edges."
+        return f"{note}\n{body}".strip()
+
+    def follow_path_text(self, entity: str, path: str, max_paths: int = 50) -> str:
+        try:
+            node, note = self.resolve(entity)
+            if node is None:
+                return note
+            found = follow_metapath(self.graph, [node], path, resolver=self.resolver,
+                                    max_paths=max(1, min(int(max_paths), MAX_LIMIT)))
+        except (KgragError, ValueError) as exc:
+            return f"Error: {exc}"
+        lines = [note] if note else []
+        if not found.paths:
+            return "\n".join(lines + [f"The path {path!r} cannot be followed from {node}."])
+        if found.partial:
+            lines.append(f"Only the prefix {found.executed!r} of {path!r} could be followed.")
+        return "\n".join(lines + merge_paths(found.paths))
+
+    def shortest_path_text(self, source: str, target: str, max_hops: int = 4) -> str:
+        try:
+            a, note_a = self.resolve(source)
+            b, note_b = self.resolve(target)
+            if a is None or b is None:
+                return " ".join(n for n in (note_a, note_b) if n)
+            paths = self.shortest_path(a, b, max_hops)
+        except (KgragError, ValueError) as exc:
+            return f"Error: {exc}"
+        notes = " ".join(n for n in (note_a, note_b) if n)
+        body = "\n".join(p.verbalize() for p in paths) or f"No path of at most {max_hops} hops."
+        return f"{notes}\n{body}".strip()
+
+    def run_cypher_text(self, query: str) -> str:
+        return self.run_cypher(query).verbalize()

@@ -1,0 +1,279 @@
+"""Triplet retrieval (paper §3.5, App. A): text-based scoring, graph reranker, agentic traversal.
+
+* :class:`TripletScorer` -- App. A.1 "text-based retrieval": node and relation names are embedded
+  once; a triplet scores ``cos(q,h) + cos(q,r) + cos(q,t)``. On a :class:`KnowledgeGraph` the
+  score of **every edge** is one gather-and-add over the int32 edge arrays (no Python loop), and
+  the top-k comes from ``argpartition``. On other stores (databases) the candidates are the
+  ``L``-hop neighbourhood of the linked entities, embedded on the fly and memoised.
+* :class:`GraphReranker` -- App. A.2 with a user-supplied cross-encoder: ``L = 2`` hop subgraph,
+  top ``k_r = 20`` relations, top ``k_t = 100`` triplets, then the final top-k (optionally with a
+  second, stronger reranker, as the paper's two-stage setup).
+* :func:`agentic_traversal` -- Algorithm 1, as a generator of LLM requests (see :mod:`.steps`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from kgrag.context.types import Triple
+from kgrag.graph.memory import KnowledgeGraph
+from kgrag.methods.byokg.context import merge_triples
+from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
+from kgrag.methods.byokg.prompts import entity_selection_prompt, relation_selection_prompt
+from kgrag.methods.byokg.steps import Ask, Steps
+
+
+class TripletScorer:
+    """Scores triplets by ``cos(q,h) + cos(q,r) + cos(q,t)`` with precomputed name embeddings.
+
+    Build with :meth:`from_graph` (embeds every node and relation name once; wrap the embedder
+    in :class:`kgrag.embed.CachedEmbedder` -- or pass ``cache_dir`` -- to reuse the vectors
+    across runs). ``node_vectors`` may also be handed in (e.g. those of a dense entity linker).
+    """
+
+    def __init__(self, graph: Any, embedder: Any, *, node_vectors: np.ndarray | None = None,
+                 relation_vectors: np.ndarray | None = None, hops: int = 2) -> None:
+        self.graph = graph
+        self.embedder = embedder
+        self.hops = hops
+        self.node_vectors = node_vectors
+        self.relation_vectors = relation_vectors
+        self._memo: dict[str, np.ndarray] = {}
+        if isinstance(graph, KnowledgeGraph):
+            if node_vectors is None or relation_vectors is None:
+                raise ValueError("use TripletScorer.from_graph to embed the graph's names")
+            if node_vectors.shape[0] != graph.num_nodes or relation_vectors.shape[0] != graph.num_relations:
+                raise ValueError("node/relation vectors do not match the graph's name tables")
+
+    @classmethod
+    def from_graph(cls, graph: Any, embedder: Any, *, cache_dir: Any = None,
+                   node_vectors: np.ndarray | None = None, hops: int = 2) -> "TripletScorer":
+        if cache_dir is not None:
+            from kgrag.embed import CachedEmbedder
+
+            embedder = CachedEmbedder(embedder, cache_dir)
+        if not isinstance(graph, KnowledgeGraph):
+            return cls(graph, embedder, hops=hops)
+        if node_vectors is None:
+            node_vectors = np.asarray(embedder.embed_documents(graph.node_names), np.float32)
+        relation_vectors = np.asarray(embedder.embed_documents(graph.relation_names), np.float32)
+        return cls(graph, embedder, node_vectors=node_vectors, relation_vectors=relation_vectors,
+                   hops=hops)
+
+    # ------------------------------------------------------------------ scoring
+    def query_vector(self, question: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed_query(question), np.float32)
+
+    def edge_scores(self, qvec: np.ndarray, edge_ids: np.ndarray | None = None) -> np.ndarray:
+        """Scores of ``edge_ids`` (all edges when ``None``) on a :class:`KnowledgeGraph`."""
+        kg: KnowledgeGraph = self.graph
+        node_sim = self.node_vectors @ qvec
+        rel_sim = self.relation_vectors @ qvec
+        if edge_ids is None:
+            return node_sim[kg.heads] + rel_sim[kg.rels] + node_sim[kg.tails]
+        return node_sim[kg.heads[edge_ids]] + rel_sim[kg.rels[edge_ids]] + node_sim[kg.tails[edge_ids]]
+
+    def _vectors(self, names: Sequence[str]) -> np.ndarray:
+        missing = [n for n in dict.fromkeys(names) if n not in self._memo]
+        if missing:
+            for name, vec in zip(missing, np.asarray(self.embedder.embed_documents(missing))):
+                self._memo[name] = vec.astype(np.float32)
+        return np.stack([self._memo[n] for n in names]) if names else np.zeros((0, 1), np.float32)
+
+    def score_triples(self, qvec: np.ndarray, triples: Sequence[Triple]) -> np.ndarray:
+        """Scores of arbitrary triples (names embedded on demand and memoised)."""
+        if not triples:
+            return np.zeros(0, np.float32)
+        if isinstance(self.graph, KnowledgeGraph):
+            kg = self.graph
+            h = np.fromiter((kg.node_index[t.head] for t in triples), np.int64, len(triples))
+            r = np.fromiter((kg.relation_index[t.relation] for t in triples), np.int64, len(triples))
+            tl = np.fromiter((kg.node_index[t.tail] for t in triples), np.int64, len(triples))
+            return (self.node_vectors[h] @ qvec + self.relation_vectors[r] @ qvec
+                    + self.node_vectors[tl] @ qvec)
+        heads = self._vectors([t.head for t in triples]) @ qvec
+        rels = self._vectors([t.relation for t in triples]) @ qvec
+        tails = self._vectors([t.tail for t in triples]) @ qvec
+        return heads + rels + tails
+
+    def top_k(self, question: str | np.ndarray, k: int = 10,
+              seeds: Iterable[str] = ()) -> list[Triple]:
+        """The ``k`` best triplets, best first, each with its score.
+
+        On a :class:`KnowledgeGraph` all edges compete (``seeds`` is ignored); on another store
+        the candidates are the ``hops``-hop neighbourhood of ``seeds``.
+        """
+        if k <= 0:
+            return []
+        qvec = self.query_vector(question) if isinstance(question, str) else question
+        if isinstance(self.graph, KnowledgeGraph):
+            scores = self.edge_scores(qvec)
+            k = min(k, len(scores))
+            if k == 0:
+                return []
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.lexsort((top, -scores[top]))]
+            triples = self.graph.edge_triples(top)
+            return [Triple(t.head, t.relation, t.tail, float(s)) for t, s in zip(triples, scores[top])]
+        seeds = list(seeds)
+        if not seeds:
+            return []
+        candidates = self.graph.k_hop_subgraph(seeds, hops=self.hops)
+        return rank_triples(candidates, self.score_triples(qvec, candidates), k)
+
+
+def rank_triples(triples: Sequence[Triple], scores: np.ndarray, k: int | None) -> list[Triple]:
+    """Triples sorted by descending score (stable), cut to ``k``, scores attached."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    if k is not None:
+        order = order[:k]
+    return [Triple(triples[i].head, triples[i].relation, triples[i].tail, float(scores[i]))
+            for i in order.tolist()]
+
+
+# ---------------------------------------------------------------------- graph reranker (A.2)
+def rerank_scores(model: Any, query: str, texts: Sequence[str]) -> np.ndarray:
+    """Relevance scores from a cross-encoder: ``model.predict(pairs)`` (sentence-transformers
+    ``CrossEncoder``), ``model.score(query, texts)``, or a callable ``(query, texts) -> scores``."""
+    if not texts:
+        return np.zeros(0, np.float32)
+    if hasattr(model, "predict"):
+        raw = model.predict([(query, t) for t in texts])
+    elif hasattr(model, "score"):
+        raw = model.score(query, list(texts))
+    elif callable(model):
+        raw = model(query, list(texts))
+    else:
+        raise TypeError("a reranker needs .predict(pairs), .score(query, texts) or be callable")
+    scores = np.asarray(raw, dtype=np.float32).reshape(-1)
+    if scores.shape[0] != len(texts):
+        raise ValueError(f"reranker returned {scores.shape[0]} scores for {len(texts)} texts")
+    return scores
+
+
+@dataclass
+class GraphReranker:
+    """App. A.2: rerank the L-hop neighbourhood of linked entities with cross-encoders."""
+
+    graph: Any
+    reranker: Any
+    final_reranker: Any = None
+    hops: int = 2
+    relation_top_k: int = 20
+    triplet_top_k: int = 100
+    max_candidates: int = 100_000
+
+    def retrieve(self, question: str, seeds: Iterable[str], k: int = 10) -> list[Triple]:
+        seeds = list(seeds)
+        if not seeds or k <= 0:
+            return []
+        candidates = self.graph.k_hop_subgraph(seeds, hops=self.hops, max_edges=self.max_candidates)
+        relations = list(dict.fromkeys(t.relation for t in candidates))
+        if len(relations) > self.relation_top_k:
+            kept = rank_names(relations, rerank_scores(self.reranker, question, relations),
+                              self.relation_top_k)
+            candidates = [t for t in candidates if t.relation in kept]
+        texts = [t.verbalize() for t in candidates]
+        stage1 = rank_triples(candidates, rerank_scores(self.reranker, question, texts),
+                              self.triplet_top_k)
+        final_model = self.final_reranker or self.reranker
+        if final_model is self.reranker:
+            return stage1[:k]
+        return rank_triples(stage1, rerank_scores(final_model, question,
+                                                  [t.verbalize() for t in stage1]), k)
+
+
+def rank_names(names: Sequence[str], scores: np.ndarray, k: int) -> set[str]:
+    order = np.argsort(-scores, kind="stable")[:k]
+    return {names[i] for i in order.tolist()}
+
+
+# ---------------------------------------------------------------------- agentic (Algorithm 1)
+@dataclass
+class AgenticTrace:
+    """What Algorithm 1 found: the accumulated triplets and a log of each hop."""
+
+    triples: list[Triple] = field(default_factory=list)
+    hops: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = ""
+
+
+def agentic_traversal(
+    question: str,
+    seeds: Sequence[str],
+    graph: Any,
+    *,
+    hops: int = 3,
+    resolve_entities: Callable[[list[str], list[Triple]], list[str]],
+    initial: Sequence[Triple] = (),
+    max_relations: int = 200,
+    max_triplets_per_hop: int = 200,
+    max_entities_per_hop: int = 10,
+    rank: Callable[[Sequence[Triple]], np.ndarray] | None = None,
+) -> Steps[AgenticTrace]:
+    """Algorithm 1 (agentic retrieval) as a generator of LLM requests.
+
+    Per hop: one-hop triplets of the current entities (both directions, so reversed facts are
+    reachable), **one** relation-selection call for all current entities (the reference code
+    batches them too; per-entity calls would multiply cost), a filter to the selected
+    relations, then one entity-selection call over everything found so far. Stops when the LLM
+    answers FINISH or selects nothing new, when a hop has no triplets, or after ``hops`` hops.
+
+    Decisions the paper leaves open: the entities the LLM picks are mapped back to graph nodes by
+    ``resolve_entities`` (exact names first, then linking) rather than used verbatim; entities
+    already explored are not expanded again; at most ``max_entities_per_hop`` are expanded and
+    ``max_triplets_per_hop`` kept per hop (ranked by ``rank`` when given, e.g. the text scorer,
+    else in graph order) -- the paper prunes nothing, but a hub node must not flood the prompt.
+    """
+    trace = AgenticTrace(triples=list(initial))
+    seen = {t.as_tuple() for t in trace.triples}
+    explored: set[str] = set()
+    current = [s for s in dict.fromkeys(seeds)][:max(max_entities_per_hop, len(seeds))]
+    for hop in range(1, hops + 1):
+        current = [e for e in current if e not in explored]
+        if not current:
+            trace.stop_reason = "no new entities"
+            break
+        explored.update(current)
+        candidates = graph.one_hop(current, direction="both")
+        if not candidates:
+            trace.hops.append({"hop": hop, "entities": current, "relations": [], "selected": []})
+            trace.stop_reason = "no triplets around the current entities"
+            break
+        relations = sorted({t.relation for t in candidates})[:max_relations]
+        reply = yield Ask(relation_selection_prompt(question, current, relations), step="select_relations")
+        selected = parse_selected_relations(reply, relations)
+        chosen = set(selected)
+        new = [t for t in candidates if t.relation in chosen and t.as_tuple() not in seen]
+        if len(new) > max_triplets_per_hop:
+            if rank is not None:
+                order = np.argsort(-np.asarray(rank(new)), kind="stable")[:max_triplets_per_hop]
+                new = [new[i] for i in sorted(order.tolist())]
+            else:
+                new = new[:max_triplets_per_hop]
+        for t in new:
+            seen.add(t.as_tuple())
+        trace.triples.extend(new)
+        log = {"hop": hop, "entities": current, "relations": relations, "selected": selected,
+               "new_triples": len(new)}
+        trace.hops.append(log)
+        if not selected:
+            trace.stop_reason = "no relation selected"
+            break
+        context = "\n".join(merge_triples(trace.triples))
+        reply = yield Ask(entity_selection_prompt(question, context), step="select_entities")
+        picked, finish = parse_next_entities(reply)
+        log["next"] = picked
+        if finish:
+            trace.stop_reason = "FINISH"
+            break
+        current = resolve_entities(picked, trace.triples)[:max_entities_per_hop]
+        if not current:
+            trace.stop_reason = "no entity selected"
+            break
+    else:
+        trace.stop_reason = trace.stop_reason or f"reached {hops} hops"
+    return trace
