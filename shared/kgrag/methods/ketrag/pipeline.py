@@ -1,0 +1,151 @@
+"""``KETRAG``: the KET-RAG method object (index + two-channel retrieval + answer prompt)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from kgrag.context.types import Answer, RetrievalResult, Usage
+from kgrag.errors import EmbeddingError
+from kgrag.llm.base import optional_llm
+from kgrag.methods.base import KGMethod
+from kgrag.methods.ketrag.builder import build_index
+from kgrag.methods.ketrag.config import KETRAGConfig
+from kgrag.methods.ketrag.index import KETIndex
+from kgrag.methods.ketrag.prompts import answer_prompt, answer_system
+from kgrag.methods.ketrag.retrieval import retrieve_context
+from kgrag.text.tokens import TextTokenizer, get_tokenizer
+
+log = logging.getLogger(__name__)
+
+INSUFFICIENT = "insufficient information"
+
+
+def parse_answer(reply: str) -> tuple[str, list[str]]:
+    """``(text, answers)`` from an answer reply; "Insufficient information" gives no answers."""
+    text = (reply or "").strip()
+    match = re.search(r"(?im)^\s*answer\s*:\s*(.+)$", text)
+    if match:
+        text = match.group(1).strip()
+    else:
+        text = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    text = text.strip().strip('"').strip()
+    if not text or text.lower().rstrip(".") == INSUFFICIENT:
+        return text or "Insufficient information.", []
+    return text, [text]
+
+
+class KETRAG(KGMethod):
+    """KET-RAG over a :class:`KETIndex`.
+
+    Build with :meth:`from_documents` (indexes the documents; needs an LLM when ``budget`` > 0)
+    or :meth:`load` (a saved index directory). Retrieval parameters (``context_tokens``,
+    ``graph_share``, ``top_k_entities``, ...) can be changed per instance without re-indexing.
+
+    >>> # method = KETRAG.from_documents(texts, budget=0)     # LLM-free keyword-only index
+    >>> # method.retrieve("Which country was A born in?").context
+    """
+
+    name = "ketrag"
+
+    def __init__(self, index: KETIndex, *, llm: Any = None, embedder: Any = None,
+                 tokenizer: TextTokenizer | str | None = None, **retrieval_params: Any) -> None:
+        from kgrag.embed import as_embedder, embedder_name
+
+        unknown = set(retrieval_params) - set(KETRAGConfig.RETRIEVAL_PARAMS)
+        if unknown:
+            raise TypeError(f"not a retrieval parameter: {', '.join(sorted(unknown))} "
+                            f"(allowed: {', '.join(KETRAGConfig.RETRIEVAL_PARAMS)})")
+        self.index = index
+        self.config = index.config.replace(**retrieval_params) if retrieval_params else index.config
+        self.llm = optional_llm(llm)
+        self.embedder = as_embedder(embedder)
+        self.tokenizer = get_tokenizer(tokenizer)
+        if self.tokenizer.name != index.tokenizer_name:
+            log.warning("KET-RAG: index counted tokens with %r, queries use %r",
+                        index.tokenizer_name, self.tokenizer.name)
+        name = embedder_name(self.embedder)
+        if index.embedder_name and name != index.embedder_name:
+            log.warning("KET-RAG: index embedded with %r, queries use %r", index.embedder_name,
+                        name)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_documents(cls, documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
+                       cache_dir: str | Path | None = None, progress: bool = True,
+                       tokenizer: TextTokenizer | str | None = None,
+                       config: KETRAGConfig | None = None, **params: Any) -> "KETRAG":
+        """Index ``documents`` and return the method (``params``: any :class:`KETRAGConfig` field)."""
+        from kgrag.embed import as_embedder
+
+        emb = as_embedder(embedder)
+        index = build_index(documents, llm=llm, embedder=emb, config=config, cache_dir=cache_dir,
+                            tokenizer=tokenizer, progress=progress, **params)
+        return cls(index, llm=llm, embedder=emb, tokenizer=tokenizer)
+
+    @classmethod
+    def load(cls, directory: str | Path, *, llm: Any = None, embedder: Any = None,
+             tokenizer: TextTokenizer | str | None = None, **retrieval_params: Any) -> "KETRAG":
+        """Load an index saved with :meth:`save` (no pickle)."""
+        return cls(KETIndex.load(directory), llm=llm, embedder=embedder, tokenizer=tokenizer,
+                   **retrieval_params)
+
+    def save(self, directory: str | Path) -> Path:
+        return self.index.save(directory)
+
+    # ------------------------------------------------------------------ retrieval
+    def _query_vector(self, question: str) -> np.ndarray:
+        q = np.asarray(self.embedder.embed_query(question), dtype=np.float32).ravel()
+        if q.shape[0] != self.index.sub_vectors.shape[1]:
+            raise EmbeddingError(
+                f"the query embedder gives {q.shape[0]} dimensions, the index has "
+                f"{self.index.sub_vectors.shape[1]}; use the embedder the index was built with "
+                f"({self.index.embedder_name})")
+        norm = float(np.linalg.norm(q))
+        return q / norm if norm else q
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("the question must be a non-empty string")
+        sections, stats = retrieve_context(self.index, self._query_vector(question), self.config,
+                                           self.tokenizer)
+        items = [item for section in sections for item in section.items]
+        context = "\n\n".join(s.render() for s in sections)
+        return RetrievalResult(
+            question=question, items=items, method=self.name, usage=Usage(),
+            metadata={"context": context, **stats,
+                      "budget": self.index.config.budget,
+                      "graph_share": self.config.graph_share,
+                      "context_limit": self.config.context_tokens})
+
+    # ------------------------------------------------------------------ answering
+    def _answer_llm(self):
+        if self.llm is None:
+            from kgrag.llm.base import as_llm
+
+            return as_llm(None, what="KET-RAG answer generation")
+        return self.llm
+
+    def answer(self, question: str) -> Answer:
+        llm = self._answer_llm()
+        retrieval = self.retrieve(question)
+        with llm.track() as usage:
+            reply = llm.complete(answer_prompt(question, retrieval.metadata["context"]),
+                                 system=answer_system())
+        text, answers = parse_answer(reply)
+        retrieval.usage = Usage().add(usage)
+        return Answer(question, answers, text, retrieval, Usage().add(usage))
+
+    async def aanswer(self, question: str) -> Answer:
+        llm = self._answer_llm()
+        retrieval = await self.aretrieve(question)
+        with llm.track() as usage:
+            reply = await llm.acomplete(answer_prompt(question, retrieval.metadata["context"]),
+                                        system=answer_system())
+        text, answers = parse_answer(reply)
+        retrieval.usage = Usage().add(usage)
+        return Answer(question, answers, text, retrieval, Usage().add(usage))
