@@ -1,0 +1,19 @@
+"""Evaluation: dataset loaders, metrics and the runner behind ``kgrag eval``."""
+
+from kgrag.eval.datasets import (
+    QAExample,
+    load_jsonl,
+    load_metaqa,
+    load_pathquestion,
+    metaqa_relation_path,
+    relation_path_text,
+)
+
+__all__ = [
+    "QAExample",
+    "load_jsonl",
+    "load_metaqa",
+    "load_pathquestion",
+    "metaqa_relation_path",
+    "relation_path_text",
+]
