@@ -430,10 +430,14 @@ class _DSLParser:
     def parse(self) -> Query:
         if not self.tokens:
             raise QuerySyntaxError("empty query")
-        node = self.query()
+        start = self.peek()
+        node = self.chain()
         tok = self.peek()
         if tok is not None:
             raise self.error(f"unexpected {tok.text!r} after a complete query", tok)
+        if isinstance(node, Entity):
+            raise QueryStructureError(_bare_entity_message(node), text=self.text,
+                                      position=start.pos if start else None)
         return node
 
     def query(self) -> Query:
