@@ -6,6 +6,7 @@ graph's names; an exact branch-and-bound search returns the ``k`` subgraphs with
 Graph Semantic Distance; the subgraphs, written out as triples, ground the answer prompt.
 """
 
+from kgrag.methods.simgrag.candidates import CandidateGenerator, NameIndex, humanize_relation
 from kgrag.methods.simgrag.pattern import Pattern, PatternError, is_unknown, parse_pattern_reply
 from kgrag.methods.simgrag.search import (
     CandidateSet,
@@ -15,16 +16,27 @@ from kgrag.methods.simgrag.search import (
     enumerate_matches,
     top_k_subgraphs,
 )
+from kgrag.methods.simgrag.pipeline import SimGRAG, gsd_of
+from kgrag.methods.simgrag.prompts import answer_prompt, parse_answers, pattern_prompt, verbalize_graphs
 
 __all__ = [
+    "CandidateGenerator",
     "CandidateSet",
     "Match",
+    "NameIndex",
     "Pattern",
     "PatternError",
     "SearchResult",
+    "SimGRAG",
     "SubgraphSearch",
+    "answer_prompt",
     "enumerate_matches",
+    "gsd_of",
+    "humanize_relation",
     "is_unknown",
+    "parse_answers",
     "parse_pattern_reply",
+    "pattern_prompt",
     "top_k_subgraphs",
+    "verbalize_graphs",
 ]

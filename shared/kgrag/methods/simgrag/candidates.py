@@ -1,0 +1,189 @@
+"""Candidate generation for SimGRAG: nearest graph nodes / relations / types per pattern item.
+
+Three vector collections, as in the paper: node names, relation names and (optionally) entity
+type names, each a FAISS index with the **L2 metric** (the paper's Milvus setting). Distances
+are true Euclidean distances (FAISS returns squared L2; the square root is taken), so GSD is the
+paper's unweighted sum of L2 distances whatever the embedder's normalisation.
+
+* ``index="flat"`` -- exact search (``IndexFlatL2``); the default below ``hnsw_threshold`` items.
+* ``index="hnsw"`` -- ``IndexHNSWFlat`` (M = ``hnsw_m``, efConstruction = ``ef_construction``),
+  searched with efSearch = ``ef_search_factor`` × k as in the paper (8 × k(n) / 8 × k(r)).
+  Approximate: the search downstream is exact only relative to these candidates.
+
+Texts embedded: node names as stored; relation names made readable (``directed_by`` ->
+"directed by", ``placeOfBirth`` -> "place of birth") unless ``humanize_relations=False``, since
+the pattern's relations are written in plain words. An ``UNKNOWN`` item gets no vector search:
+it is a wildcard (every item at distance 0). Entity types (``node_types``: type name ->
+entity names) give candidates to the unknown nodes of a pattern component that names no entity
+(the reference code's rule): the placeholder's label without ``UNKNOWN`` and its number
+(``"UNKNOWN person 1"`` -> "person") is matched to the ``k_types`` nearest types, and every
+entity of those types becomes a candidate at distance 0.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kgrag.methods.simgrag.pattern import Pattern, is_unknown
+from kgrag.methods.simgrag.search import CandidateSet
+
+DEFAULT_HNSW_THRESHOLD = 1_000_000
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - declared dependency
+        raise ImportError("SimGRAG's vector search needs FAISS: `pip install faiss-cpu`") from exc
+    return faiss
+
+
+def humanize_relation(name: str) -> str:
+    """``directed_by`` / ``placeOfBirth`` / ``film.director`` -> plain lower-case words."""
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    text = re.sub(r"[_./:#]+", " ", text)
+    return " ".join(text.split()).lower() or name
+
+
+def placeholder_label(text: str) -> str:
+    """``"UNKNOWN person 1"`` -> ``"person"`` (the words an entity type is matched against)."""
+    label = re.sub(r"^UNKNOWN\b", "", text.strip())
+    label = re.sub(r"\s+\d+\s*$", "", label).strip()
+    return label or text
+
+
+class NameIndex:
+    """A FAISS L2 index over name embeddings; :meth:`search` gives :class:`CandidateSet` per query."""
+
+    def __init__(self, vectors: np.ndarray, *, index: str = "auto",
+                 hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD, hnsw_m: int = 32,
+                 ef_construction: int = 200, ef_search_factor: int = 8) -> None:
+        faiss = _faiss()
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
+        if index not in ("auto", "flat", "hnsw"):
+            raise ValueError("index must be 'auto', 'flat' or 'hnsw'")
+        if index == "auto":
+            index = "hnsw" if len(vectors) >= hnsw_threshold else "flat"
+        d = vectors.shape[1]
+        if index == "flat":
+            self.index = faiss.IndexFlatL2(d)
+        else:
+            self.index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_L2)
+            self.index.hnsw.efConstruction = ef_construction
+        self.kind = index
+        self.ef_search_factor = ef_search_factor
+        self.index.add(vectors)
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    def search(self, queries: np.ndarray, k: int) -> list[CandidateSet]:
+        """The ``k`` nearest items of each query row (fewer when the index is smaller)."""
+        queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        if len(queries) == 0 or len(self) == 0:
+            return [CandidateSet(np.empty(0, np.int64), np.empty(0)) for _ in range(len(queries))]
+        k = max(1, min(int(k), len(self)))
+        if self.kind == "hnsw":
+            self.index.hnsw.efSearch = max(k, self.ef_search_factor * k)
+        squared, ids = self.index.search(queries, k)
+        out = []
+        for row_d, row_i in zip(squared, ids):
+            ok = row_i >= 0
+            dist = np.sqrt(np.maximum(row_d[ok], 0.0, dtype=np.float32)).astype(np.float64)
+            out.append(CandidateSet(row_i[ok].astype(np.int64), dist))
+        return out
+
+
+class CandidateGenerator:
+    """Builds the node / relation (/ type) indexes of a graph and the candidates of a pattern.
+
+    ``node_names`` and ``relation_names`` are the graph's name tables (ids are positions).
+    ``k_nodes`` / ``k_relations`` / ``k_types`` are the paper's k(n), k(r), k(t).
+    """
+
+    def __init__(self, node_names: Sequence[str], relation_names: Sequence[str], embedder: Any, *,
+                 k_nodes: int = 16, k_relations: int = 16, k_types: int = 16,
+                 node_types: Mapping[str, Iterable[str]] | None = None,
+                 humanize_relations: bool = True, node_vectors: np.ndarray | None = None,
+                 **index_options: Any) -> None:
+        for name, value in (("k_nodes", k_nodes), ("k_relations", k_relations),
+                            ("k_types", k_types)):
+            if int(value) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        self.embedder = embedder
+        self.k_nodes, self.k_relations, self.k_types = int(k_nodes), int(k_relations), int(k_types)
+        self.humanize_relations = humanize_relations
+        self.node_names = node_names
+        self.relation_names = list(relation_names)
+        if node_vectors is None:
+            node_vectors = embedder.embed_documents(list(node_names))
+        if len(node_vectors) != len(node_names):
+            raise ValueError("node_vectors must have one row per node")
+        self.node_index = NameIndex(node_vectors, **index_options)
+        rel_texts = [humanize_relation(r) if humanize_relations else r for r in self.relation_names]
+        self.relation_index = NameIndex(embedder.embed_documents(rel_texts), index="flat")
+        self.type_members: list[np.ndarray] = []
+        self.type_names: list[str] = []
+        self.type_index: NameIndex | None = None
+        if node_types:
+            index_of = {n: i for i, n in enumerate(node_names)}
+            for type_name, members in node_types.items():
+                ids = sorted({index_of[m] for m in members if m in index_of})
+                if ids:
+                    self.type_names.append(str(type_name))
+                    self.type_members.append(np.asarray(ids, dtype=np.int64))
+            if self.type_names:
+                self.type_index = NameIndex(embedder.embed_documents(self.type_names), index="flat")
+
+    def candidates(self, pattern: Pattern) -> tuple[list[CandidateSet | None],
+                                                     list[CandidateSet | None], dict[str, Any]]:
+        """``(node candidate sets, relation candidate sets, info)`` for ``pattern``.
+
+        ``None`` marks a wildcard. ``info`` holds the vector-search time and, per pattern item,
+        its nearest names (for provenance).
+        """
+        started = time.perf_counter()
+        node_texts = sorted({n for n in pattern.nodes if not is_unknown(n)})
+        rel_texts = sorted({r for r in pattern.relations if not is_unknown(r)})
+        node_sets: dict[str, CandidateSet] = {}
+        rel_sets: dict[str, CandidateSet] = {}
+        if node_texts or rel_texts:
+            vectors = self.embedder.embed_documents(node_texts + rel_texts)
+            embed_seconds = time.perf_counter() - started
+            if node_texts:
+                found = self.node_index.search(vectors[: len(node_texts)], self.k_nodes)
+                node_sets = dict(zip(node_texts, found))
+            if rel_texts:
+                found = self.relation_index.search(vectors[len(node_texts):], self.k_relations)
+                rel_sets = dict(zip(rel_texts, found))
+        else:
+            embed_seconds = 0.0
+        node_cands: list[CandidateSet | None] = [node_sets.get(n) for n in pattern.nodes]
+        rel_cands: list[CandidateSet | None] = [rel_sets.get(r) for r in pattern.relations]
+        typed = self._type_candidates(pattern, node_cands)
+        info = {"vector_search_seconds": time.perf_counter() - started,
+                "embed_seconds": embed_seconds, "typed_nodes": typed}
+        return node_cands, rel_cands, info
+
+    def _type_candidates(self, pattern: Pattern, node_cands: list[CandidateSet | None]) -> list[str]:
+        """Fill unknown nodes of components without a known node from the nearest entity types."""
+        if self.type_index is None:
+            return []
+        typed: list[str] = []
+        for comp in pattern.components():
+            comp_nodes = sorted({v for j in comp for v in pattern.edges[j]})
+            if any(node_cands[v] is not None for v in comp_nodes):
+                continue
+            labels = [placeholder_label(pattern.nodes[v]) for v in comp_nodes]
+            found = self.type_index.search(self.embedder.embed_documents(labels), self.k_types)
+            for v, types in zip(comp_nodes, found):
+                members = np.unique(np.concatenate([self.type_members[t] for t in types.ids]))
+                node_cands[v] = CandidateSet(members, np.zeros(len(members)))
+                typed.append(pattern.nodes[v])
+        return typed

@@ -1,0 +1,301 @@
+"""The SimGRAG pipeline: question -> pattern (LLM) -> candidates -> top-k subgraphs -> answer (LLM).
+
+>>> from kgrag import KnowledgeGraph
+>>> from kgrag.embed import LookupEmbedder
+>>> kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon")])
+>>> emb = LookupEmbedder({"Paprika": [1, 0, 0], "Satoshi Kon": [0, 1, 0], "directed by": [0, 0, 1]})
+>>> method = SimGRAG(kg, embedder=emb, k=1)
+>>> result = method.retrieve_pattern([("Paprika", "directed by", "UNKNOWN person 1")])
+>>> result.items[0].triples[0].tail, result.items[0].metadata["gsd"]
+('Satoshi Kon', 0.0)
+
+Cost: 2 LLM calls per answered question (pattern, answer), 1 per retrieval, 0 with
+:meth:`SimGRAG.retrieve_pattern`; one more per bounded re-ask of an unparsable pattern.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
+from kgrag.graph.memory import KnowledgeGraph
+from kgrag.llm import acomplete_and_parse, as_llm, complete_and_parse, optional_llm
+from kgrag.methods.base import KGMethod
+from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, CandidateGenerator
+from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
+from kgrag.methods.simgrag.prompts import (
+    DEFAULT_PATTERN_EXAMPLES,
+    answer_prompt,
+    parse_answers,
+    pattern_prompt,
+    verbalize_graphs,
+)
+from kgrag.methods.simgrag.search import CandidateSet, Match, SearchResult, top_k_subgraphs
+
+
+class SimGRAG(KGMethod):
+    """SimGRAG over a :class:`~kgrag.KnowledgeGraph` (fast path) or any name-level GraphStore.
+
+    Parameters (paper defaults for MetaQA; FactKG/DBpedia used k_nodes=16384, k_relations=512):
+
+    * ``k`` (3) -- subgraphs returned; ``k_nodes`` / ``k_relations`` (16 / 16) -- nearest graph
+      nodes / relations per known pattern item; ``k_types`` (16) with ``node_types`` (type name ->
+      entity names) -- type candidates for unknown nodes of entity-free pattern components.
+    * ``injective`` (True) -- a graph node matches at most one pattern node (Definition 1);
+      ``distinct_subgraphs`` (False) -- keep one mapping per distinct edge set (the paper counts
+      mappings, so a role-swapped copy of a subgraph is a separate result).
+    * ``task`` -- ``"qa"`` or ``"fact"`` (fact verification answer prompt); ``pattern_examples``,
+      ``answer_examples`` -- few-shot examples written for your graph (defaults are generic).
+    * ``index`` / ``hnsw_threshold`` / ``hnsw_m`` / ``ef_construction`` / ``ef_search_factor`` --
+      the node vector index (exact flat below the threshold, HNSW above; efSearch = factor × k).
+    * ``max_partials`` / ``time_limit`` -- work bounds of one search (the result then says
+      ``complete=False``); ``max_local_edges`` -- edge cap when a database store's neighbourhood
+      is materialised for matching.
+    * ``node_vectors`` -- precomputed node-name embeddings (rows in node-id order), e.g. cached.
+
+    Disconnected patterns are searched per connected component (``k`` each); their subgraphs are
+    merged by GSD and carry the component index in metadata.
+    """
+
+    name = "simgrag"
+
+    def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None, k: int = 3,
+                 k_nodes: int = 16, k_relations: int = 16, k_types: int = 16,
+                 node_types: Mapping[str, Iterable[str]] | None = None, injective: bool = True,
+                 distinct_subgraphs: bool = False, task: str = "qa",
+                 pattern_examples: Sequence[tuple[str, str]] = DEFAULT_PATTERN_EXAMPLES,
+                 answer_examples: Sequence[tuple[str, str, str]] | None = None, retries: int = 1,
+                 index: str = "auto", hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
+                 hnsw_m: int = 32, ef_construction: int = 200, ef_search_factor: int = 8,
+                 max_partials: int | None = 20_000_000, time_limit: float | None = 30.0,
+                 max_local_edges: int = 2_000_000, humanize_relations: bool = True,
+                 node_vectors: np.ndarray | None = None) -> None:
+        from kgrag.embed import as_embedder
+
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        if task not in ("qa", "fact"):
+            raise ValueError("task must be 'qa' or 'fact'")
+        self.graph = graph
+        self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
+        self.llm = optional_llm(llm)
+        self.embedder = as_embedder(embedder)
+        self.k = int(k)
+        self.injective = injective
+        self.distinct_subgraphs = distinct_subgraphs
+        self.task = task
+        self.pattern_examples = list(pattern_examples)
+        self.answer_examples = None if answer_examples is None else list(answer_examples)
+        self.retries = retries
+        self.max_partials = max_partials
+        self.time_limit = time_limit
+        self.max_local_edges = max_local_edges
+        if self.kg is not None:
+            node_names: Sequence[str] = self.kg.node_names
+            relation_names: Sequence[str] = self.kg.relation_names
+        else:
+            node_names = list(graph.iter_node_names())
+            relation_names = list(graph.list_relations())
+        self.node_names = node_names
+        self.relation_names = list(relation_names)
+        self.candidates = CandidateGenerator(
+            node_names, relation_names, self.embedder, k_nodes=k_nodes, k_relations=k_relations,
+            k_types=k_types, node_types=node_types, humanize_relations=humanize_relations,
+            node_vectors=node_vectors, index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
+            ef_construction=ef_construction, ef_search_factor=ef_search_factor)
+
+    @classmethod
+    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None, **params: Any) -> "SimGRAG":
+        return cls(graph, llm=llm, embedder=embedder, **params)
+
+    # ------------------------------------------------------------------ query -> pattern
+    def pattern_prompt(self, question: str) -> str:
+        return pattern_prompt(question, self.pattern_examples)
+
+    def question_to_pattern(self, question: str) -> tuple[Pattern, str]:
+        """Ask the LLM for the pattern (one call, plus up to ``retries`` re-asks)."""
+        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step")
+        return complete_and_parse(llm, self.pattern_prompt(question), parse_pattern_reply,
+                                  retries=self.retries)
+
+    # ------------------------------------------------------------------ retrieval
+    def retrieve(self, question: str) -> RetrievalResult:
+        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step (or use retrieve_pattern)")
+        with llm.track() as usage:
+            pattern, reply = self.question_to_pattern(question)
+        return self._retrieve(pattern, question, usage, reply)
+
+    async def aretrieve(self, question: str) -> RetrievalResult:
+        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step (or use retrieve_pattern)")
+        with llm.track() as usage:
+            pattern, reply = await acomplete_and_parse(
+                llm, self.pattern_prompt(question), parse_pattern_reply, retries=self.retries)
+        return self._retrieve(pattern, question, usage, reply)
+
+    def retrieve_pattern(self, triples: Pattern | Iterable[Sequence[Any]],
+                         question: str = "") -> RetrievalResult:
+        """Retrieve for a pattern written by code, e.g. ``[("Paprika", "directed by",
+        "UNKNOWN person 1")]`` -- no LLM involved. Raises :class:`PatternError` on bad input."""
+        pattern = triples if isinstance(triples, Pattern) else Pattern.from_triples(triples)
+        return self._retrieve(pattern, question or "; ".join(map(str, pattern.triples)),
+                              Usage(), None)
+
+    def _retrieve(self, pattern: Pattern, question: str, usage: Usage,
+                  reply: str | None) -> RetrievalResult:
+        node_c, rel_c, info = self.candidates.candidates(pattern)
+        items: list[Subgraph] = []
+        complete = True
+        started = time.perf_counter()
+        partials = 0
+        for comp_index, comp in enumerate(pattern.components()):
+            sub, result, names = self._search_component(pattern, comp, node_c, rel_c)
+            complete &= result.complete
+            partials += int(result.stats.get("partials", 0))
+            for match in result.matches:
+                items.append(self._subgraph(sub, match, names, comp_index))
+        items.sort(key=lambda s: s.metadata["gsd"])  # stable: ties keep the search's key order
+        metadata = {
+            "pattern": [list(t) for t in pattern.triples],
+            "complete": complete,
+            "vector_search_seconds": info["vector_search_seconds"],
+            "matching_seconds": time.perf_counter() - started,
+            "partial_matches": partials,
+            "candidates": self._candidate_summary(pattern, node_c, rel_c),
+        }
+        if info["typed_nodes"]:
+            metadata["typed_nodes"] = info["typed_nodes"]
+        if reply is not None:
+            metadata["pattern_reply"] = reply
+        return RetrievalResult(question, list(items), self.name, usage, metadata)
+
+    def _search_component(self, pattern: Pattern, comp: list[int], node_c, rel_c):
+        """Search one connected component; returns (sub-pattern, result, graph name tables)."""
+        node_ids = sorted({v for j in comp for v in pattern.edges[j]})
+        local = {v: i for i, v in enumerate(node_ids)}
+        edges = [(local[pattern.edges[j][0]], local[pattern.edges[j][1]]) for j in comp]
+        sub_nodes = [node_c[v] for v in node_ids]
+        sub_rels = [rel_c[j] for j in comp]
+        sub = (tuple(pattern.nodes[v] for v in node_ids), tuple(pattern.triples[j] for j in comp))
+        options = dict(injective=self.injective, distinct_subgraphs=self.distinct_subgraphs,
+                       max_partials=self.max_partials, time_limit=self.time_limit)
+        if self.kg is not None:
+            result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels, self.k,
+                                     **options)
+            return sub, result, self.kg
+        kg = self._local_graph(edges, sub_nodes)
+        if kg is None:
+            return sub, SearchResult([]), None
+        sub_nodes = [None if c is None else self._to_local(c, self.node_names, kg.node_index)
+                     for c in sub_nodes]
+        sub_rels = [None if c is None else self._to_local(c, self.relation_names, kg.relation_index)
+                    for c in sub_rels]
+        result = top_k_subgraphs(kg, len(node_ids), edges, sub_nodes, sub_rels, self.k, **options)
+        return sub, result, kg
+
+    # ------------------------------------------------------------------ database stores
+    def _local_graph(self, edges: list[tuple[int, int]],
+                     node_c: list[CandidateSet | None]) -> KnowledgeGraph | None:
+        """The neighbourhood of the root's candidates that holds every match (store path).
+
+        Every pattern node lies within the root's eccentricity ``e`` in the pattern, so every
+        match lies within ``e`` hops of a root candidate; an edge joining two pattern nodes at
+        depth ``e`` (odd cycles) needs one hop more.
+        """
+        known = [i for i, c in enumerate(node_c) if c is not None]
+        if not known:
+            raise PatternError("with a database graph store the pattern needs at least one "
+                               "known entity (relation-only patterns need the in-memory graph)")
+        root = min(known, key=lambda i: (len(node_c[i]), i))
+        seeds = [self.node_names[i] for i in node_c[root].ids.tolist()]
+        if not seeds:
+            return None
+        depth = {root: 0}
+        queue = deque([root])
+        adjacency: dict[int, list[int]] = {}
+        for u, v in edges:
+            adjacency.setdefault(u, []).append(v)
+            adjacency.setdefault(v, []).append(u)
+        while queue:
+            u = queue.popleft()
+            for v in adjacency[u]:
+                if v not in depth:
+                    depth[v] = depth[u] + 1
+                    queue.append(v)
+        ecc = max(depth.values())
+        hops = ecc + (1 if any(depth[u] == depth[v] == ecc for u, v in edges) else 0)
+        triples = self.graph.k_hop_subgraph(seeds, hops=hops, direction="both",
+                                            max_edges=self.max_local_edges)
+        if not triples:
+            return None
+        return KnowledgeGraph.from_triples(t.as_tuple() for t in triples)
+
+    @staticmethod
+    def _to_local(cands: CandidateSet, names: Sequence[str], index: Mapping[str, int]) -> CandidateSet:
+        pairs = [(index[names[i]], d) for i, d in zip(cands.ids.tolist(), cands.distances.tolist())
+                 if names[i] in index]
+        return CandidateSet(np.asarray([p[0] for p in pairs], np.int64),
+                            np.asarray([p[1] for p in pairs], np.float64))
+
+    # ------------------------------------------------------------------ results
+    @staticmethod
+    def _subgraph(sub, match: Match, kg: KnowledgeGraph, comp_index: int) -> Subgraph:
+        nodes, triples = sub
+        found = kg.edge_triples(match.edges)  # stored direction, in pattern-triple order
+        return Subgraph(tuple(found), score=1.0 / (1.0 + match.gsd), metadata={
+            "gsd": match.gsd,
+            "mapping": {p: kg.node_names[i] for p, i in zip(nodes, match.nodes)},
+            "pattern": [list(t) for t in triples],
+            "component": comp_index,
+        })
+
+    def _candidate_summary(self, pattern: Pattern, node_c, rel_c, top: int = 3) -> dict[str, Any]:
+        def show(cands: CandidateSet | None, names: Sequence[str]) -> Any:
+            if cands is None:
+                return "*"
+            return [[names[i], round(float(d), 4)] for i, d in
+                    zip(cands.ids[:top].tolist(), cands.distances[:top].tolist())]
+
+        out = {n: show(c, self.node_names) for n, c in zip(pattern.nodes, node_c)}
+        out.update({r: show(c, self.relation_names) for r, c in zip(pattern.relations, rel_c)})
+        return out
+
+    # ------------------------------------------------------------------ answering
+    def evidence(self, result: RetrievalResult) -> str:
+        """The retrieved subgraphs as ``graph [i]: [(h, r, t), ...]`` lines (ascending GSD)."""
+        return verbalize_graphs([[t.as_tuple() for t in s.triples] for s in result.items
+                                 if isinstance(s, Subgraph)])
+
+    def answer_prompt(self, question: str, result: RetrievalResult) -> str:
+        return answer_prompt(question, self.evidence(result), task=self.task,
+                             examples=self.answer_examples)
+
+    def _answer(self, question: str, result: RetrievalResult, reply: str, usage: Usage) -> Answer:
+        total = Usage().add(result.usage).add(usage)
+        return Answer(question, parse_answers(reply, task=self.task), reply, result, total)
+
+    def answer(self, question: str) -> Answer:
+        llm = as_llm(self.llm, what="SimGRAG's answer step")
+        result = self.retrieve(question)
+        with llm.track() as usage:
+            reply = llm.complete(self.answer_prompt(question, result))
+        return self._answer(question, result, reply, usage)
+
+    async def aanswer(self, question: str) -> Answer:
+        llm = as_llm(self.llm, what="SimGRAG's answer step")
+        result = await self.aretrieve(question)
+        with llm.track() as usage:
+            reply = await llm.acomplete(self.answer_prompt(question, result))
+        return self._answer(question, result, reply, usage)
+
+
+def gsd_of(subgraph: Subgraph) -> float:
+    """The Graph Semantic Distance of a retrieved subgraph (``math.inf`` if it has none)."""
+    return float(subgraph.metadata.get("gsd", math.inf))
+
+
+__all__ = ["SimGRAG", "gsd_of"]
