@@ -2,5 +2,6 @@
 
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
+from langchain_kgrag.simgrag import SimGRAGRetriever
 
-__all__ = ["KGRetriever", "result_to_documents"]
+__all__ = ["KGRetriever", "SimGRAGRetriever", "result_to_documents"]

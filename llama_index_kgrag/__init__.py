@@ -2,5 +2,12 @@
 
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 from llama_index_kgrag.conversions import result_to_nodes
+from llama_index_kgrag.simgrag import SimGRAGQueryEngine, SimGRAGRetriever
 
-__all__ = ["KGQueryEngine", "KGRetriever", "result_to_nodes"]
+__all__ = [
+    "KGQueryEngine",
+    "KGRetriever",
+    "SimGRAGQueryEngine",
+    "SimGRAGRetriever",
+    "result_to_nodes",
+]
