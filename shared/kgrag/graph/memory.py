@@ -47,8 +47,89 @@ def normalize_name(name: Any) -> str:
     return unicodedata.normalize("NFC", str(name)).strip()
 
 
+_INT64_LIMIT = 2**62  # packed sort keys stay below this (headroom for the arithmetic)
+
+
+def _sort_unique_edges(heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, n: int,
+                       r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges sorted by ``(head, relation, tail)`` without duplicates.
+
+    When ``head * R + relation) * N + tail`` fits in an int64 the three arrays are packed into
+    one key: input that is already strictly increasing (a saved graph) is only checked, other
+    input is sorted on that key, de-duplicated and unpacked. Otherwise ``np.lexsort``.
+    """
+    if len(heads) == 0:
+        return heads, rels, tails
+    if n * n * max(r, 1) < _INT64_LIMIT:
+        key = heads * r
+        key += rels
+        key *= n
+        key += tails
+        if len(key) > 1 and not np.all(key[1:] > key[:-1]):
+            key.sort()  # np.sort + a mask: much faster than np.unique on large int64 arrays
+            keep = np.empty(len(key), dtype=bool)
+            keep[0] = True
+            np.not_equal(key[1:], key[:-1], out=keep[1:])
+            key = key[keep]
+        elif len(key) > 1:
+            return heads, rels, tails
+        tails = key % n
+        key //= n
+        rels = key % r
+        key //= r
+        return key, rels, tails
+    order = np.lexsort((tails, rels, heads))
+    heads, rels, tails = heads[order], rels[order], tails[order]
+    if len(heads) > 1:
+        keep = np.ones(len(heads), dtype=bool)
+        keep[1:] = (heads[1:] != heads[:-1]) | (rels[1:] != rels[:-1]) | (tails[1:] != tails[:-1])
+        heads, rels, tails = heads[keep], rels[keep], tails[keep]
+    return heads, rels, tails
+
+
+def _unique(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (``np.sort`` + a mask: many times faster than ``np.unique`` for
+    int64 arrays in numpy 2.x, which matters on every traversal step)."""
+    values = np.sort(values)
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _isin_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``np.isin(values, sorted_set)`` for a sorted ``sorted_set`` (binary search, no hashing)."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    idx = np.searchsorted(sorted_set, values)
+    idx[idx == len(sorted_set)] = 0
+    return sorted_set[idx] == values
+
+
+def _range_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concat(arange(s, s + c) for s, c in zip(starts, counts))`` with one cumulative sum."""
+    nonzero = counts > 0
+    if not nonzero.all():
+        starts, counts = starts[nonzero], counts[nonzero]
+    if len(counts) == 0:
+        return np.empty(0, np.int64)
+    if len(counts) == 1:
+        return np.arange(int(starts[0]), int(starts[0]) + int(counts[0]), dtype=np.int64)
+    ends = np.cumsum(counts)
+    steps = np.ones(int(ends[-1]), dtype=np.int64)
+    steps[0] = starts[0]
+    # at the first position of each later range, jump from the previous range's last position
+    steps[ends[:-1]] = starts[1:] - (starts[:-1] + counts[:-1] - 1)
+    return np.cumsum(steps)
+
+
 def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions ``starts[i] .. starts[i]+counts[i]-1`` for all i, and the owner ``i`` of each."""
+    if len(counts) == 1:  # the common single-node case, without the repeat/cumsum machinery
+        start, count = int(starts[0]), int(counts[0])
+        return np.arange(start, start + count, dtype=np.int64), np.zeros(count, np.int64)
     counts = counts.astype(np.int64, copy=False)
     total = int(counts.sum())
     if total == 0:
@@ -111,14 +192,7 @@ class KnowledgeGraph:
             raise GraphFormatError("edge arrays reference ids outside the name tables")
         self.stats: dict[str, int] = {"input_edges": int(len(heads))}
         if not _sorted_unique:
-            order = np.lexsort((tails, rels, heads))
-            heads, rels, tails = heads[order], rels[order], tails[order]
-            if len(heads) > 1:
-                keep = np.ones(len(heads), dtype=bool)
-                keep[1:] = (
-                    (heads[1:] != heads[:-1]) | (rels[1:] != rels[:-1]) | (tails[1:] != tails[:-1])
-                )
-                heads, rels, tails = heads[keep], rels[keep], tails[keep]
+            heads, rels, tails = _sort_unique_edges(heads, rels, tails, n, r)
         self.stats["duplicate_edges"] = self.stats["input_edges"] - int(len(heads))
         self.stats["self_loops"] = int(np.count_nonzero(heads == tails))
         self.heads = heads.astype(INDEX_DTYPE)
@@ -141,16 +215,33 @@ class KnowledgeGraph:
     def _build_index(self) -> None:
         n, r = len(self.node_names), max(len(self.relation_names), 1)
         self._r = r
-        heads64 = self.heads.astype(np.int64)
-        tails64 = self.tails.astype(np.int64)
+        e = len(self.heads)
         rels64 = self.rels.astype(np.int64)
         self.out_indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(heads64, minlength=n), out=self.out_indptr[1:])
-        self.out_key = heads64 * r + rels64
-        self.in_order = np.lexsort((heads64, rels64, tails64)).astype(INDEX_DTYPE)
+        np.cumsum(np.bincount(self.heads, minlength=n), out=self.out_indptr[1:])
+        self.out_key = self.heads.astype(np.int64)
+        self.out_key *= r
+        self.out_key += rels64
         self.in_indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(tails64, minlength=n), out=self.in_indptr[1:])
-        self.in_key = tails64[self.in_order] * r + rels64[self.in_order]
+        np.cumsum(np.bincount(self.tails, minlength=n), out=self.in_indptr[1:])
+        # Incoming order is (tail, relation, head). Edges are already sorted by head, so a stable
+        # order of (tail, relation) breaks ties by head; packing the edge id into the low digits
+        # of one int64 turns that into a plain (fast, SIMD) sort of a single array.
+        in_key = self.tails.astype(np.int64)
+        in_key *= r
+        in_key += rels64
+        del rels64
+        if e and n * r * e < _INT64_LIMIT:
+            in_key *= e
+            in_key += np.arange(e, dtype=np.int64)
+            in_key.sort()
+            self.in_order = (in_key % e).astype(INDEX_DTYPE)
+            in_key //= e
+            self.in_key = in_key
+        else:
+            order = np.argsort(in_key, kind="stable")
+            self.in_order = order.astype(INDEX_DTYPE)
+            self.in_key = in_key[order]
 
     @classmethod
     def from_arrays(
@@ -223,11 +314,25 @@ class KnowledgeGraph:
     def from_csv(cls, path: Any, *, sep: str | None = None, columns: Sequence[int | str] | None = None,
                  header: bool | None = None, on_error: str = "raise", encoding: str = "utf-8",
                  **kwargs: Any) -> "KnowledgeGraph":
-        """Load triples from a CSV / TSV / pipe-separated file. See :mod:`kgrag.graph.io`."""
+        """Load triples from a CSV / TSV / pipe-separated file. See :mod:`kgrag.graph.io`.
+
+        Plain files (three unquoted fields per line) are read block-wise by
+        :mod:`kgrag.graph.bulk_csv`; anything else goes through the line-by-line reader, which
+        also produces the error messages. Both give the same graph.
+        """
+        from kgrag.graph.bulk_csv import read_plain_triples
         from kgrag.graph.io import read_triples
 
+        # the reader checks the arguments and that the file exists, for both paths
         triples = read_triples(path, sep=sep, columns=columns, header=header, on_error=on_error,
                                encoding=encoding)
+        if columns is None:
+            plain = read_plain_triples(triples.path, sep=sep, header=header, encoding=encoding)
+            if plain is not None:
+                names, relation_names, heads, rels, tails = plain
+                kg = cls(names, relation_names, heads, rels, tails, **kwargs)
+                kg.stats["skipped_records"] = 0
+                return kg
         kg = cls.from_triples(triples, on_error="raise", source=str(path), **kwargs)
         kg.stats["skipped_records"] = triples.skipped
         return kg
@@ -414,14 +519,14 @@ class KnowledgeGraph:
                   relations: Iterable[str | int] | None = None) -> np.ndarray:
         """Sorted unique ids of the edges touching ``nodes`` in ``direction``."""
         check_direction(direction)
-        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        nodes = _unique(np.asarray(nodes, dtype=np.int64))
         rel_ids = self._relation_ids(relations)
         parts = []
         if direction in ("out", "both"):
             parts.append(self._edges_one_direction(nodes, False, rel_ids)[0])
         if direction in ("in", "both"):
             parts.append(self._edges_one_direction(nodes, True, rel_ids)[0])
-        return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+        return _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
     def neighbors_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
         """Sorted unique neighbours of ``nodes`` (the nodes themselves only via self-loops/cycles)."""
@@ -433,7 +538,7 @@ class KnowledgeGraph:
         if direction in ("in", "both"):
             e, _ = self._edges_one_direction(nodes, True, None)
             out.append(self.heads[e])
-        return np.unique(np.concatenate(out)).astype(np.int64) if out else np.empty(0, np.int64)
+        return _unique(np.concatenate(out)).astype(np.int64) if out else np.empty(0, np.int64)
 
     def follow_path_ids(
         self,
@@ -450,7 +555,7 @@ class KnowledgeGraph:
         so the result is deterministic); ``max_paths`` caps the number of walks kept after each
         step (earliest first). A ``"both"`` step follows outgoing edges, then incoming ones.
         """
-        nodes = np.unique(np.asarray(sources, dtype=np.int64)).reshape(-1, 1)
+        nodes = _unique(np.asarray(sources, dtype=np.int64)).reshape(-1, 1)
         edges = np.empty((len(nodes), 0), dtype=np.int64)
         forward = np.empty((len(nodes), 0), dtype=bool)
         for rel, direction in steps:
@@ -501,13 +606,29 @@ class KnowledgeGraph:
             s.parent_fwd = np.zeros(self.num_nodes, dtype=bool)
         return s.dist, s.parent_edge, s.parent_fwd
 
+    def _scratch_masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-thread node and edge visit masks (all False between calls)."""
+        s = self._scratch
+        if getattr(s, "mask_sizes", None) != (self.num_nodes, self.num_edges):
+            s.mask_sizes = (self.num_nodes, self.num_edges)
+            s.node_mask = np.zeros(self.num_nodes, dtype=bool)
+            s.edge_mask = np.zeros(self.num_edges, dtype=bool)
+        return s.node_mask, s.edge_mask
+
+    def _incident_edges(self, nodes: np.ndarray, *, reverse: bool) -> np.ndarray:
+        """Ids of the edges leaving (entering, when ``reverse``) ``nodes``, node by node."""
+        indptr = self.in_indptr if reverse else self.out_indptr
+        starts = indptr[nodes]
+        pos = _range_positions(starts, indptr[nodes + 1] - starts)
+        return self.in_order[pos].astype(np.int64) if reverse else pos
+
     def _bfs_step(self, frontier: np.ndarray, directed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All (edge, next node, forward flag) leaving ``frontier`` (both ways if undirected)."""
-        e_out, _ = self._edges_one_direction(frontier, False, None)
+        e_out = self._incident_edges(frontier, reverse=False)
         parts_e, parts_n, parts_f = [e_out], [self.tails[e_out].astype(np.int64)], [
             np.ones(len(e_out), bool)]
         if not directed:
-            e_in, _ = self._edges_one_direction(frontier, True, None)
+            e_in = self._incident_edges(frontier, reverse=True)
             parts_e.append(e_in)
             parts_n.append(self.heads[e_in].astype(np.int64))
             parts_f.append(np.zeros(len(e_in), bool))
@@ -529,9 +650,9 @@ class KnowledgeGraph:
         skipped (a zero-length path says nothing). Returns ``(nodes, edges, forward)`` per path,
         ordered by length then target id.
         """
-        sources = np.unique(np.asarray(sources, dtype=np.int64))
-        target_set = np.unique(np.asarray(targets, dtype=np.int64))
-        target_set = target_set[~np.isin(target_set, sources)]
+        sources = _unique(np.asarray(sources, dtype=np.int64))
+        target_set = _unique(np.asarray(targets, dtype=np.int64))
+        target_set = target_set[~_isin_sorted(target_set, sources)]
         if len(sources) == 0 or len(target_set) == 0 or max_hops < 1:
             return []
         dist, parent_edge, parent_fwd = self._scratch_arrays()
@@ -596,27 +717,42 @@ class KnowledgeGraph:
         BFS stops adding edges once the cap is reached (nearer levels first, then lowest ids).
         """
         check_direction(direction)
-        seen_nodes = np.unique(np.asarray(nodes, dtype=np.int64))
-        frontier = seen_nodes
+        start = _unique(np.asarray(nodes, dtype=np.int64))
+        node_seen, edge_seen = self._scratch_masks()
+        node_levels = [start]
         edge_parts: list[np.ndarray] = []
         n_edges = 0
-        for _ in range(hops):
-            if len(frontier) == 0:
-                break
-            e = self.edges_ids(frontier, direction)
-            if edge_parts:
-                e = e[~np.isin(e, np.concatenate(edge_parts))]
-            if max_edges is not None and n_edges + len(e) > max_edges:
-                e = e[: max_edges - n_edges]
-            edge_parts.append(e)
-            n_edges += len(e)
-            ends = np.unique(np.concatenate([self.heads[e], self.tails[e]]).astype(np.int64))
-            frontier = ends[~np.isin(ends, seen_nodes)]
-            seen_nodes = np.union1d(seen_nodes, frontier)
-            if max_edges is not None and n_edges >= max_edges:
-                break
+        try:
+            node_seen[start] = True
+            frontier = start
+            for _ in range(hops):
+                if len(frontier) == 0:
+                    break
+                parts = []
+                if direction in ("out", "both"):
+                    parts.append(self._incident_edges(frontier, reverse=False))
+                if direction in ("in", "both"):
+                    parts.append(self._incident_edges(frontier, reverse=True))
+                e = np.concatenate(parts)
+                e = _unique(e[~edge_seen[e]])
+                if max_edges is not None and n_edges + len(e) > max_edges:
+                    e = e[: max_edges - n_edges]
+                edge_seen[e] = True
+                edge_parts.append(e)
+                n_edges += len(e)
+                ends = np.concatenate([self.heads[e], self.tails[e]]).astype(np.int64)
+                frontier = _unique(ends[~node_seen[ends]])
+                node_seen[frontier] = True
+                node_levels.append(frontier)
+                if max_edges is not None and n_edges >= max_edges:
+                    break
+        finally:  # leave the scratch masks clean (cost O(visited), not O(graph))
+            for part in edge_parts:
+                edge_seen[part] = False
+            for level in node_levels:
+                node_seen[level] = False
         edges = np.sort(np.concatenate(edge_parts)) if edge_parts else np.empty(0, np.int64)
-        return seen_nodes, edges
+        return np.sort(np.concatenate(node_levels)), edges
 
     # ------------------------------------------------------------------ name-level (GraphStore)
     def edge_triples(self, edge_ids: Iterable[int]) -> list[Triple]:
