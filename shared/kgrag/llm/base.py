@@ -61,7 +61,8 @@ class UsageTracker:
             yield scope
         finally:
             with self._lock:
-                self._scopes.remove(scope)
+                # by identity: Usage is a dataclass, so == would match an equal outer scope
+                self._scopes[:] = [s for s in self._scopes if s is not scope]
 
 
 @contextmanager
