@@ -23,7 +23,7 @@ import numpy as np
 
 from kgrag.graph.io import _looks_like_header, sniff_separator
 
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 1 << 20  # small blocks keep the transient bytes objects few
 _QUOTED_SEPARATORS = (",", ";")  # the separators TripleReader reads with csv quoting
 
 
@@ -57,7 +57,7 @@ class _Interner:
             raw_to_id[raw] = name_to_id.setdefault(name, len(name_to_id))
 
     def ids(self, raw_values: list[bytes]) -> np.ndarray:
-        return np.fromiter(map(self.raw_to_id.__getitem__, raw_values), dtype=np.int64,
+        return np.fromiter(map(self.raw_to_id.__getitem__, raw_values), dtype=np.int32,
                            count=len(raw_values))
 
     @property
@@ -151,7 +151,9 @@ def _read(path: str, sep: str | None, header: bool | None, encoding: str):
     def joined(parts: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
-    return nodes.names, relations.names, joined(heads), joined(rels), joined(tails)
+    node_names, relation_names = nodes.names, relations.names
+    del nodes, relations  # the raw-bytes dictionaries are no longer needed
+    return node_names, relation_names, joined(heads), joined(rels), joined(tails)
 
 
 def _check_lines(block: bytes, sep_byte: int, field_limit: int) -> None:

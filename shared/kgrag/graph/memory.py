@@ -50,41 +50,47 @@ def normalize_name(name: Any) -> str:
 _INT64_LIMIT = 2**62  # packed sort keys stay below this (headroom for the arithmetic)
 
 
-def _sort_unique_edges(heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, n: int,
-                       r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The edges sorted by ``(head, relation, tail)`` without duplicates.
+def _sort_unique_edges(edges: list[np.ndarray], n: int, r: int) -> list[np.ndarray]:
+    """``[heads, rels, tails]`` sorted by ``(head, relation, tail)`` without duplicates.
 
-    When ``head * R + relation) * N + tail`` fits in an int64 the three arrays are packed into
-    one key: input that is already strictly increasing (a saved graph) is only checked, other
-    input is sorted on that key, de-duplicated and unpacked. Otherwise ``np.lexsort``.
+    When ``(head * R + relation) * N + tail`` fits in an int64 the three arrays are packed into
+    one key (and the given list is emptied, so the int64 inputs are freed early): input that is
+    already strictly increasing (a saved graph) is only checked, other input is sorted on that
+    key and de-duplicated; the key is then unpacked into int32 arrays. Otherwise ``np.lexsort``.
     """
+    heads, rels, tails = edges
     if len(heads) == 0:
-        return heads, rels, tails
+        return [heads, rels, tails]
     if n * n * max(r, 1) < _INT64_LIMIT:
+        edges.clear()
         key = heads * r
+        del heads
         key += rels
+        del rels
         key *= n
         key += tails
+        del tails
         if len(key) > 1 and not np.all(key[1:] > key[:-1]):
             key.sort()  # np.sort + a mask: much faster than np.unique on large int64 arrays
             keep = np.empty(len(key), dtype=bool)
             keep[0] = True
             np.not_equal(key[1:], key[:-1], out=keep[1:])
             key = key[keep]
-        elif len(key) > 1:
-            return heads, rels, tails
-        tails = key % n
+            del keep
+        tails = np.empty(len(key), INDEX_DTYPE)
+        np.remainder(key, n, out=tails, casting="unsafe")
         key //= n
-        rels = key % r
+        rels = np.empty(len(key), INDEX_DTYPE)
+        np.remainder(key, r, out=rels, casting="unsafe")
         key //= r
-        return key, rels, tails
+        return [key.astype(INDEX_DTYPE), rels, tails]
     order = np.lexsort((tails, rels, heads))
     heads, rels, tails = heads[order], rels[order], tails[order]
     if len(heads) > 1:
         keep = np.ones(len(heads), dtype=bool)
         keep[1:] = (heads[1:] != heads[:-1]) | (rels[1:] != rels[:-1]) | (tails[1:] != tails[:-1])
         heads, rels, tails = heads[keep], rels[keep], tails[keep]
-    return heads, rels, tails
+    return [heads, rels, tails]
 
 
 def _unique(values: np.ndarray) -> np.ndarray:
@@ -191,13 +197,14 @@ class KnowledgeGraph:
         ):
             raise GraphFormatError("edge arrays reference ids outside the name tables")
         self.stats: dict[str, int] = {"input_edges": int(len(heads))}
+        edges = [heads, rels, tails]
+        del heads, rels, tails  # _sort_unique_edges frees the int64 copies as soon as it can
         if not _sorted_unique:
-            heads, rels, tails = _sort_unique_edges(heads, rels, tails, n, r)
-        self.stats["duplicate_edges"] = self.stats["input_edges"] - int(len(heads))
-        self.stats["self_loops"] = int(np.count_nonzero(heads == tails))
-        self.heads = heads.astype(INDEX_DTYPE)
-        self.rels = rels.astype(INDEX_DTYPE)
-        self.tails = tails.astype(INDEX_DTYPE)
+            edges = _sort_unique_edges(edges, n, r)
+        self.heads, self.rels, self.tails = (a.astype(INDEX_DTYPE, copy=False) for a in edges)
+        del edges
+        self.stats["duplicate_edges"] = self.stats["input_edges"] - int(len(self.heads))
+        self.stats["self_loops"] = int(np.count_nonzero(self.heads == self.tails))
         self._build_index()
         self.node_descriptions: dict[str, str] = dict(node_descriptions or {})
         self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
