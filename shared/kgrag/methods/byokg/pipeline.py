@@ -233,6 +233,12 @@ class ByoKGRAG(KGMethod):
         seen_paths: set[str] = set()
         seen_queries: set[str] = set()
         meta: dict[str, Any] = {"iterations": [], "stop_reason": f"reached {self.iterations} iterations"}
+        qvec: list[Any] = []  # the question's embedding, computed at most once per run
+
+        def question_vector() -> Any:
+            if not qvec:
+                qvec.append(self.scorer.query_vector(question))
+            return qvec[0]
         for t in range(1, self.iterations + 1):
             reply = yield Ask(linker_prompt(question, self.schema, context.verbalize(),
                                             with_query=self.use_cypher),
@@ -284,13 +290,14 @@ class ByoKGRAG(KGMethod):
                 log["query_error"] = result.error
             # triplets
             seeds = list(dict.fromkeys([e.name for e in entities] + [a.name for a in answers]))
-            triples = yield from self._triplet_steps(question, seeds, context, first=(t == 1), log=log)
+            triples = yield from self._triplet_steps(question, seeds, context, first=(t == 1),
+                                                     log=log, question_vector=question_vector)
             context.add_triples(triples)
             log["context_size"] = len(context)
         return context, meta
 
     def _triplet_steps(self, question: str, seeds: list[str], context: GraphContext, *,
-                       first: bool, log: dict[str, Any]) -> Steps[list[Triple]]:
+                       first: bool, log: dict[str, Any], question_vector: Any) -> Steps[list[Triple]]:
         if self.triplet_retrieval == "none":
             return []
         if self.triplet_retrieval == "scoring":
@@ -300,18 +307,18 @@ class ByoKGRAG(KGMethod):
                                          triplet_top_k=self.triplet_top_k)
                 found = reranker.retrieve(question, seeds, self.scoring_top_k)
             else:
-                found = self.scorer.top_k(question, self.scoring_top_k, seeds=seeds)
+                found = self.scorer.top_k(question_vector(), self.scoring_top_k, seeds=seeds)
             log["scored_triples"] = len(found)
             return found
         found: list[Triple] = []
         if first and self.text_top_k > 0:
-            found = self.scorer.top_k(question, self.text_top_k, seeds=seeds)
+            found = self.scorer.top_k(question_vector(), self.text_top_k, seeds=seeds)
             log["text_triples"] = len(found)
         if seeds:
             rank = None
             if self._scorer is not None:
-                qvec = self._scorer.query_vector(question)
-                rank = lambda ts: self._scorer.score_triples(qvec, ts)  # noqa: E731
+                scorer = self._scorer
+                rank = lambda ts: scorer.score_triples(question_vector(), ts)  # noqa: E731
             trace = yield from agentic_traversal(
                 question, seeds, self.graph, hops=self.agentic_hops,
                 resolve_entities=self._resolve_picked, initial=list(context.triples.values()),
