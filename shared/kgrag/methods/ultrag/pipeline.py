@@ -190,6 +190,12 @@ class UltRAG(KGMethod):
         self.seppr_steps = seppr_steps
         self.on_invalid_query = on_invalid_query
 
+    @classmethod
+    def from_graph(cls, graph: KnowledgeGraph, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> "UltRAG":
+        """The adapters' entry point: same as the constructor."""
+        return cls(graph, llm, embedder=embedder, **params)
+
     # ------------------------------------------------------------------ components
     @property
     def executor(self) -> QueryExecutor:
@@ -324,6 +330,12 @@ class UltRAG(KGMethod):
         text = execution.query_text
         return [ScoredEntity(e.name, e.score, e.source, metadata={**e.metadata, "query": text})
                 for e in items]
+
+    def retrieve_query(self, query: Query | str, question: str = "") -> RetrievalResult:
+        """:meth:`execute` as a :class:`RetrievalResult` (no LLM; for the framework adapters)."""
+        execution = self.run(query)
+        return self._result(question or to_dsl(execution.query), execution.query, None,
+                            execution, Usage())
 
     # ------------------------------------------------------------------ KGMethod
     def _result(self, question: str, query: Query | None, reply: str | None,

@@ -1,0 +1,40 @@
+"""UltRAG as a LlamaIndex retriever and query engine (scored entities become ``NodeWithScore``).
+
+A node's text is ``"<entity> (<membership>)"``, its score the fuzzy membership; metadata holds
+``entity``, ``entity_id`` and the executed ``query``. The query engine runs the whole recipe:
+query generation, execution and LLM arbitration (two LLM calls), and keeps the scored entities
+as ``source_nodes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore
+
+from kgrag.methods.ultrag import UltRAG
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+from llama_index_kgrag.conversions import result_to_nodes
+
+
+class UltRAGRetriever(KGRetriever):
+    """LlamaIndex ``BaseRetriever`` over :class:`kgrag.methods.ultrag.UltRAG`."""
+
+    @classmethod
+    def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> "UltRAGRetriever":
+        return cls(UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
+
+    def execute(self, query: str, question: str = "") -> list[NodeWithScore]:
+        """Nodes for a DSL / tuple query written by code (no LLM call)."""
+        self.last_result = self.method.retrieve_query(query, question)
+        return result_to_nodes(self.last_result)
+
+
+class UltRAGQueryEngine(KGQueryEngine):
+    """LlamaIndex query engine: UltRAG retrieval plus its LLM (or margin) arbitrator."""
+
+    @classmethod
+    def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> "UltRAGQueryEngine":
+        return cls(method=UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))

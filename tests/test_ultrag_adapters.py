@@ -1,0 +1,128 @@
+"""UltRAG through LangChain (retriever, tool) and LlamaIndex (retriever, query engine)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.query_engine import CustomQueryEngine
+
+from kgrag import KnowledgeGraph
+from langchain_kgrag.ultrag import UltRAGRetriever as LCUltRAGRetriever
+from llama_index_kgrag.ultrag import UltRAGQueryEngine
+from llama_index_kgrag.ultrag import UltRAGRetriever as LIUltRAGRetriever
+
+TRIPLES = [
+    ("Tokyo Godfathers", "directed_by", "Satoshi Kon"), ("Paprika", "directed_by", "Satoshi Kon"),
+    ("Perfect Blue", "directed_by", "Satoshi Kon"), ("Paprika", "release_year", "2006"),
+    ("Tokyo Godfathers", "release_year", "2003"), ("Perfect Blue", "release_year", "1997"),
+    ("Akira", "directed_by", "Katsuhiro Otomo"), ("Akira", "release_year", "1988"),
+]
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return KnowledgeGraph.from_triples(TRIPLES)
+
+
+def qid(kg, name):
+    return f"Q{kg.node_index[name]}"
+
+
+def pid(kg, name):
+    return f"P{kg.relation_index[name]}"
+
+
+class ScriptedLlamaLLM(CustomLLM):
+    """A LlamaIndex CustomLLM replaying scripted replies."""
+
+    replies: list[str] = []
+    prompts: list[str] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted-ultrag")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs):
+        self.prompts.append(prompt)
+        return CompletionResponse(text=self.replies.pop(0))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
+        yield self.complete(prompt)
+
+
+def test_langchain_retriever_returns_entity_documents(kg):
+    query = f"{qid(kg, 'Satoshi Kon')} -> {pid(kg, 'directed_by')}_inv"
+    chat = GenericFakeChatModel(messages=iter([AIMessage(content=f"<query>{query}</query>")]))
+    retriever = LCUltRAGRetriever.from_graph(kg, llm=chat, linking="exact")
+    assert isinstance(retriever, LCBaseRetriever)
+    docs = retriever.invoke("Which films did Satoshi Kon direct?")
+    assert [d.metadata["entity"] for d in docs] == sorted(
+        ["Tokyo Godfathers", "Paprika", "Perfect Blue"], key=lambda n: kg.node_index[n])
+    assert all(isinstance(d, Document) for d in docs)
+    meta = docs[0].metadata
+    assert meta["query"] == query and meta["score"] == 1.0 and meta["rank"] == 0
+    assert meta["entity_id"] == qid(kg, docs[0].metadata["entity"])
+    assert retriever.last_result.usage.calls == 1
+
+
+def test_langchain_async_and_tool(kg):
+    query = f"{qid(kg, 'Paprika')} -> {pid(kg, 'release_year')}"
+    llm = FakeListChatModel(responses=[query, query])
+    retriever = LCUltRAGRetriever.from_graph(kg, llm=llm, linking="exact")
+    docs = asyncio.run(retriever.ainvoke("When was Paprika released?"))
+    assert [d.metadata["entity"] for d in docs] == ["2006"]
+    tool = retriever.as_tool()
+    assert tool.name == "knowledge_graph_logical_query"
+    assert "2006" in tool.invoke({"query": "When was Paprika released?"})
+
+
+def test_langchain_execute_without_llm(kg):
+    retriever = LCUltRAGRetriever.from_graph(kg, linking="exact")
+    docs = retriever.execute('AND("Satoshi Kon" -> directed_by_inv, "2006" -> release_year_inv)')
+    assert [d.metadata["entity"] for d in docs] == ["Paprika"]
+    assert docs[0].page_content == "Paprika (1.000)"
+
+
+def test_langchain_answer_makes_two_calls(kg):
+    query = f"{qid(kg, 'Satoshi Kon')} -> {pid(kg, 'directed_by')}_inv"
+    llm = FakeListChatModel(responses=[query, f"<answers>{qid(kg, 'Paprika')}</answers>"])
+    retriever = LCUltRAGRetriever.from_graph(kg, llm=llm, linking="exact")
+    answer = retriever.answer("Which Satoshi Kon film is about dreams?")
+    assert answer.answers == ["Paprika"] and answer.usage.calls == 2
+
+
+def test_llama_index_retriever_and_execute(kg):
+    llm = ScriptedLlamaLLM(replies=[f"{qid(kg, 'Akira')} -> directed_by"], prompts=[])
+    retriever = LIUltRAGRetriever.from_graph(kg, llm=llm, linking="exact")
+    assert isinstance(retriever, LIBaseRetriever)
+    nodes = retriever.retrieve("Who directed Akira?")
+    assert [n.node.metadata["entity"] for n in nodes] == ["Katsuhiro Otomo"]
+    assert nodes[0].score == 1.0 and nodes[0].node.metadata["query"].endswith("directed_by")
+    assert "Relations (id: label)" in llm.prompts[0]
+    offline = LIUltRAGRetriever.from_graph(kg, linking="exact")
+    assert [n.node.metadata["entity"] for n in offline.execute('"1988" -> release_year_inv')] \
+        == ["Akira"]
+
+
+def test_llama_index_query_engine_runs_the_whole_recipe(kg):
+    llm = ScriptedLlamaLLM(replies=[
+        f"<query>{qid(kg, 'Satoshi Kon')} -> {pid(kg, 'directed_by')}_inv</query>",
+        f"{qid(kg, 'Perfect Blue')}, {qid(kg, 'Paprika')}"], prompts=[])
+    engine = UltRAGQueryEngine.from_graph(kg, llm=llm, linking="exact")
+    assert isinstance(engine, CustomQueryEngine)
+    response = engine.query("Name two Satoshi Kon films")
+    assert response.metadata["answers"] == ["Perfect Blue", "Paprika"]
+    assert response.metadata["usage"]["calls"] == 2
+    assert str(response) == "Perfect Blue, Paprika"
+    assert len(response.source_nodes) == 3
+    assert "Perfect Blue" in llm.prompts[1] and "1.000" in llm.prompts[1]
