@@ -3,5 +3,6 @@
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.simgrag import SimGRAGRetriever
+from langchain_kgrag.ultrag import UltRAGRetriever
 
-__all__ = ["KGRetriever", "SimGRAGRetriever", "result_to_documents"]
+__all__ = ["KGRetriever", "SimGRAGRetriever", "UltRAGRetriever", "result_to_documents"]

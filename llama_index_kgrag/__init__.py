@@ -3,11 +3,14 @@
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 from llama_index_kgrag.conversions import result_to_nodes
 from llama_index_kgrag.simgrag import SimGRAGQueryEngine, SimGRAGRetriever
+from llama_index_kgrag.ultrag import UltRAGQueryEngine, UltRAGRetriever
 
 __all__ = [
     "KGQueryEngine",
     "KGRetriever",
     "SimGRAGQueryEngine",
     "SimGRAGRetriever",
+    "UltRAGQueryEngine",
+    "UltRAGRetriever",
     "result_to_nodes",
 ]
