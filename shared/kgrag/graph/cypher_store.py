@@ -1,0 +1,517 @@
+"""GraphStore operations as parameterised Cypher, shared by the Neo4j and FalkorDB stores.
+
+:class:`CypherGraphStore` implements every :class:`~kgrag.graph.base.GraphStore` operation on
+top of two primitives a backend provides: run a read-only query and return rows
+(``_read``), and run a write query (``_write``, used only by loading). Node names, relation
+names and limits always travel as query *parameters*. The only text put into a query is
+identifiers, which Cypher cannot parameterise: the node label and name property (from the
+store's configuration) and relationship types, which are checked against the relation list read
+from the database and then backtick-quoted.
+
+How a graph is stored (configurable, because graphs in Neo4j differ):
+
+* nodes carry ``node_label`` (default ``Entity``; ``None`` means any node) and their name in
+  ``name_property`` (default ``name``); a node without that property is invisible;
+* an edge is a relationship whose *type* is the relation name (default), or, with
+  ``relation_property="relation"``, a relationship of type ``relationship_type`` (default
+  ``RELATED``) holding the relation name in that property.
+
+Results equal the in-memory :class:`~kgrag.graph.memory.KnowledgeGraph`'s, with one rule for
+order: where the in-memory graph orders or caps by integer id (``one_hop(limit=...)``,
+``follow_path`` fan-out, shortest-path tie-breaks, ``k_hop_subgraph(max_edges=...)``, schema
+examples), a database store orders by *name* (code-point order; edges by
+``(head, relation, tail)``). The two coincide when the in-memory graph's ids are in name order
+(as after :func:`kgrag.graph.cypher_store.name_ordered`); otherwise capped results may pick
+different, equally valid, edges. Uncapped results are the same sets.
+
+Multi-step operations (metapath walks, shortest paths, k-hop subgraphs) run one query per hop on
+the whole frontier (in chunks of ``batch_size`` names), and the client keeps the walks, so the
+database does the edge expansion and the fan-out caps while results stay exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from kgrag.context.types import Path, Triple
+from kgrag.errors import GraphDatabaseError
+from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
+from kgrag.graph.cypher_safety import check_read_only
+from kgrag.graph.memory import KnowledgeGraph, normalize_name
+
+log = logging.getLogger(__name__)
+
+Row = list  # one result row, values in RETURN order
+
+
+def name_ordered(kg: KnowledgeGraph) -> KnowledgeGraph:
+    """A copy of ``kg`` whose node and relation ids follow name order.
+
+    On such a graph the in-memory store's id-ordered caps and tie-breaks coincide with a
+    database store's name-ordered ones, so results are identical even when capped.
+    """
+    node_order = sorted(range(kg.num_nodes), key=kg.node_names.__getitem__)
+    rel_order = sorted(range(kg.num_relations), key=kg.relation_names.__getitem__)
+    node_new = [0] * kg.num_nodes
+    for new, old in enumerate(node_order):
+        node_new[old] = new
+    rel_new = [0] * kg.num_relations
+    for new, old in enumerate(rel_order):
+        rel_new[old] = new
+    import numpy as np
+
+    node_map, rel_map = np.asarray(node_new, np.int64), np.asarray(rel_new, np.int64)
+    return KnowledgeGraph(
+        [kg.node_names[i] for i in node_order], [kg.relation_names[i] for i in rel_order],
+        node_map[kg.heads], rel_map[kg.rels], node_map[kg.tails],
+        node_descriptions=kg.node_descriptions, relation_descriptions=kg.relation_descriptions,
+        aliases=kg.aliases,
+    )
+
+
+class CypherGraphStore:
+    """Base class of the database stores; subclasses supply ``_read``, ``_write``, ``_quote``.
+
+    Parameters (all keyword):
+        node_label: label of entity nodes, or ``None`` for every node.
+        name_property: node property holding the entity name.
+        relation_property: ``None`` (the relationship type is the relation name), or the
+            relationship property holding the relation name.
+        relationship_type: the one relationship type used when ``relation_property`` is set.
+        batch_size: names sent per query when a frontier is large.
+        timeout: seconds a graph operation may run (server-side where supported).
+        relation_descriptions: optional ``{relation: text}`` shown by :meth:`schema_summary`.
+    """
+
+    supports_cypher = True
+    backend = "cypher"
+
+    def __init__(
+        self,
+        *,
+        node_label: str | None = "Entity",
+        name_property: str = "name",
+        relation_property: str | None = None,
+        relationship_type: str = "RELATED",
+        batch_size: int = 1000,
+        timeout: float | None = 60.0,
+        relation_descriptions: Mapping[str, str] | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.node_label = node_label
+        self.name_property = name_property
+        self.relation_property = relation_property
+        self.relationship_type = relationship_type
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
+        self._label = f":{self._quote(node_label)}" if node_label else ""
+        self._prop = self._quote(name_property)
+        self._rel_prop = self._quote(relation_property) if relation_property else None
+        self._rel_type = self._quote(relationship_type) if relation_property else None
+        self._relation_counts_cache: dict[str, int] | None = None
+
+    # ------------------------------------------------------------------ backend hooks
+    def _read(self, query: str, params: Mapping[str, Any] | None = None,
+              timeout: float | None = None) -> list[Row]:
+        """Run a read-only query in a read transaction; return rows as lists."""
+        raise NotImplementedError
+
+    def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
+        """Run a write query (loading only); return ``nodes_created``/``relationships_created``."""
+        raise NotImplementedError
+
+    def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
+                        timeout: float | None) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _quote(self, identifier: str) -> str:
+        """Backtick-quote a label / type / property name (the backend decides what it accepts)."""
+        raise NotImplementedError
+
+    def ensure_name_index(self) -> str:
+        """Create an index (or uniqueness constraint) on the name property; say which."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the connection if this store opened it."""
+
+    def __enter__(self) -> "CypherGraphStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ query fragments
+    def _node(self, var: str, key: str | None = None) -> str:
+        """``(var:Label {name: key})`` or ``(var:Label)``."""
+        if key is None:
+            return f"({var}{self._label})"
+        return f"({var}{self._label} {{{self._prop}: {key}}})"
+
+    def _anchor(self) -> str:
+        """``UNWIND $names AS nm`` + an index lookup of node ``n`` by name.
+
+        The lookup is its own ``MATCH`` followed by ``WITH``, so planners (FalkorDB's above
+        all) start from the name index instead of scanning the label of the other end.
+        """
+        return f"UNWIND $names AS nm MATCH {self._node('n', 'nm')} WITH n, nm "
+
+    def _rel(self, var: str, relations: Sequence[str] | None) -> tuple[str, str | None]:
+        """Relationship pattern and its WHERE condition for the relation filter (None = any)."""
+        if self._rel_prop is None:
+            if relations is None:
+                return f"[{var}]", None
+            return f"[{var}:{'|'.join(self._quote(r) for r in relations)}]", None
+        cond = None if relations is None else f"{var}.{self._rel_prop} IN $rels"
+        return f"[{var}:{self._rel_type}]", cond
+
+    def _rel_name(self, var: str) -> str:
+        return f"type({var})" if self._rel_prop is None else f"{var}.{self._rel_prop}"
+
+    def _has_name(self, *variables: str) -> str:
+        return " AND ".join(f"{v}.{self._prop} IS NOT NULL" for v in variables)
+
+    @staticmethod
+    def _where(*conditions: str | None) -> str:
+        conds = [c for c in conditions if c]
+        return f" WHERE {' AND '.join(conds)}" if conds else ""
+
+    def _names(self, names: Iterable[str]) -> list[str]:
+        """Normalised, de-duplicated names (first occurrence order)."""
+        if isinstance(names, str):
+            raise TypeError("expected an iterable of names, got one string; wrap it in a list")
+        return list(dict.fromkeys(normalize_name(n) for n in names))
+
+    def _chunks(self, names: Sequence[str]) -> Iterator[list[str]]:
+        for i in range(0, len(names), self.batch_size):
+            yield list(names[i:i + self.batch_size])
+
+    # ------------------------------------------------------------------ relations
+    def _relation_counts(self) -> dict[str, int]:
+        """``{relation: edge count}`` read from the data (cached; :meth:`refresh` clears it)."""
+        if self._relation_counts_cache is None:
+            pattern, _ = self._rel("e", None)
+            rows = self._read(
+                f"MATCH {self._node('h')}-{pattern}->{self._node('t')}"
+                f"{self._where(self._has_name('h', 't'))} "
+                f"RETURN {self._rel_name('e')} AS r, count(*) AS c")
+            self._relation_counts_cache = {
+                str(r): int(c) for r, c in rows if r is not None}
+        return self._relation_counts_cache
+
+    def refresh(self) -> None:
+        """Forget cached relation statistics (call after the database changed)."""
+        self._relation_counts_cache = None
+
+    def _known_relations(self, relations: Iterable[str]) -> list[str]:
+        """The given relations that exist in the graph (unknown ones are dropped, like in memory)."""
+        if isinstance(relations, str):
+            raise TypeError("expected an iterable of relation names, got one string")
+        known = self._relation_counts()
+        return sorted({normalize_name(r) for r in relations} & known.keys())
+
+    # ------------------------------------------------------------------ GraphStore: basics
+    def counts(self) -> dict[str, int]:
+        rows = self._read(f"MATCH {self._node('n')}{self._where(self._has_name('n'))} "
+                          f"RETURN count(DISTINCT n.{self._prop})")
+        rel = self._relation_counts()
+        return {"nodes": int(rows[0][0]), "edges": sum(rel.values()), "relations": len(rel)}
+
+    def has_node(self, name: str) -> bool:
+        rows = self._read(f"MATCH {self._node('n', '$name')} RETURN n.{self._prop} LIMIT 1",
+                          {"name": normalize_name(name)})
+        return bool(rows)
+
+    def existing_nodes(self, names: Iterable[str]) -> list[str]:
+        """The given names that are nodes of the graph (input order, normalised)."""
+        wanted = self._names(names)
+        found: set[str] = set()
+        for chunk in self._chunks(wanted):
+            found.update(r[0] for r in self._read(
+                f"UNWIND $names AS nm MATCH {self._node('n', 'nm')} RETURN DISTINCT nm",
+                {"names": chunk}))
+        return [n for n in wanted if n in found]
+
+    def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:
+        raise NotImplementedError
+
+    def list_relations(self) -> list[str]:
+        return sorted(self._relation_counts())
+
+    def relation_counts(self) -> dict[str, int]:
+        return dict(self._relation_counts())
+
+    # ------------------------------------------------------------------ one-hop edges
+    def _edges(self, names: Sequence[str], direction: Direction, relations: list[str] | None,
+               limit: int | None) -> list[tuple[str, str, str]]:
+        """Distinct ``(head, relation, tail)`` touching ``names``, name-sorted, first ``limit``."""
+        if not names or relations == [] or limit == 0:
+            return []
+        pattern, rel_cond = self._rel("e", relations)
+        tail = " ORDER BY h, r, t LIMIT $limit" if limit is not None else ""
+        queries = []
+        if direction in ("out", "both"):
+            queries.append(f"{self._anchor()}MATCH (n)-{pattern}->"
+                           f"{self._node('m')}{self._where(self._has_name('m'), rel_cond)} "
+                           f"RETURN DISTINCT nm AS h, {self._rel_name('e')} AS r, "
+                           f"m.{self._prop} AS t{tail}")
+        if direction in ("in", "both"):
+            queries.append(f"{self._anchor()}MATCH {self._node('m')}-{pattern}->(n)"
+                           f"{self._where(self._has_name('m'), rel_cond)} "
+                           f"RETURN DISTINCT m.{self._prop} AS h, {self._rel_name('e')} AS r, "
+                           f"nm AS t{tail}")
+        found: set[tuple[str, str, str]] = set()
+        for chunk in self._chunks(list(names)):
+            for query in queries:
+                for h, r, t in self._read(query, {"names": chunk, "rels": relations,
+                                                  "limit": limit}):
+                    found.add((h, r, t))
+        edges = sorted(found)
+        return edges if limit is None else edges[:limit]
+
+    def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
+                relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
+        """Edges touching ``nodes``; sorted by (head, relation, tail) name; unknown names ignored."""
+        check_direction(direction)
+        rels = None if relations is None else self._known_relations(relations)
+        return [Triple(*e) for e in self._edges(self._names(nodes), direction, rels, limit)]
+
+    # ------------------------------------------------------------------ metapaths
+    def _neighbors(self, names: Sequence[str], relation: str, reverse: bool,
+                   cap: int | None) -> dict[str, list[str]]:
+        """Per node: name-sorted distinct neighbours over ``relation`` (first ``cap`` of them)."""
+        pattern, rel_cond = self._rel("e", [relation])
+        if reverse:
+            match = f"{self._node('m')}-{pattern}->(n)"
+        else:
+            match = f"(n)-{pattern}->{self._node('m')}"
+        capped = "xs[..$cap]" if cap is not None else "xs"
+        query = (f"{self._anchor()}MATCH {match}{self._where(self._has_name('m'), rel_cond)} "
+                 f"WITH DISTINCT nm, m.{self._prop} AS x ORDER BY nm, x "
+                 f"WITH nm, collect(x) AS xs RETURN nm, {capped} AS xs")
+        out: dict[str, list[str]] = {}
+        for chunk in self._chunks(list(names)):
+            for nm, xs in self._read(query, {"names": chunk, "rels": [relation], "cap": cap}):
+                out[nm] = sorted(xs)
+        return out
+
+    def follow_path(self, sources: Iterable[str], path: str | Sequence[str | PathStep], *,
+                    fan_out: int | None = None, max_paths: int | None = None,
+                    default_direction: Direction = "out") -> list[Path]:
+        """Walks from ``sources`` along ``path``; same rules as the in-memory store.
+
+        Sources are taken in name order; at each step a walk continues along its node's
+        neighbours in name order (outgoing before incoming for a ``"both"`` step), at most
+        ``fan_out`` of them; after each step only the first ``max_paths`` walks are kept.
+        An unknown relation gives ``[]``.
+        """
+        steps = parse_relation_path(path, default_direction=default_direction)
+        known = self._relation_counts()
+        steps = [PathStep(normalize_name(s.relation), s.direction) for s in steps]
+        if any(s.relation not in known for s in steps):
+            return []
+        walks: list[tuple[tuple[str, ...], tuple[bool, ...]]] = [
+            ((s,), ()) for s in sorted(self._names(sources))]
+        for step in steps:
+            if not walks:
+                break
+            frontier = sorted({nodes[-1] for nodes, _ in walks})
+            out_map = (self._neighbors(frontier, step.relation, False, fan_out)
+                       if step.direction in ("out", "both") else {})
+            in_map = (self._neighbors(frontier, step.relation, True, fan_out)
+                      if step.direction in ("in", "both") else {})
+            extended: list[tuple[tuple[str, ...], tuple[bool, ...]]] = []
+            for nodes, fwd in walks:
+                options = [(x, True) for x in out_map.get(nodes[-1], ())]
+                options += [(x, False) for x in in_map.get(nodes[-1], ())]
+                if fan_out is not None:
+                    options = options[:fan_out]
+                extended.extend((nodes + (x,), fwd + (f,)) for x, f in options)
+                if max_paths is not None and len(extended) >= max_paths:
+                    break
+            walks = extended if max_paths is None else extended[:max_paths]
+        relations = tuple(s.relation for s in steps)
+        return [Path(nodes, relations, fwd) for nodes, fwd in walks if len(fwd) == len(steps)]
+
+    # ------------------------------------------------------------------ shortest paths
+    def _parent_edges(self, frontier: Sequence[str], directed: bool,
+                      only: Sequence[str] | None) -> dict[str, tuple[tuple[str, str, str], bool, str]]:
+        """For each node next to ``frontier``: its lowest connecting edge, direction, and parent."""
+        pattern, _ = self._rel("e", None)
+        restrict = f"m.{self._prop} IN $only" if only is not None else None
+        out_q = (f"{self._anchor()}MATCH (n)-{pattern}->{self._node('m')}"
+                 f"{self._where(self._has_name('m'), restrict)} "
+                 f"WITH m.{self._prop} AS x, nm, {self._rel_name('e')} AS r ORDER BY x, nm, r "
+                 f"WITH x, collect([nm, r])[0] AS best RETURN x, best[0], best[1]")
+        in_q = (f"{self._anchor()}MATCH {self._node('m')}-{pattern}->(n)"
+                f"{self._where(self._has_name('m'), restrict)} "
+                f"WITH m.{self._prop} AS x, nm, {self._rel_name('e')} AS r ORDER BY x, r, nm "
+                f"WITH x, collect([r, nm])[0] AS best RETURN x, best[0], best[1]")
+        best: dict[str, tuple[tuple[str, str, str], bool, str]] = {}
+
+        def offer(x: str, edge: tuple[str, str, str], forward: bool, parent: str) -> None:
+            if x not in best or edge < best[x][0]:
+                best[x] = (edge, forward, parent)
+
+        for chunk in self._chunks(list(frontier)):
+            params = {"names": chunk, "only": list(only) if only is not None else None}
+            for x, parent, r in self._read(out_q, params):
+                offer(x, (parent, r, x), True, parent)
+            if not directed:
+                for x, r, parent in self._read(in_q, params):
+                    offer(x, (x, r, parent), False, parent)
+        return best
+
+    def shortest_paths(self, sources: Iterable[str], targets: Iterable[str], *, max_hops: int = 3,
+                       directed: bool = False, max_paths: int | None = None) -> list[Path]:
+        """One shortest path to each reachable target, by a breadth-first search run hop by hop.
+
+        Same rules as the in-memory store: ties are broken by the lowest connecting edge
+        (name order of ``(head, relation, tail)``), targets that are sources are skipped, and
+        paths come ordered by length, then target name.
+        """
+        srcs = set(self._names(sources))
+        tgts = set(self._names(targets)) - srcs
+        if not srcs or not tgts or max_hops < 1:
+            return []
+        dist = {s: 0 for s in srcs}
+        parent: dict[str, tuple[tuple[str, str, str], bool, str]] = {}
+        frontier = sorted(srcs)
+        for hop in range(1, max_hops + 1):
+            only = sorted(t for t in tgts if t not in dist) if hop == max_hops else None
+            best = self._parent_edges(frontier, directed, only)
+            fresh = {x: v for x, v in best.items() if x not in dist}
+            if not fresh:
+                break
+            for x, v in fresh.items():
+                dist[x] = hop
+                parent[x] = v
+            frontier = sorted(fresh)
+            if all(t in dist for t in tgts):
+                break
+        reached = sorted((dist[t], t) for t in tgts if t in dist)
+        if max_paths is not None:
+            reached = reached[:max_paths]
+        paths = []
+        for length, target in reached:
+            nodes, rels, fwds = [target], [], []
+            cur = target
+            for _ in range(length):
+                edge, forward, prev = parent[cur]
+                rels.append(edge[1])
+                fwds.append(forward)
+                nodes.append(prev)
+                cur = prev
+            paths.append(Path(tuple(reversed(nodes)), tuple(reversed(rels)),
+                              tuple(reversed(fwds))))
+        return paths
+
+    # ------------------------------------------------------------------ subgraphs and degrees
+    def k_hop_subgraph(self, nodes: Iterable[str], *, hops: int = 2, direction: Direction = "both",
+                       max_edges: int | None = None) -> list[Triple]:
+        """Edges traversed by a BFS of ``hops`` levels; capped in level, then name order."""
+        check_direction(direction)
+        seen = set(self._names(nodes))
+        frontier = sorted(seen)
+        taken: set[tuple[str, str, str]] = set()
+        for _ in range(hops):
+            if not frontier:
+                break
+            room = None if max_edges is None else max_edges - len(taken)
+            # at most len(taken) of the first room + len(taken) edges are already taken
+            fetch = None if room is None else room + len(taken)
+            level = [e for e in self._edges(frontier, direction, None, fetch) if e not in taken]
+            if room is not None:
+                level = level[:room]
+            taken.update(level)
+            ends = {h for h, _, _ in level} | {t for _, _, t in level}
+            frontier = sorted(ends - seen)
+            seen.update(frontier)
+            if max_edges is not None and len(taken) >= max_edges:
+                break
+        return [Triple(*e) for e in sorted(taken)]
+
+    def degree(self, nodes: Iterable[str], *, direction: Direction = "both") -> dict[str, int]:
+        """Number of distinct edges at each known node (a self-loop counts in and out)."""
+        check_direction(direction)
+        names = self._names(nodes)
+        pattern, _ = self._rel("e", None)
+        queries = []
+        if direction in ("out", "both"):
+            queries.append(f"(n)-{pattern}->{self._node('m')}")
+        if direction in ("in", "both"):
+            queries.append(f"{self._node('m')}-{pattern}->(n)")
+        result: dict[str, int] = {}
+        for chunk in self._chunks(names):
+            for match in queries:
+                rows = self._read(
+                    f"UNWIND $names AS nm MATCH {self._node('n', 'nm')} OPTIONAL MATCH {match}"
+                    f"{self._where(self._has_name('m'))} "
+                    f"WITH DISTINCT nm, {self._rel_name('e')} AS r, m.{self._prop} AS x "
+                    f"RETURN nm, count(x)", {"names": chunk})
+                for nm, c in rows:
+                    result[nm] = result.get(nm, 0) + int(c)
+        return {n: result[n] for n in names if n in result}
+
+    def schema_summary(self, max_relations: int = 50) -> str:
+        """Relations by frequency with edge counts and the name-first example edge."""
+        counts = self._relation_counts()
+        total = self.counts()
+        order = sorted(counts, key=lambda r: (-counts[r], r))[:max_relations]
+        lines = [f"Knowledge graph: {total['nodes']} entities, {total['edges']} edges, "
+                 f"{total['relations']} relation types.", "Relations (edge count; example):"]
+        for rel in order:
+            pattern, cond = self._rel("e", [rel])
+            rows = self._read(
+                f"MATCH {self._node('h')}-{pattern}->{self._node('t')}"
+                f"{self._where(self._has_name('h', 't'), cond)} "
+                f"RETURN h.{self._prop} AS h, t.{self._prop} AS t ORDER BY h, t LIMIT 1",
+                {"rels": [rel]})
+            example = f"; e.g. {rows[0][0]} -> {rows[0][1]}" if rows else ""
+            desc = self.relation_descriptions.get(rel)
+            line = f"- {rel} ({counts[rel]}{example})"
+            lines.append(line + (f": {desc}" if desc else ""))
+        if len(counts) > max_relations:
+            lines.append(f"... and {len(counts) - max_relations} more relations")
+        return "\n".join(lines)
+
+    def database_schema(self) -> dict[str, list[str]]:
+        """Labels, relationship types and property keys, from built-in procedures (no APOC)."""
+        out: dict[str, list[str]] = {}
+        for key, proc in (("labels", "db.labels()"), ("relationship_types",
+                                                      "db.relationshipTypes()"),
+                          ("property_keys", "db.propertyKeys()")):
+            try:
+                out[key] = sorted(str(r[0]) for r in self._read(f"CALL {proc}"))
+            except GraphDatabaseError as exc:
+                log.warning("schema procedure %s is not available: %s", proc, exc)
+                out[key] = []
+        return out
+
+    # ------------------------------------------------------------------ LLM-written Cypher
+    def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
+                   limit: int = 100, timeout: float | None = 10.0) -> list[dict[str, Any]]:
+        """Run untrusted (e.g. LLM-written) Cypher read-only; at most ``limit`` rows as dicts.
+
+        The text is refused before sending (:class:`~kgrag.errors.UnsafeQueryError`) when
+        :func:`~kgrag.graph.cypher_safety.check_read_only` finds a write, procedure or admin
+        clause; it then runs in a read transaction with a ``timeout`` (seconds;
+        :class:`~kgrag.errors.QueryTimeoutError` when exceeded).
+        """
+        text = check_read_only(query)
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        params = dict(params or {})
+        if not all(isinstance(k, str) and k.isidentifier() for k in params):
+            raise ValueError("query parameter names must be identifiers")
+        return self._run_user_query(text, params, limit, timeout)
+
+    # ------------------------------------------------------------------ loading
+    def load_triples(self, source: Any, **kwargs: Any) -> "Any":
+        """Write triples into the database; see :func:`kgrag.graph.db_load.load_triples`."""
+        from kgrag.graph.db_load import load_triples
+
+        return load_triples(self, source, **kwargs)

@@ -1,0 +1,186 @@
+"""A GraphStore on FalkorDB through its Python client (Redis protocol).
+
+Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher_store`) sent with
+``GRAPH.RO_QUERY`` -- the server itself refuses writes there -- and FalkorDB's per-query
+``TIMEOUT``. Client failures become :class:`~kgrag.errors.GraphDatabaseError`;
+a server-side timeout becomes :class:`~kgrag.errors.QueryTimeoutError`.
+
+    store = FalkorDBGraphStore.from_url("localhost", 6379, graph="movies")
+    store.one_hop(["Tokyo Godfathers"])
+
+Differences from Neo4j that the store handles: FalkorDB has no uniqueness constraints (an
+index on the name is created instead), and its parser does not accept doubled backticks, so a
+label, property or relation name containing a backtick is refused with ``ValueError`` (store
+such relations with ``relation_property=...``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Iterator, Mapping
+
+from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.graph.cypher_store import CypherGraphStore, Row
+
+log = logging.getLogger(__name__)
+
+
+def _plain(value: Any) -> Any:
+    """FalkorDB client objects -> plain Python (nodes and edges become property dicts)."""
+    from falkordb import Edge, Node, Path as FPath
+
+    if isinstance(value, Node):
+        return dict(value.properties)
+    if isinstance(value, Edge):
+        return {"type": value.relation, **dict(value.properties)}
+    if isinstance(value, FPath):
+        return [_plain(n) for n in value.nodes()]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+class FalkorDBGraphStore(CypherGraphStore):
+    """GraphStore over a FalkorDB graph.
+
+    Parameters:
+        graph: a ``falkordb.Graph`` (from ``FalkorDB(...).select_graph(name)``).
+        client: the ``falkordb.FalkorDB`` it came from, closed by :meth:`close` when
+            ``owns_client`` is true.
+        **mapping: node label, name property, relation storage, batch size, timeout; see
+            :class:`~kgrag.graph.cypher_store.CypherGraphStore`.
+    """
+
+    backend = "falkordb"
+
+    def __init__(self, graph: Any, *, client: Any = None, owns_client: bool = False,
+                 **mapping: Any) -> None:
+        self._graph = graph
+        self._client = client
+        self._owns_client = owns_client
+        super().__init__(**mapping)
+
+    @classmethod
+    def from_url(cls, host: str = "localhost", port: int = 6379, *, graph: str = "kgrag",
+                 username: str | None = None, password: str | None = None,
+                 socket_timeout: float | None = 120.0, connect_timeout: float = 10.0,
+                 **mapping: Any) -> "FalkorDBGraphStore":
+        """Connect to a FalkorDB server and select (or lazily create) graph ``graph``.
+
+        ``socket_timeout`` bounds how long the client waits for any reply, so a server that
+        stops answering raises instead of hanging. Raises :class:`GraphDatabaseError` when the
+        server cannot be reached.
+        """
+        from falkordb import FalkorDB
+
+        store: FalkorDBGraphStore | None = None
+        try:
+            client = FalkorDB(host=host, port=port, username=username, password=password,
+                              socket_timeout=socket_timeout,
+                              socket_connect_timeout=connect_timeout)
+            store = cls(client.select_graph(graph), client=client, owns_client=True, **mapping)
+            store._where_text = f"{host}:{port}/{graph}"
+            with store._errors("connecting"):
+                client.connection.ping()
+        except GraphDatabaseError:
+            if store is not None:
+                store.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        if self._owns_client and self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.connection.close()
+            self._client = None
+
+    def __repr__(self) -> str:
+        return (f"FalkorDBGraphStore({getattr(self, '_where_text', self._graph.name)}, "
+                f"label={self.node_label!r}, name_property={self.name_property!r})")
+
+    # ------------------------------------------------------------------ plumbing
+    def _quote(self, identifier: str) -> str:
+        if not isinstance(identifier, str) or not identifier or "\x00" in identifier:
+            raise ValueError(f"not a usable Cypher name: {identifier!r}")
+        if "`" in identifier:
+            raise ValueError(f"FalkorDB cannot quote a name containing a backtick: {identifier!r}"
+                             " (store relation names in a property: relation_property=...)")
+        return f"`{identifier}`"
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        import redis.exceptions as rx
+
+        where = getattr(self, "_where_text", f"FalkorDB graph {self._graph.name!r}")
+        try:
+            yield
+        except GraphDatabaseError:
+            raise
+        except rx.TimeoutError as exc:
+            raise QueryTimeoutError(f"{what}: no answer from {where}: {exc}") from exc
+        except rx.ConnectionError as exc:
+            raise GraphDatabaseError(f"{what}: cannot reach {where}: {exc}") from exc
+        except rx.ResponseError as exc:
+            if "timed out" in str(exc).lower():
+                raise QueryTimeoutError(f"{what}: the server timed out: {exc}") from exc
+            raise GraphDatabaseError(f"{what}: {exc}") from exc
+        except rx.RedisError as exc:
+            raise GraphDatabaseError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    @staticmethod
+    def _ms(timeout: float | None) -> int | None:
+        return None if timeout is None else max(1, int(timeout * 1000))
+
+    def _read(self, query: str, params: Mapping[str, Any] | None = None,
+              timeout: float | None = None) -> list[Row]:
+        timeout = timeout if timeout is not None else self.timeout
+        with self._errors("graph query"):
+            result = self._graph.ro_query(query, dict(params or {}), timeout=self._ms(timeout))
+        return [list(row) for row in result.result_set]
+
+    def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
+        with self._errors("write"):
+            result = self._graph.query(query, dict(params or {}))
+        return {"nodes_created": int(result.nodes_created),
+                "relationships_created": int(result.relationships_created)}
+
+    def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
+                        timeout: float | None) -> list[dict[str, Any]]:
+        """Runs with GRAPH.RO_QUERY and the server timeout; the reply is cut to ``limit`` rows
+        here (the FalkorDB protocol returns a result set whole)."""
+        with self._errors("Cypher query"):
+            result = self._graph.ro_query(query, dict(params), timeout=self._ms(timeout))
+        header = [str(h[1]) if isinstance(h, (list, tuple)) else str(h) for h in result.header]
+        return [dict(zip(header, (_plain(v) for v in row))) for row in result.result_set[:limit]]
+
+    # ------------------------------------------------------------------ streaming and indexes
+    def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:
+        """Every node name, paged by internal node id (``batch_size`` names per query).
+
+        Unlike the Neo4j store this does not de-duplicate: two nodes with one name (possible
+        only in data not loaded by kgrag) yield the name twice.
+        """
+        after = -1
+        query = (f"MATCH {self._node('n')} WHERE ID(n) > $after AND n.{self._prop} IS NOT NULL "
+                 f"RETURN ID(n) AS id, n.{self._prop} AS name ORDER BY id LIMIT $batch")
+        while True:
+            rows = self._read(query, {"after": after, "batch": batch_size})
+            for _, name in rows:
+                yield name
+            if len(rows) < batch_size:
+                return
+            after = rows[-1][0]
+
+    def ensure_name_index(self) -> str:
+        """Create an index on the name property (FalkorDB has no uniqueness constraints)."""
+        if not self._label:
+            return "no index (node_label is None)"
+        try:
+            self._write(f"CREATE INDEX FOR (n{self._label}) ON (n.{self._prop})")
+        except GraphDatabaseError as exc:
+            if "already indexed" not in str(exc):
+                raise
+        return "index"

@@ -1,0 +1,314 @@
+"""A GraphStore on Neo4j (or any server speaking Bolt and Cypher), through the official driver.
+
+Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher_store`) run in an
+explicit transaction of a READ access-mode session, with a server-side transaction timeout and a
+client-side deadline, so a hung server gives :class:`~kgrag.errors.QueryTimeoutError` instead of
+a hang. Driver failures become :class:`~kgrag.errors.GraphDatabaseError` naming the server.
+
+Build it from a ``langchain_neo4j.Neo4jGraph`` (its driver and database are reused), from a
+``neo4j.Driver``, or from a URI and credentials::
+
+    store = Neo4jGraphStore.from_uri("neo4j://localhost:7687", "neo4j", "secret")
+    store.one_hop(["Tokyo Godfathers"])
+
+Linking against the database graph builds a local index from :meth:`iter_node_names`
+(see :func:`kgrag.graph.db_linking.linker_for_store`); Neo4j full-text / vector indexes are not
+used yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.graph.cypher_store import CypherGraphStore, Row
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Seconds the client waits beyond the server-side timeout before giving up on a query.
+CLIENT_GRACE_SECONDS = 5.0
+
+
+def _call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str) -> T:
+    """Run ``fn`` in a daemon thread; raise :class:`QueryTimeoutError` after ``seconds``.
+
+    The Bolt driver has no read timeout, so a server that stops answering would block forever;
+    the abandoned thread ends when its socket does.
+    """
+    if seconds is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="kgrag-neo4j-query", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise QueryTimeoutError(f"{what}: no answer within {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+#: Largest parameter payload sent to a server that splices parameters into the query text.
+SPLICED_PARAMS_MAX_BYTES = 3000
+
+#: Characters that break out of a string on servers that splice parameters into query text.
+_SPLICE_UNSAFE = ("'", "\\")
+
+
+def _unsafe_strings(value: Any) -> Iterator[str]:
+    """Strings (values and map keys) inside ``value`` holding a quote or a backslash."""
+    if isinstance(value, str):
+        if any(c in value for c in _SPLICE_UNSAFE):
+            yield value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _unsafe_strings(k)
+            yield from _unsafe_strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _unsafe_strings(v)
+
+
+class Neo4jGraphStore(CypherGraphStore):
+    """GraphStore over Bolt: Neo4j, Neo4j Aura, or another Bolt + Cypher server.
+
+    Parameters:
+        driver: a ``neo4j.Driver``.
+        database: database name (``None``: the server's default).
+        owns_driver: close the driver in :meth:`close` (True when built by :meth:`from_uri`).
+        **mapping: node label, name property, relation storage, batch size, timeout; see
+            :class:`~kgrag.graph.cypher_store.CypherGraphStore`.
+    """
+
+    backend = "neo4j"
+
+    def __init__(self, driver: Any, *, database: str | None = None, owns_driver: bool = False,
+                 **mapping: Any) -> None:
+        self._driver = driver
+        self.database = database
+        self._owns_driver = owns_driver
+        self._splices_params: bool | None = None  # learnt on first use, see _check_params
+        super().__init__(**mapping)
+
+    @classmethod
+    def from_uri(cls, uri: str, username: str | None = None, password: str | None = None, *,
+                 database: str | None = None, connection_timeout: float = 10.0,
+                 max_transaction_retry_time: float = 5.0, **mapping: Any) -> "Neo4jGraphStore":
+        """Connect to ``uri`` (``bolt://``, ``neo4j://``, ``neo4j+s://`` ...).
+
+        No credentials (``username=None``) connects without authentication. Raises
+        :class:`GraphDatabaseError` when the server cannot be reached.
+        """
+        import neo4j
+
+        auth = None if username is None else (username, password or "")
+        try:
+            driver = neo4j.GraphDatabase.driver(
+                uri, auth=auth, connection_timeout=connection_timeout,
+                max_transaction_retry_time=max_transaction_retry_time)
+        except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
+            raise GraphDatabaseError(f"bad Neo4j URI {uri!r}: {exc}") from exc
+        store = cls(driver, database=database, owns_driver=True, **mapping)
+        store._where_text = uri
+        try:
+            with store._errors("connecting"):
+                _call_with_deadline(driver.verify_connectivity, connection_timeout + 5.0,
+                                    f"connecting to {uri}")
+        except GraphDatabaseError:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def from_langchain(cls, graph: Any, **mapping: Any) -> "Neo4jGraphStore":
+        """Reuse the driver and database of a ``langchain_neo4j.Neo4jGraph``."""
+        driver = getattr(graph, "_driver", None)
+        if driver is None:
+            raise TypeError(f"expected a langchain_neo4j.Neo4jGraph, got {type(graph).__name__}")
+        return cls(driver, database=getattr(graph, "_database", None), **mapping)
+
+    def close(self) -> None:
+        if self._owns_driver and self._driver is not None:
+            self._driver.close()
+            self._driver = None
+
+    def __repr__(self) -> str:
+        return (f"Neo4jGraphStore({getattr(self, '_where_text', 'driver')}, "
+                f"label={self.node_label!r}, name_property={self.name_property!r})")
+
+    # ------------------------------------------------------------------ plumbing
+    def _quote(self, identifier: str) -> str:
+        if not isinstance(identifier, str) or not identifier or "\x00" in identifier:
+            raise ValueError(f"not a usable Cypher name: {identifier!r}")
+        return "`" + identifier.replace("`", "``") + "`"
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        import neo4j.exceptions as ex
+
+        where = getattr(self, "_where_text", "the Neo4j server")
+        try:
+            yield
+        except GraphDatabaseError:
+            raise
+        except (ex.ServiceUnavailable, ex.SessionExpired, ConnectionError, OSError) as exc:
+            raise GraphDatabaseError(f"{what}: cannot reach {where}: {exc}") from exc
+        except ex.Neo4jError as exc:
+            code = exc.code or ""
+            if "TransactionTimedOut" in code or "Timeout" in code or "timed out" in str(exc):
+                raise QueryTimeoutError(f"{what}: the server timed out: {exc.message}") from exc
+            raise GraphDatabaseError(f"{what}: {code or 'error'}: {exc.message}") from exc
+        except ex.DriverError as exc:
+            raise GraphDatabaseError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    def _check_params(self, params: Mapping[str, Any] | None) -> None:
+        """Refuse parameters a server would not pass safely.
+
+        A Bolt server must send parameters apart from the query text. FalkorDB's Bolt endpoint
+        (4.x) instead splices them into the text, unescaped and into a fixed-size buffer: a
+        string with a quote or a trailing backslash breaks the query and can inject Cypher, and
+        parameters longer than about 4 KB crash the server. The store probes once, on the
+        first query with parameters (``RETURN $probe`` with a quote in it, which a correct
+        server echoes), and on such a server refuses those values with a clear error
+        (use :class:`~kgrag.graph.falkordb.FalkorDBGraphStore` for FalkorDB, or a smaller
+        ``batch_size``).
+        """
+        if not params:
+            return
+        if self._splices_params is None:
+            self._splices_params = self._probe_splicing()
+        if not self._splices_params:
+            return
+        bad = next(_unsafe_strings(dict(params)), None)
+        if bad is not None:
+            raise GraphDatabaseError(
+                f"this Bolt server splices query parameters into the query text (a FalkorDB "
+                f"bug), so the value {bad[:80]!r} (with a quote or backslash) cannot be sent "
+                "safely; use kgrag.graph.falkordb.FalkorDBGraphStore for FalkorDB")
+        size = len(json.dumps(dict(params), ensure_ascii=False, default=str).encode())
+        if size > SPLICED_PARAMS_MAX_BYTES:
+            raise GraphDatabaseError(
+                f"this Bolt server splices query parameters into a fixed-size buffer (a FalkorDB "
+                f"bug) and {size} bytes of parameters could crash it; use a smaller batch_size "
+                f"(now {self.batch_size}) or kgrag.graph.falkordb.FalkorDBGraphStore")
+
+    def _probe_splicing(self) -> bool:
+        import neo4j.exceptions as ex
+
+        probe = "kgrag'probe\\"
+
+        def run() -> Any:
+            with self._session(read=True) as session:
+                with session.begin_transaction(timeout=10) as tx:
+                    return tx.run("RETURN $probe AS probe", probe=probe).single()[0]
+
+        try:
+            with self._errors("probing parameter handling"):
+                try:
+                    echoed = _call_with_deadline(run, 15.0, "probing parameter handling")
+                except ex.DatabaseError:
+                    return True
+        except QueryTimeoutError:
+            raise
+        splices = echoed != probe
+        if splices:
+            log.warning("%r splices string parameters into query text; values with quotes or "
+                        "backslashes will be refused", self)
+        return splices
+
+    def _session(self, read: bool) -> Any:
+        import neo4j
+
+        if self._driver is None:
+            raise GraphDatabaseError("the store is closed")
+        mode = neo4j.READ_ACCESS if read else neo4j.WRITE_ACCESS
+        return self._driver.session(database=self.database, default_access_mode=mode)
+
+    def _in_read_tx(self, work: Callable[[Any], T], timeout: float | None, what: str) -> T:
+        def run() -> T:
+            with self._errors(what), self._session(read=True) as session:
+                with session.begin_transaction(timeout=timeout) as tx:
+                    return work(tx)
+
+        deadline = None if timeout is None else timeout + CLIENT_GRACE_SECONDS
+        return _call_with_deadline(run, deadline, what)
+
+    def _read(self, query: str, params: Mapping[str, Any] | None = None,
+              timeout: float | None = None) -> list[Row]:
+        self._check_params(params)
+        return self._in_read_tx(
+            lambda tx: [list(rec.values()) for rec in tx.run(query, dict(params or {}))],
+            timeout if timeout is not None else self.timeout, "graph query")
+
+    def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
+        def work(tx: Any) -> dict[str, int]:
+            c = tx.run(query, dict(params or {})).consume().counters
+            return {"nodes_created": c.nodes_created,
+                    "relationships_created": c.relationships_created}
+
+        self._check_params(params)
+        with self._errors("write"), self._session(read=False) as session:
+            return session.execute_write(work)
+
+    def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
+                        timeout: float | None) -> list[dict[str, Any]]:
+        def work(tx: Any) -> list[dict[str, Any]]:
+            rows = []
+            for rec in tx.run(query, dict(params)):
+                rows.append(rec.data())
+                if len(rows) >= limit:
+                    break  # the transaction is rolled back; the server discards the rest
+            return rows
+
+        self._check_params(params)
+        return self._in_read_tx(work, timeout, "Cypher query")
+
+    # ------------------------------------------------------------------ streaming and indexes
+    def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:
+        """Every node name, streamed from one read transaction ``batch_size`` records at a time."""
+        import neo4j
+
+        if self._driver is None:
+            raise GraphDatabaseError("the store is closed")
+        query = (f"MATCH {self._node('n')}{self._where(self._has_name('n'))} "
+                 f"RETURN DISTINCT n.{self._prop} AS name")
+        with self._errors("streaming node names"):
+            with self._driver.session(database=self.database,
+                                      default_access_mode=neo4j.READ_ACCESS,
+                                      fetch_size=batch_size) as session:
+                with session.begin_transaction() as tx:
+                    for record in tx.run(query):
+                        yield record[0]
+
+    def ensure_name_index(self) -> str:
+        """Create a uniqueness constraint on the name (Neo4j), or a plain index where the server
+        has no constraints (e.g. FalkorDB over Bolt). Returns what was done."""
+        label = self._label or ""
+        if not label:
+            return "no index (node_label is None)"
+        constraint = (f"CREATE CONSTRAINT IF NOT EXISTS FOR (n{label}) "
+                      f"REQUIRE n.{self._prop} IS UNIQUE")
+        try:
+            self._write(constraint)
+            return "uniqueness constraint"
+        except GraphDatabaseError as exc:
+            log.info("server refused a uniqueness constraint (%s); creating a plain index", exc)
+        try:
+            self._write(f"CREATE INDEX FOR (n{label}) ON (n.{self._prop})")
+        except GraphDatabaseError as exc:
+            if "already indexed" not in str(exc):
+                raise
+        return "index"
