@@ -16,7 +16,9 @@ context never exceeds ``L``:
   others, by how many seeds the outside endpoint touches, then degree; at most
   ``top_k_relationships`` per seed), within ``entity_table_share`` of the channel; then the
   seeds' text units -- the sub-chunks of the chunks they were extracted from (rewiring) --
-  ordered by seed rank, then by how many of the seed's relationships come from that chunk.
+  ordered by seed rank, then by how many of the seed's relationships come from that chunk;
+  sub-chunks the keyword channel already returned are not repeated (our choice: the two
+  channels would otherwise spend budget on the same text twice).
 
 The context lists the entity sections first, then the keyword sources.
 """
@@ -164,8 +166,13 @@ def keyword_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETR
 
 
 def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRAGConfig,
-                   tokenizer: TextTokenizer) -> tuple[list[Section], dict[str, Any]]:
-    """GraphRAG-style local search on the skeleton within ``budget`` tokens."""
+                   tokenizer: TextTokenizer, exclude_sub_chunks: set[int] | None = None
+                   ) -> tuple[list[Section], dict[str, Any]]:
+    """GraphRAG-style local search on the skeleton within ``budget`` tokens.
+
+    ``exclude_sub_chunks`` (those the keyword channel already returned) are not repeated as
+    entity text units.
+    """
     sk = index.skeleton
     kg = sk.graph
     stats: dict[str, Any] = {"seed_entities": []}
@@ -224,7 +231,7 @@ def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRA
     sources = Section(ENTITY_SOURCES_HEADER)
     rest = _Budget(tokenizer, budget - table.used)
     if rest.open(sources):
-        seen: set[int] = set()
+        seen: set[int] = set(exclude_sub_chunks or ())
         done = False
         for s in seeds.tolist():
             seed_edges = edges[(heads == s) | (tails == s)]
@@ -259,8 +266,9 @@ def retrieve_context(index: KETIndex, query: np.ndarray, cfg: KETRAGConfig,
     ent_sections: list[Section] = []
     ent_stats: dict[str, Any] = {"seed_entities": []}
     if has_graph:
+        taken = {int(i.metadata["sub_chunk"]) for i in kw_section.items}
         ent_sections, ent_stats = entity_channel(index, query, total - kw_section.tokens, cfg,
-                                                 tokenizer)
+                                                 tokenizer, exclude_sub_chunks=taken)
     sections = [*ent_sections, *([kw_section] if kw_section.lines else [])]
     stats = {
         "keyword_budget": keyword_budget,
