@@ -115,6 +115,15 @@ def test_exact_match_first_with_score_one():
     assert len({l.name for l in links}) == len(links)  # no duplicates
 
 
+def test_min_score_drops_weak_links():
+    linker = EntityLinker(COUNTRY_NAMES, mode="fuzzy", min_score=0.6)
+    links = linker.link("Jamaican people", top_m=10)
+    assert "Jamaica" in names_of(links) and all(link.score >= 0.6 for link in links)
+    assert linker.link("USA") == []
+    with pytest.raises(ValueError):
+        EntityLinker(["a"], min_score=2)
+
+
 def test_fuzzy_handles_typos_and_word_order():
     linker = EntityLinker(COUNTRY_NAMES, mode="fuzzy")
     assert linker.link("Tokio Godfathers")[0].name == "Tokyo Godfathers"

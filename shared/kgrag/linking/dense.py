@@ -33,7 +33,7 @@ class DenseIndex:
 
     @classmethod
     def build(cls, vectors: np.ndarray, *, hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
-              hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128) -> "DenseIndex":
+              hnsw_m: int = 32, ef_construction: int = 100, ef_search: int = 128) -> "DenseIndex":
         faiss = _faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:

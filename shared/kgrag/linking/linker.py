@@ -63,7 +63,8 @@ class EntityLinker:
     Parameters: ``names`` (any iterable, e.g. streamed from a database store), ``aliases``
     (alias -> canonical name or names), ``embedder`` (anything :func:`kgrag.embed.as_embedder`
     accepts; ``None`` = the packaged MiniLM, loaded only when dense search is first needed),
-    ``mode``, ``top_m``; fuzzy: ``fuzzy_full_scan_limit`` / ``fuzzy_candidates`` (see
+    ``mode``, ``top_m``, ``min_score`` (fuzzy/dense links scoring below it are dropped; the
+    paper uses no threshold, so the default is 0); fuzzy: ``fuzzy_full_scan_limit`` / ``fuzzy_candidates`` (see
     :class:`~kgrag.linking.fuzzy.FuzzyIndex`); dense: ``hnsw_threshold``, ``hnsw_m``,
     ``ef_construction``, ``ef_search`` (see :class:`~kgrag.linking.dense.DenseIndex`);
     ``embeddings``: precomputed unit vectors of :attr:`surface_texts` (skips embedding).
@@ -79,11 +80,12 @@ class EntityLinker:
         embedder: Any = None,
         mode: str = "hybrid",
         top_m: int = 3,
+        min_score: float = 0.0,
         fuzzy_full_scan_limit: int = 5000,
         fuzzy_candidates: int = 256,
         hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
         hnsw_m: int = 32,
-        ef_construction: int = 200,
+        ef_construction: int = 100,
         ef_search: int = 128,
         embeddings: np.ndarray | None = None,
     ) -> None:
@@ -91,6 +93,9 @@ class EntityLinker:
         if top_m < 1:
             raise ValueError("top_m must be at least 1")
         self.top_m = top_m
+        if not 0.0 <= min_score <= 1.0:
+            raise ValueError("min_score must be in [0, 1]")
+        self.min_score = min_score
         seen: dict[str, None] = {}
         for name in names:
             name = str(name)
@@ -111,13 +116,16 @@ class EntityLinker:
                 owners.append(self.name_index[target])
         self.surface_forms: list[str] = surfaces
         self.surface_owner = np.asarray(owners, dtype=np.int64)
+        # Keys are computed once: they serve exact lookup and the fuzzy index.
+        self._surface_keys = [name_key(s) for s in surfaces]
         self._name_keys: dict[str, list[int]] = {}
-        for i, name in enumerate(self.names):
-            self._name_keys.setdefault(name_key(name), []).append(i)
+        for i, key in enumerate(self._surface_keys[:len(self.names)]):
+            self._name_keys.setdefault(key, []).append(i)
         self._alias_keys: dict[str, list[int]] = {}
-        for alias, targets in self.aliases.items():
-            bucket = self._alias_keys.setdefault(name_key(alias), [])
-            bucket.extend(self.name_index[t] for t in targets if self.name_index[t] not in bucket)
+        for key, owner in zip(self._surface_keys[len(self.names):], owners[len(self.names):]):
+            bucket = self._alias_keys.setdefault(key, [])
+            if owner not in bucket:
+                bucket.append(owner)
         self.fuzzy_params = {"full_scan_limit": fuzzy_full_scan_limit,
                              "candidates": fuzzy_candidates}
         self.dense_params = {"hnsw_threshold": hnsw_threshold, "hnsw_m": hnsw_m,
@@ -167,8 +175,7 @@ class EntityLinker:
     @property
     def fuzzy_index(self) -> FuzzyIndex:
         if self._fuzzy is None:
-            self._fuzzy = FuzzyIndex([name_key(s) for s in self.surface_forms],
-                                     **self.fuzzy_params)
+            self._fuzzy = FuzzyIndex(self._surface_keys, **self.fuzzy_params)
         return self._fuzzy
 
     @property
@@ -218,7 +225,7 @@ class EntityLinker:
             if sid < 0:
                 continue
             owner = int(self.surface_owner[sid])
-            if owner in seen:
+            if owner in seen or score < self.min_score:
                 continue
             seen.add(owner)
             out.append(Link(self.names[owner], float(min(max(score, 0.0), 1.0)), source,
@@ -318,7 +325,7 @@ class EntityLinker:
             embedder_name = _name(self.embedder)  # naming does not load a model
         manifest = {
             "format": FORMAT, "version": FORMAT_VERSION, "kind": self.kind, "mode": self.mode,
-            "top_m": self.top_m, "num_names": len(self.names),
+            "top_m": self.top_m, "min_score": self.min_score, "num_names": len(self.names),
             "num_surfaces": len(self.surface_forms),
             "dense_index": "dense.faiss" if dense is not None else None,
             "dense_kind": dense.kind if dense is not None else None,
@@ -356,7 +363,7 @@ class EntityLinker:
             raise GraphLoadError(f"{path}: names.json / aliases.json do not match the manifest")
         try:
             linker = cls(names, aliases=aliases, embedder=embedder, mode=manifest["mode"],
-                         top_m=manifest["top_m"],
+                         top_m=manifest["top_m"], min_score=manifest.get("min_score", 0.0),
                          fuzzy_full_scan_limit=manifest["fuzzy"]["full_scan_limit"],
                          fuzzy_candidates=manifest["fuzzy"]["candidates"],
                          **manifest["dense"])
