@@ -1,0 +1,161 @@
+"""ByoKG-RAG through LangChain and LlamaIndex: retrievers, query engine, tools, toolkits."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.tools import QueryEngineTool
+
+from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
+from kgrag.methods.byokg import ByoKGRAG
+from langchain_kgrag.byokg import ByoKGRetriever as LCByoKGRetriever
+from langchain_kgrag.byokg import KGToolkit
+from llama_index_kgrag.byokg import ByoKGQueryEngine, graph_tools
+from llama_index_kgrag.byokg import ByoKGRetriever as LIByoKGRetriever
+
+KASTEN_SCRIPT = [
+    "<entities>\nStan Kasten\n</entities>\n<paths>\nbusiness.board_member.leader_of -> "
+    "organization.leadership.organization -> sports.sports_team.championships\n</paths>",
+    "<selected>business.board_member.leader_of</selected>",
+    "<next-entities>FINISH</next-entities>",
+    "<entities>FINISH</entities>",
+    "<answers>\n1959 World Series\n1963 World Series\n1965 World Series\n1981 World Series\n"
+    "1988 World Series\n</answers>",
+]
+KASTEN_Q = "In what years did Stan Kasten's organization win the World Series?"
+
+
+class ScriptedLlamaLLM(CustomLLM):
+    """A LlamaIndex CustomLLM replaying scripted replies and reporting token usage."""
+
+    replies: list[str] = []
+    prompts: list[str] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs):
+        self.prompts.append(prompt)
+        return CompletionResponse(text=self.replies.pop(0),
+                                  raw={"usage": {"prompt_tokens": 50, "completion_tokens": 5}})
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
+        yield self.complete(prompt)
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return world_graph()
+
+
+@pytest.fixture(scope="module")
+def parts(kg, minilm):
+    method = ByoKGRAG(kg, embedder=minilm)
+    return {"linker": method.linker, "scorer": method.scorer}
+
+
+# ---------------------------------------------------------------- LangChain
+def test_langchain_retriever_sync_async_and_usage(kg, parts):
+    retriever = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT[:4]),
+                                            **parts)
+    assert isinstance(retriever, LCBaseRetriever)
+    docs = retriever.invoke(KASTEN_Q)
+    assert all(isinstance(d, Document) for d in docs)
+    texts = "\n".join(d.page_content for d in docs)
+    for year in WORLD_SERIES:
+        assert year in texts  # the 3-step metapath reached every championship
+    path_docs = [d for d in docs if d.metadata["kgrag_type"] == "path"]
+    assert path_docs and path_docs[0].metadata["method"] == "byokg"
+    assert retriever.last_result.usage.calls == 4
+    again = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT[:4]), **parts)
+    adocs = asyncio.run(again.ainvoke(KASTEN_Q))
+    assert [d.page_content for d in adocs] == [d.page_content for d in docs]
+
+
+def test_langchain_batch_and_tool_in_llm_free_mode(kg, parts):
+    retriever = LCByoKGRetriever.from_graph(kg, **parts)
+    batches = retriever.batch(["What language is spoken in Jamaica?", "Who is the president of USA?"])
+    assert len(batches) == 2
+    assert batches[0][0].page_content.startswith("English")      # top answer candidate
+    assert "Joe Biden" in batches[1][0].page_content
+    tool = retriever.as_tool()
+    assert tool.name == "byokg_graph_search"
+    out = tool.invoke({"query": "What language is spoken in Jamaica?"})
+    assert "Jamaica -> language_spoken -> English" in out
+
+
+def test_langchain_answer_via_retriever(kg, parts):
+    retriever = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT), **parts)
+    answer = retriever.answer(KASTEN_Q)
+    assert set(answer.answers) == WORLD_SERIES and answer.usage.calls == 5
+
+
+def test_langchain_toolkit(kg, parts):
+    toolkit = KGToolkit.from_graph(kg, linker=parts["linker"])
+    tools = {t.name: t for t in toolkit.get_tools()}
+    assert set(tools) == {"kg_lookup_entity", "kg_neighbors", "kg_follow_path", "kg_shortest_path"}
+    assert tools["kg_lookup_entity"].invoke({"name": "Jamaican people"}).splitlines()[0].startswith("Jamaica")
+    assert "English -> countries_spoken_in -> USA | England" in tools["kg_neighbors"].invoke(
+        {"entity": "English", "relation": "countries_spoken_in"})
+    assert tools["kg_follow_path"].invoke(
+        {"entity": "Stan Kasten",
+         "path": "business.board_member.leader_of -> organization.leadership.organization"}
+    ).endswith("Los Angeles Dodgers")
+    assert "English" in tools["kg_shortest_path"].invoke({"source": "Jamaica", "target": "USA"})
+    store = DelegatingStore(kg, cypher_rows=[[{"n": 13}]])
+    cypher_tools = {t.name: t for t in KGToolkit.from_graph(store, linker=parts["linker"]).get_tools()}
+    assert '"n": 13' in cypher_tools["kg_cypher"].invoke({"query": "MATCH (n) RETURN count(n) AS n"})
+    assert "refused" in cypher_tools["kg_cypher"].invoke({"query": "MATCH (n) DETACH DELETE n"})
+    assert store.queries == ["MATCH (n) RETURN count(n) AS n"]
+    from_retriever = LCByoKGRetriever.from_graph(kg, **parts).toolkit()
+    assert len(from_retriever.get_tools()) == 4
+
+
+# ---------------------------------------------------------------- LlamaIndex
+def test_llamaindex_query_engine_answers_with_sources(kg, parts):
+    llm = ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[])
+    engine = ByoKGQueryEngine.from_graph(kg, llm=llm, **parts)
+    response = engine.query(KASTEN_Q)
+    assert set(response.metadata["answers"]) == WORLD_SERIES
+    assert response.metadata["usage"] == {"calls": 5, "prompt_tokens": 250, "completion_tokens": 25,
+                                          "total_tokens": 275}
+    sources = "\n".join(n.node.get_content() for n in response.source_nodes)
+    assert all(year in sources for year in WORLD_SERIES)
+    assert all(year in llm.prompts[-1] for year in WORLD_SERIES)  # final call sees the context
+    tool = QueryEngineTool.from_defaults(
+        ByoKGQueryEngine.from_graph(kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[]),
+                                    **parts),
+        name="byokg", description="Answer questions from the knowledge graph.")
+    assert "1988 World Series" in str(tool.call(KASTEN_Q))
+
+
+def test_llamaindex_retriever_sync_and_async(kg, parts):
+    retriever = LIByoKGRetriever.from_graph(
+        kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT[:4]), prompts=[]), **parts)
+    assert isinstance(retriever, LIBaseRetriever)
+    nodes = retriever.retrieve(KASTEN_Q)
+    assert any("Los Angeles Dodgers" in n.node.get_content() for n in nodes)
+    llm_free = LIByoKGRetriever.from_graph(kg, **parts)
+    nodes = asyncio.run(llm_free.aretrieve("What language is spoken in Jamaica?"))
+    assert nodes[0].node.get_content().startswith("English") and nodes[0].score is not None
+
+
+def test_llamaindex_function_tools(kg, parts):
+    method = ByoKGRAG(kg, **parts)
+    tools = {t.metadata.name: t for t in graph_tools(method)}
+    assert "kg_cypher" not in tools
+    out = tools["kg_neighbors"].call(entity="Jamaica", relation="capital")
+    assert "Jamaica -> capital -> Kingston" in str(out)
+    store_tools = {t.metadata.name: t for t in graph_tools(DelegatingStore(kg, cypher_rows=[]),
+                                                          linker=parts["linker"])}
+    assert "refused" in str(store_tools["kg_cypher"].call(query="CREATE (n)"))
