@@ -1,8 +1,16 @@
 """LangChain integration of kgrag: one ``BaseRetriever`` (and tool) per method."""
 
 from langchain_kgrag.base import KGRetriever
+from langchain_kgrag.byokg import ByoKGRetriever, KGToolkit
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.simgrag import SimGRAGRetriever
 from langchain_kgrag.ultrag import UltRAGRetriever
 
-__all__ = ["KGRetriever", "SimGRAGRetriever", "UltRAGRetriever", "result_to_documents"]
+__all__ = [
+    "ByoKGRetriever",
+    "KGRetriever",
+    "KGToolkit",
+    "SimGRAGRetriever",
+    "UltRAGRetriever",
+    "result_to_documents",
+]
