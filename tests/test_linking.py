@@ -243,6 +243,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="one row per surface form"):
         EntityLinker(["a", "b"], embeddings=np.ones((3, 4), np.float32))
     assert EntityLinker([], mode="fuzzy").link("x") == []
+    assert EntityLinker(["!!!", "a"], mode="fuzzy").link("?") == []
 
 
 # ---------------------------------------------------------------- persistence

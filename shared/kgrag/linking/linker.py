@@ -208,6 +208,8 @@ class EntityLinker:
     def exact(self, mention: str) -> list[Link]:
         """Exact and alias hits of ``mention`` (normalised key equality)."""
         key = name_key(mention)
+        if not key:  # punctuation-only mentions match nothing, not punctuation-only names
+            return []
         out = [Link(self.names[i], 1.0, "exact", mention=mention, matched=self.names[i])
                for i in self._name_keys.get(key, ())]
         found = {link.name for link in out}
