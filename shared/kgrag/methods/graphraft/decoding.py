@@ -170,6 +170,7 @@ class TransformersTokenScorer:
         if eos is None:
             raise KgragError("the tokenizer has no eos_token_id (or sep_token_id) to end candidates")
         self.eos_token_id = int(eos)
+        self._logits_to_keep: bool | None = None
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])  # type: ignore[operator]
@@ -187,8 +188,26 @@ class TransformersTokenScorer:
             input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
             attention[i, width - len(r):] = 1
         position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+        extra = {"logits_to_keep": 1} if self._keeps_last_logits() else {}
         with torch.no_grad():
             out = self.model(input_ids=input_ids.to(self.device),  # type: ignore[operator]
                              attention_mask=attention.to(self.device),
-                             position_ids=position_ids.to(self.device))
+                             position_ids=position_ids.to(self.device), **extra)
         return out.logits[:, -1, :].float().cpu().numpy()
+
+    def _keeps_last_logits(self) -> bool:
+        """Whether the model can compute logits for the last position only (transformers >= 4.45).
+
+        Without it, a forward pass materialises ``batch x length x vocab`` logits, which for a
+        30k vocabulary dominates the cost of scoring short candidates.
+        """
+        if self._logits_to_keep is None:
+            import inspect
+
+            forward = getattr(self.model, "forward", None)
+            try:
+                self._logits_to_keep = forward is not None and \
+                    "logits_to_keep" in inspect.signature(forward).parameters
+            except (TypeError, ValueError):
+                self._logits_to_keep = False
+        return self._logits_to_keep
