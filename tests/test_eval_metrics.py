@@ -16,12 +16,12 @@ from kgrag.eval.metrics import (
 
 
 def test_ranking_metrics_hand_computed():
-    preds = ["b", "a", "c"]
-    assert hits_at_k(preds, {"a"}, 1) == 0.0
-    assert hits_at_k(preds, {"a"}, 5) == 1.0
-    assert reciprocal_rank(preds, {"a"}) == 0.5
-    assert reciprocal_rank(preds, {"z"}) == 0.0
-    assert recall_at_k(["a", "b", "x"], {"a", "b", "c"}, 20) == pytest.approx(2 / 3)
+    preds = ["Bonn", "Agra", "Cork"]
+    assert hits_at_k(preds, {"Agra"}, 1) == 0.0
+    assert hits_at_k(preds, {"Agra"}, 5) == 1.0
+    assert reciprocal_rank(preds, {"Agra"}) == 0.5
+    assert reciprocal_rank(preds, {"Zug"}) == 0.0
+    assert recall_at_k(["Agra", "Bonn", "Xian"], {"Agra", "Bonn", "Cork"}, 20) == pytest.approx(2 / 3)
 
 
 def test_answer_normalisation():
