@@ -3,11 +3,13 @@
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.byokg import ByoKGRetriever, KGToolkit
 from langchain_kgrag.conversions import result_to_documents
+from langchain_kgrag.ketrag import KETRAGRetriever
 from langchain_kgrag.simgrag import SimGRAGRetriever
 from langchain_kgrag.ultrag import UltRAGRetriever
 
 __all__ = [
     "ByoKGRetriever",
+    "KETRAGRetriever",
     "KGRetriever",
     "KGToolkit",
     "SimGRAGRetriever",
