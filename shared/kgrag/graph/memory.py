@@ -528,6 +528,14 @@ class KnowledgeGraph:
         check_direction(direction)
         nodes = _unique(np.asarray(nodes, dtype=np.int64))
         rel_ids = self._relation_ids(relations)
+        if len(nodes) == 1 and rel_ids is None:  # one node: its edges are CSR slices
+            v = int(nodes[0])
+            single = []
+            if direction in ("out", "both"):
+                single.append(np.arange(self.out_indptr[v], self.out_indptr[v + 1], dtype=np.int64))
+            if direction in ("in", "both"):
+                single.append(self.in_order[self.in_indptr[v]:self.in_indptr[v + 1]].astype(np.int64))
+            return single[0] if direction == "out" else _unique(np.concatenate(single))
         parts = []
         if direction in ("out", "both"):
             parts.append(self._edges_one_direction(nodes, False, rel_ids)[0])
@@ -562,13 +570,14 @@ class KnowledgeGraph:
         so the result is deterministic); ``max_paths`` caps the number of walks kept after each
         step (earliest first). A ``"both"`` step follows outgoing edges, then incoming ones.
         """
-        nodes = _unique(np.asarray(sources, dtype=np.int64)).reshape(-1, 1)
-        edges = np.empty((len(nodes), 0), dtype=np.int64)
-        forward = np.empty((len(nodes), 0), dtype=bool)
+        frontier = _unique(np.asarray(sources, dtype=np.int64))
+        # Per step: the frontier it started from, and for each surviving walk its owner (index
+        # into that frontier), edge and direction. Walks are assembled once at the end by
+        # following owners backwards, instead of re-stacking every column at every step.
+        history: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for rel, direction in steps:
             check_direction(direction)
-            frontier = nodes[:, -1]
-            cand_edges, cand_owner, cand_next, cand_fwd = [], [], [], []
+            cand = []
             for reverse in ((False,) if direction == "out" else (True,) if direction == "in"
                             else (False, True)):
                 starts, counts = self._pair_ranges(frontier, int(rel), reverse)
@@ -576,14 +585,12 @@ class KnowledgeGraph:
                     counts = np.minimum(counts, fan_out)
                 pos, owner = _expand_ranges(starts, counts)
                 e = self.in_order[pos].astype(np.int64) if reverse else pos
-                cand_edges.append(e)
-                cand_owner.append(owner)
-                cand_next.append((self.heads if reverse else self.tails)[e].astype(np.int64))
-                cand_fwd.append(np.full(len(e), not reverse))
-            e = np.concatenate(cand_edges)
-            owner = np.concatenate(cand_owner)
-            nxt = np.concatenate(cand_next)
-            fwd = np.concatenate(cand_fwd)
+                nxt = (self.heads if reverse else self.tails)[e].astype(np.int64)
+                cand.append((e, owner, nxt, np.full(len(e), not reverse)))
+            if len(cand) == 1:
+                e, owner, nxt, fwd = cand[0]
+            else:
+                e, owner, nxt, fwd = (np.concatenate(parts) for parts in zip(*cand))
             if direction == "both":
                 # keep each walk's candidates together, and honour fan_out across both directions
                 order = np.argsort(owner, kind="stable")
@@ -595,12 +602,20 @@ class KnowledgeGraph:
                     e, owner, nxt, fwd = e[keep], owner[keep], nxt[keep], fwd[keep]
             if max_paths is not None and len(owner) > max_paths:
                 e, owner, nxt, fwd = e[:max_paths], owner[:max_paths], nxt[:max_paths], fwd[:max_paths]
-            nodes = np.column_stack([nodes[owner], nxt]) if len(owner) else np.empty(
-                (0, nodes.shape[1] + 1), np.int64)
-            edges = np.column_stack([edges[owner], e]) if len(owner) else np.empty(
-                (0, edges.shape[1] + 1), np.int64)
-            forward = np.column_stack([forward[owner], fwd]) if len(owner) else np.empty(
-                (0, forward.shape[1] + 1), bool)
+            history.append((frontier, owner, e, fwd))
+            frontier = nxt
+        n_walks, length = len(frontier), len(history)
+        nodes = np.empty((n_walks, length + 1), dtype=np.int64)
+        edges = np.empty((n_walks, length), dtype=np.int64)
+        forward = np.empty((n_walks, length), dtype=bool)
+        nodes[:, length] = frontier
+        walk = np.arange(n_walks)
+        for k in range(length - 1, -1, -1):
+            step_frontier, owner, e, fwd = history[k]
+            edges[:, k] = e[walk]
+            forward[:, k] = fwd[walk]
+            walk = owner[walk]
+            nodes[:, k] = step_frontier[walk]
         return nodes, edges, forward
 
     def _scratch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
