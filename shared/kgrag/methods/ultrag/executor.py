@@ -190,12 +190,11 @@ class SparseRelationProjector:
         out = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
         if len(block.rows) == 0:
             return out
-        xr = x[block.rows]
-        active = np.flatnonzero(xr)
+        active, weights = self._active_rows(x, block.rows)
         if len(active) == 0:
             return out
         sub = block.matrix[active]  # CSR row selection: only the edges leaving the support
-        weights = xr[active].astype(FUZZY_DTYPE)
+        weights = weights.astype(FUZZY_DTYPE, copy=False)
         targets = sub.indices
         if self.mode == "max":
             if np.all(weights == 1):  # crisp: reachability, no reduction needed
@@ -211,6 +210,23 @@ class SparseRelationProjector:
             certain = sub.T @ (weights >= 1).astype(FUZZY_DTYPE)
             out[certain > 0] = 1
         return out
+
+    @staticmethod
+    def _active_rows(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions in ``rows`` of the nodes with non-zero membership, and those memberships.
+
+        A small support (the usual case: a few seed or linked entities) is looked up in the
+        relation's sorted row list; a large one gathers ``x`` over the rows instead.
+        """
+        support = np.flatnonzero(x != 0)  # on a bool mask: far faster than on floats
+        if len(support) * 8 < len(rows):
+            pos = np.searchsorted(rows, support)
+            pos[pos == len(rows)] = 0
+            hit = rows[pos] == support
+            return pos[hit], x[support[hit]]
+        xr = x[rows]
+        active = np.flatnonzero(xr != 0)
+        return active, xr[active]
 
 
 # ------------------------------------------------------------------------------------ executors
@@ -282,7 +298,8 @@ class FuzzyQueryExecutor:
         x = np.asarray(x, dtype=FUZZY_DTYPE)
         if x.shape != (self.num_nodes,):
             raise ValueError(f"a leaf set must have shape ({self.num_nodes},), got {x.shape}")
-        if len(x) and (not np.all(np.isfinite(x)) or x.min() < 0 or x.max() > 1):
+        support = x[x != 0]  # NaN counts as non-zero, and fails the range check
+        if not np.all((support > 0) & (support <= 1)):
             raise ValueError("leaf memberships must be finite and in [0, 1]")
         return x
 
@@ -292,8 +309,12 @@ class FuzzyQueryExecutor:
         if isinstance(node, Projection):
             x = self._eval(node.operand, sets, position)
             rel, inverse = self.vocabulary.resolve_relation(node.relation)
-            y = np.clip(self.projector.project(x, rel, inverse), 0, 1).astype(FUZZY_DTYPE,
-                                                                              copy=False)
+            y = np.asarray(self.projector.project(x, rel, inverse), dtype=FUZZY_DTYPE)
+            if y.shape != (self.num_nodes,):
+                raise ValueError(f"the projector returned shape {y.shape}, expected "
+                                 f"({self.num_nodes},)")
+            if not isinstance(self.projector, SparseRelationProjector):  # trust only our own
+                y = np.nan_to_num(np.clip(y, 0, 1), nan=0.0)
             if self.threshold > 0:
                 y[y < self.threshold] = 0
             return y
@@ -371,7 +392,7 @@ def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
     Sorted by score descending, ties by node id ascending (deterministic).
     """
-    support = np.flatnonzero(x)
+    support = np.flatnonzero(x != 0)
     if len(support) == 0 or k <= 0:
         return np.empty(0, np.int64), np.empty(0, FUZZY_DTYPE)
     scores = x[support]

@@ -352,7 +352,7 @@ class UltRAG(KGMethod):
                      for e in self.ranked(execution.scores)]
             metadata["leaves"] = [[(e.name, round(e.score, 6)) for e in group]
                                   for group in execution.leaf_entities]
-            metadata["support_size"] = int(np.count_nonzero(execution.scores))
+            metadata["support_size"] = int(np.count_nonzero(execution.scores != 0))
             if execution.subgraph_nodes is not None:
                 metadata["subgraph_nodes"] = execution.subgraph_nodes
         if error is not None:
