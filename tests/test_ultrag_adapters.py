@@ -126,3 +126,21 @@ def test_llama_index_query_engine_runs_the_whole_recipe(kg):
     assert str(response) == "Perfect Blue, Paprika"
     assert len(response.source_nodes) == 3
     assert "Perfect Blue" in llm.prompts[1] and "1.000" in llm.prompts[1]
+
+
+# ------------------------------------------------------------------ command line and demo
+def test_kgrag_ultrag_command(capsys):
+    from pathlib import Path
+
+    from kgrag import cli
+
+    movies = str(Path(__file__).resolve().parent.parent / "examples" / "data" / "movies.tsv")
+    status = cli.main(["ultrag", movies,
+                       'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "1.000  Satoshi Kon" in out and "1.000  Hayao Miyazaki" in out
+    assert cli.main(["ultrag", movies, "--prompt", "Who directed Paprika?"]) == 0
+    assert "P0: " in capsys.readouterr().out
+    assert cli.main(["ultrag", movies, '"Paprika" -> P999']) == 2
+    assert "unknown relation" in capsys.readouterr().err
