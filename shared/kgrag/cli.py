@@ -30,7 +30,9 @@ from kgrag import __version__
 from kgrag.errors import KgragError
 
 #: Dotted paths of modules that add subcommands through ``register(subparsers)``.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "kgrag.methods.ultrag.cli",
+]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
 USAGE_ERROR = 2

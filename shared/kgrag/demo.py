@@ -24,7 +24,9 @@ from typing import Any, Callable, Sequence
 from kgrag.graph.memory import KnowledgeGraph
 
 #: Dotted paths of modules with ``demo_steps() -> list[DemoStep]``, run after the core steps.
-DEMO_STEP_MODULES: list[str] = []
+DEMO_STEP_MODULES: list[str] = [
+    "kgrag.methods.ultrag.cli",
+]
 
 #: Environment variable that points the demo at another triples file.
 DEMO_DATA_ENV = "KGRAG_DEMO_DATA"
