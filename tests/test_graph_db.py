@@ -470,3 +470,89 @@ def test_falkordb_server_also_refuses_writes_in_read_queries(db_graphs):
     with pytest.raises(GraphDatabaseError):
         store._read("CREATE (:Pwned)")
     assert store.run_cypher("MATCH (n:Pwned) RETURN count(n) AS c") == [{"c": 0}]
+
+
+# ---------------------------------------------------------------------- faults
+LONG_QUERY = "UNWIND range(1, 300000000) AS x RETURN count(x) AS c"  # ~30 s
+
+
+@pytest.fixture
+def own_server(falkordb_server):
+    """A second, throwaway server (the session one must survive these tests)."""
+    from db_server import FalkorDBServer
+
+    server = FalkorDBServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def small_stores(own_server):
+    """Both stores on the throwaway server, closed afterwards."""
+    fstore = FalkorDBGraphStore.from_url("127.0.0.1", own_server.port, graph="faults")
+    fstore.load_triples(random_triples(9, n_nodes=20, n_edges=40), progress=False)
+    bolt = Neo4jGraphStore.from_uri(own_server.bolt_uri, batch_size=BOLT_BATCH)
+    yield fstore, bolt
+    own_server.kill()  # a query may still be running; closing must not wait for it
+    fstore.close()
+    bolt.close()
+
+
+def test_server_not_running_gives_a_clear_error():
+    from db_server import free_port
+
+    import time
+
+    port = free_port()  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises(GraphDatabaseError, match="cannot reach"):
+        FalkorDBGraphStore.from_url("127.0.0.1", port, connect_timeout=2)
+    with pytest.raises(GraphDatabaseError, match="cannot reach"):
+        Neo4jGraphStore.from_uri(f"bolt://127.0.0.1:{port}", connection_timeout=2)
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("kind", ["falkordb", "neo4j-bolt"])
+def test_server_killed_mid_query_gives_a_clear_error(own_server, small_stores, kind):
+    import threading
+    import time
+
+    fstore, bolt = small_stores
+    store = fstore if kind == "falkordb" else bolt
+    assert store.counts()["edges"] > 0 or kind == "neo4j-bolt"
+    outcome: dict[str, BaseException | None] = {}
+
+    def run() -> None:
+        try:
+            store.run_cypher(LONG_QUERY, timeout=120)
+            outcome["error"] = None
+        except BaseException as exc:  # recorded for the assertion below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    time.sleep(0.7)
+    assert worker.is_alive()  # the query is still running
+    own_server.kill()
+    worker.join(30)
+    assert not worker.is_alive(), "the client hung after the server died"
+    assert isinstance(outcome["error"], GraphDatabaseError), outcome
+    with pytest.raises(GraphDatabaseError):  # and later calls fail fast, too
+        store.has_node("x")
+
+
+def test_timeouts_give_a_clear_error(small_stores):
+    import time
+
+    from kgrag.errors import QueryTimeoutError
+
+    fstore, bolt = small_stores
+    # FalkorDB notices its own query timeout only between operations (here after ~25 s), and
+    # its Bolt endpoint ignores the transaction timeout a real Neo4j enforces: the client-side
+    # deadline (timeout + grace) bounds the wait in both cases.
+    for store in (fstore, bolt):
+        store.client_grace_seconds = 0.5
+        started = time.monotonic()
+        with pytest.raises(QueryTimeoutError):
+            store.run_cypher(LONG_QUERY, timeout=0.3)
+        assert time.monotonic() - started < 5

@@ -32,10 +32,11 @@ database does the edge expansion and the fan-out caps while results stay exact.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+import threading
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.context.types import Path, Triple
-from kgrag.errors import GraphDatabaseError
+from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 from kgrag.graph.cypher_safety import check_read_only
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
@@ -43,6 +44,34 @@ from kgrag.graph.memory import KnowledgeGraph, normalize_name
 log = logging.getLogger(__name__)
 
 Row = list  # one result row, values in RETURN order
+T = TypeVar("T")
+
+
+def call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str) -> T:
+    """Run ``fn`` in a daemon thread; raise :class:`QueryTimeoutError` after ``seconds``.
+
+    Database clients wait on their socket: the Bolt driver has no read timeout, and a server can
+    be slow to notice its own timeout (FalkorDB checks it between operations). This bounds the
+    caller's wait; the abandoned thread ends when its socket does.
+    """
+    if seconds is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="kgrag-graph-query", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise QueryTimeoutError(f"{what}: no answer within {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def name_ordered(kg: KnowledgeGraph) -> KnowledgeGraph:
@@ -86,6 +115,8 @@ class CypherGraphStore:
 
     supports_cypher = True
     backend = "cypher"
+    #: Seconds the client waits beyond a query's timeout before it gives up on the server.
+    client_grace_seconds = 5.0
 
     def __init__(
         self,

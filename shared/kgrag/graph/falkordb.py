@@ -21,7 +21,7 @@ import logging
 from typing import Any, Iterator, Mapping
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
-from kgrag.graph.cypher_store import CypherGraphStore, Row
+from kgrag.graph.cypher_store import CypherGraphStore, Row, call_with_deadline
 
 log = logging.getLogger(__name__)
 
@@ -76,18 +76,22 @@ class FalkorDBGraphStore(CypherGraphStore):
         """
         from falkordb import FalkorDB
 
-        store: FalkorDBGraphStore | None = None
-        try:
+        import redis.exceptions as rx
+
+        try:  # the client connects (and checks the module) while it is built
             client = FalkorDB(host=host, port=port, username=username, password=password,
                               socket_timeout=socket_timeout,
                               socket_connect_timeout=connect_timeout)
-            store = cls(client.select_graph(graph), client=client, owns_client=True, **mapping)
-            store._where_text = f"{host}:{port}/{graph}"
+        except rx.RedisError as exc:
+            raise GraphDatabaseError(f"connecting: cannot reach FalkorDB at {host}:{port}: "
+                                     f"{exc}") from exc
+        store = cls(client.select_graph(graph), client=client, owns_client=True, **mapping)
+        store._where_text = f"{host}:{port}/{graph}"
+        try:
             with store._errors("connecting"):
                 client.connection.ping()
         except GraphDatabaseError:
-            if store is not None:
-                store.close()
+            store.close()
             raise
         return store
 
@@ -137,9 +141,18 @@ class FalkorDBGraphStore(CypherGraphStore):
     def _read(self, query: str, params: Mapping[str, Any] | None = None,
               timeout: float | None = None) -> list[Row]:
         timeout = timeout if timeout is not None else self.timeout
-        with self._errors("graph query"):
-            result = self._graph.ro_query(query, dict(params or {}), timeout=self._ms(timeout))
+        result = self._ro_query(query, params, timeout, "graph query")
         return [list(row) for row in result.result_set]
+
+    def _ro_query(self, query: str, params: Mapping[str, Any] | None, timeout: float | None,
+                  what: str) -> Any:
+        """GRAPH.RO_QUERY with the server's timeout, and a client deadline a little later."""
+        def run() -> Any:
+            with self._errors(what):
+                return self._graph.ro_query(query, dict(params or {}), timeout=self._ms(timeout))
+
+        deadline = None if timeout is None else timeout + self.client_grace_seconds
+        return call_with_deadline(run, deadline, what)
 
     def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
         with self._errors("write"):
@@ -151,8 +164,7 @@ class FalkorDBGraphStore(CypherGraphStore):
                         timeout: float | None) -> list[dict[str, Any]]:
         """Runs with GRAPH.RO_QUERY and the server timeout; the reply is cut to ``limit`` rows
         here (the FalkorDB protocol returns a result set whole)."""
-        with self._errors("Cypher query"):
-            result = self._graph.ro_query(query, dict(params), timeout=self._ms(timeout))
+        result = self._ro_query(query, params, timeout, "Cypher query")
         header = [str(h[1]) if isinstance(h, (list, tuple)) else str(h) for h in result.header]
         return [dict(zip(header, (_plain(v) for v in row))) for row in result.result_set[:limit]]
 

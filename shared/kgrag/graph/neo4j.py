@@ -21,45 +21,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import threading
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
-from kgrag.graph.cypher_store import CypherGraphStore, Row
+from kgrag.graph.cypher_store import CypherGraphStore, Row, call_with_deadline
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: Seconds the client waits beyond the server-side timeout before giving up on a query.
-CLIENT_GRACE_SECONDS = 5.0
-
-
-def _call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str) -> T:
-    """Run ``fn`` in a daemon thread; raise :class:`QueryTimeoutError` after ``seconds``.
-
-    The Bolt driver has no read timeout, so a server that stops answering would block forever;
-    the abandoned thread ends when its socket does.
-    """
-    if seconds is None:
-        return fn()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name="kgrag-neo4j-query", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise QueryTimeoutError(f"{what}: no answer within {seconds:.1f} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
 
 #: Largest parameter payload sent to a server that splices parameters into the query text.
 SPLICED_PARAMS_MAX_BYTES = 3000
@@ -125,7 +94,7 @@ class Neo4jGraphStore(CypherGraphStore):
         store._where_text = uri
         try:
             with store._errors("connecting"):
-                _call_with_deadline(driver.verify_connectivity, connection_timeout + 5.0,
+                call_with_deadline(driver.verify_connectivity, connection_timeout + 5.0,
                                     f"connecting to {uri}")
         except GraphDatabaseError:
             store.close()
@@ -218,7 +187,7 @@ class Neo4jGraphStore(CypherGraphStore):
         try:
             with self._errors("probing parameter handling"):
                 try:
-                    echoed = _call_with_deadline(run, 15.0, "probing parameter handling")
+                    echoed = call_with_deadline(run, 15.0, "probing parameter handling")
                 except ex.DatabaseError:
                     return True
         except QueryTimeoutError:
@@ -243,8 +212,8 @@ class Neo4jGraphStore(CypherGraphStore):
                 with session.begin_transaction(timeout=timeout) as tx:
                     return work(tx)
 
-        deadline = None if timeout is None else timeout + CLIENT_GRACE_SECONDS
-        return _call_with_deadline(run, deadline, what)
+        deadline = None if timeout is None else timeout + self.client_grace_seconds
+        return call_with_deadline(run, deadline, what)
 
     def _read(self, query: str, params: Mapping[str, Any] | None = None,
               timeout: float | None = None) -> list[Row]:
