@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from bisect import bisect_left, bisect_right
 import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
@@ -570,7 +571,12 @@ class KnowledgeGraph:
         so the result is deterministic); ``max_paths`` caps the number of walks kept after each
         step (earliest first). A ``"both"`` step follows outgoing edges, then incoming ones.
         """
-        frontier = _unique(np.asarray(sources, dtype=np.int64))
+        sources = np.asarray(sources, dtype=np.int64).ravel()
+        if len(sources) == 1 and 0 <= int(sources[0]) < self.num_nodes:
+            small = self._follow_path_one_source(int(sources[0]), steps, fan_out, max_paths)
+            if small is not None:
+                return small
+        frontier = _unique(sources)
         # Per step: the frontier it started from, and for each surviving walk its owner (index
         # into that frontier), edge and direction. Walks are assembled once at the end by
         # following owners backwards, instead of re-stacking every column at every step.
@@ -617,6 +623,58 @@ class KnowledgeGraph:
             walk = owner[walk]
             nodes[:, k] = step_frontier[walk]
         return nodes, edges, forward
+
+    def _block(self, node: int, rel: int, reverse: bool) -> tuple[list[int], list[int]]:
+        """(edge ids, next nodes) of the *(node, rel)* block, in index order, as Python lists."""
+        indptr, key = (self.in_indptr, self.in_key) if reverse else (self.out_indptr, self.out_key)
+        start, end = indptr[node:node + 2].tolist()
+        probe = node * self._r + rel
+        if end - start <= 64:
+            keys = key[start:end].tolist()
+            lo = start + bisect_left(keys, probe)
+            hi = start + bisect_right(keys, probe)
+        else:
+            view = key[start:end]
+            lo = start + int(np.searchsorted(view, probe, side="left"))
+            hi = start + int(np.searchsorted(view, probe, side="right"))
+        if lo == hi:
+            return [], []
+        if reverse:
+            edges = self.in_order[lo:hi]
+            return edges.tolist(), self.heads[edges].tolist()
+        return list(range(lo, hi)), self.tails[lo:hi].tolist()
+
+    def _follow_path_one_source(self, source: int, steps: Sequence[tuple[int, Direction]],
+                                fan_out: int | None, max_paths: int | None,
+                                limit: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`follow_path_ids` for one source in plain Python (numpy's per-call overhead
+        dominates such small walks). Same walks in the same order; ``None`` once more than
+        ``limit`` walks are alive, so the caller redoes it with arrays."""
+        for _, direction in steps:
+            check_direction(direction)
+        walks: list[tuple[list[int], list[int], list[bool]]] = [([source], [], [])]
+        for rel, direction in steps:
+            grown = []
+            for nodes, edges, fwds in walks:
+                cand: list[tuple[int, int, bool]] = []
+                for reverse in ((False,) if direction == "out" else (True,) if direction == "in"
+                                else (False, True)):
+                    block_edges, block_next = self._block(nodes[-1], int(rel), reverse)
+                    if fan_out is not None:
+                        block_edges, block_next = block_edges[:fan_out], block_next[:fan_out]
+                    cand += zip(block_edges, block_next, [not reverse] * len(block_edges))
+                if fan_out is not None:
+                    cand = cand[:fan_out]
+                grown += [(nodes + [nxt], edges + [e], fwds + [f]) for e, nxt, f in cand]
+            if max_paths is not None:
+                grown = grown[:max_paths]
+            if len(grown) > limit:
+                return None
+            walks = grown
+        length = len(steps)
+        return (np.array([w[0] for w in walks], dtype=np.int64).reshape(len(walks), length + 1),
+                np.array([w[1] for w in walks], dtype=np.int64).reshape(len(walks), length),
+                np.array([w[2] for w in walks], dtype=bool).reshape(len(walks), length))
 
     def _scratch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per-thread BFS arrays of length N, reset after use (so a search costs O(visited))."""
