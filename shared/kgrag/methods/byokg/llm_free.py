@@ -7,8 +7,9 @@ A cheap retriever built from the same graph tools (not in the paper, which alway
    fuzzy matches), each linked to its top node(s).
 2. **Triplets** -- the text-based top-k over the whole graph (``cos(q,h)+cos(q,r)+cos(q,t)``).
 3. **Paths** -- every walk of up to ``hops`` edges (both directions, no immediate backtrack) from
-   the linked entities, scored by the mean similarity of the question to the walk's relations
-   (ties go to the shorter walk); the best walk per end node is kept.
+   the linked entities, scored by the mean similarity of the question -- with the entity
+   mentions cut out, so the relation words dominate -- to the walk's relations (ties go to the
+   shorter walk); the best walk per end node is kept.
 4. **Answer candidates** -- the walks' end nodes ranked by that score, as
    :class:`~kgrag.context.types.ScoredEntity` items.
 
@@ -109,14 +110,20 @@ def llm_free_retrieve(
     result.triples = scorer.top_k(qvec, text_top_k, seeds=list(seen))
     if not seen:
         return result
+    # Relations are scored against the question with its entity mentions masked: the names
+    # otherwise dominate the embedding ("Who directed Tokyo Godfathers?" -> "Who directed ?").
+    masked = question
+    for m in sorted(mentions, key=lambda m: -m.start):
+        masked = masked[:m.start] + masked[m.end:]
+    rvec = scorer.query_vector(masked) if masked.strip() and masked != question else qvec
     if isinstance(graph, KnowledgeGraph):
-        kg, rel_sim = graph, scorer.relation_vectors @ qvec
+        kg, rel_sim = graph, scorer.relation_vectors @ rvec
     else:
         local = graph.k_hop_subgraph(list(seen), hops=hops)
         if not local:
             return result
         kg = KnowledgeGraph.from_triples([t.as_tuple() for t in local])
-        rel_sim = scorer._vectors(kg.relation_names) @ qvec
+        rel_sim = scorer._vectors(kg.relation_names) @ rvec
     seed_ids = kg.node_ids(list(seen))
     nodes_by_len, edges_by_len, fwd_by_len, scores = scored_walks(kg, seed_ids, rel_sim, hops)
     if not len(scores):
