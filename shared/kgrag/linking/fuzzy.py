@@ -86,11 +86,16 @@ class TrigramIndex:
 
     ``top_candidates(key, k)`` returns the ids of the ``k`` keys with the highest TF-IDF cosine
     to ``key`` (those sharing at least one trigram), computed with one ``np.bincount`` over the
-    postings of the query's trigrams.
+    postings of the query's trigrams. Query trigrams found in more than ``common_fraction`` of
+    the keys (and at least 1000) are skipped when the query has ``keep_common_below`` rarer
+    ones: their postings are long and their idf weight small.
     """
 
-    def __init__(self, keys: Sequence[str]) -> None:
+    def __init__(self, keys: Sequence[str], *, common_fraction: float = 0.02,
+                 keep_common_below: int = 4) -> None:
         self.num_keys = n = len(keys)
+        self.common_df = max(1000, int(common_fraction * n))
+        self.keep_common_below = keep_common_below
         padded = [f" {k} " for k in keys]
         lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=n)
         total_trigrams = int(np.maximum(lengths - 2, 0).sum())
@@ -105,17 +110,24 @@ class TrigramIndex:
                                                                     counts)
         pos += np.repeat(seg_start, counts)
         bucket = (hashes[pos] % np.uint64(self.num_buckets)).astype(np.int64)
-        pair, tf = np.unique(owner * self.num_buckets + bucket, return_counts=True)
-        owner, bucket = pair // self.num_buckets, pair % self.num_buckets
+        # One sort by (bucket, owner) gives both the term frequencies (runs of equal pairs)
+        # and the postings order (bucket-major), instead of np.unique plus an argsort.
+        pair = np.sort(bucket * max(n, 1) + owner)
+        if len(pair):
+            starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+            tf = np.diff(np.r_[starts, len(pair)])
+            pair = pair[starts]
+        else:
+            tf = np.empty(0, np.int64)
+        bucket, owner = pair // max(n, 1), pair % max(n, 1)
         df = np.bincount(bucket, minlength=self.num_buckets)
+        self.df = df
         self.idf = (np.log((n + 1) / (df + 1)) + 1.0).astype(np.float32)
         weight = tf.astype(np.float32) * self.idf[bucket]
         norm = np.sqrt(np.bincount(owner, weights=weight.astype(np.float64) ** 2, minlength=n))
         norm[norm == 0] = 1.0
-        weight = (weight / norm[owner]).astype(np.float32)
-        order = np.argsort(bucket, kind="stable")
-        self.post_owner = owner[order].astype(np.int32)
-        self.post_weight = weight[order]
+        self.post_owner = owner.astype(np.int32)
+        self.post_weight = (weight / norm[owner]).astype(np.float32)
         self.indptr = np.zeros(self.num_buckets + 1, dtype=np.int64)
         np.cumsum(df, out=self.indptr[1:])
 
@@ -125,6 +137,13 @@ class TrigramIndex:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         buckets = (_trigram_hashes(codes) % np.uint64(self.num_buckets)).astype(np.int64)
         uniq, tf = np.unique(buckets, return_counts=True)
+        if len(uniq) > self.keep_common_below:
+            # Very common trigrams (" th", "the") add little (low idf) but long postings; keep
+            # them only when the query has few rarer trigrams to go on.
+            order = np.argsort(self.df[uniq], kind="stable")
+            common = self.df[uniq[order]] > self.common_df
+            keep = order[~common | (np.arange(len(order)) < self.keep_common_below)]
+            uniq, tf = uniq[keep], tf[keep]
         w = tf.astype(np.float32) * self.idf[uniq]
         norm = float(np.linalg.norm(w))
         return uniq, (w / norm if norm > 0 else w)
