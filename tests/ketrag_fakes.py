@@ -178,3 +178,12 @@ class HashingEmbedder:
 
     def embed_query(self, text):
         return self._vec(text)
+
+
+#: The responder behind :func:`fake_chat_model` (module level so CLI tests can count its calls).
+CLI_RESPONDER = RecordResponder()
+
+
+def fake_chat_model() -> RecordChatModel:
+    """A factory for ``--llm ketrag_fakes:fake_chat_model`` in the CLI tests."""
+    return RecordChatModel(responder=CLI_RESPONDER)

@@ -1,0 +1,154 @@
+"""``kgrag ketrag index DIR`` and ``kgrag ketrag ask INDEX "question"``.
+
+``index`` reads every ``.txt`` / ``.md`` file under ``DIR`` (or one file), builds the KET-RAG
+index with progress bars, saves it (default ``DIR.ketrag``) and prints its size and indexing
+cost, including the projection to full extraction (beta = 1). Without ``--llm`` it builds the
+LLM-free keyword-only index (beta = 0). ``--llm package.module:factory`` names a function
+returning a LangChain chat model or LlamaIndex LLM (e.g. one that builds ``ChatOpenAI``);
+``--embedder`` likewise names an embedder factory (default: the packaged MiniLM). LLM
+replies are cached in ``--cache-dir`` (default ``<out>.cache``) so an interrupted run resumes.
+
+``ask`` prints the retrieved context (no LLM), or the answer when ``--llm`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+def load_llm(spec: str | None, option: str = "--llm") -> Any:
+    """Call the factory named ``module:function`` and return its model (``None`` for no spec)."""
+    if not spec:
+        return None
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"{option} must look like package.module:factory, got {spec!r}")
+    factory = getattr(importlib.import_module(module_name), attr)
+    return factory() if callable(factory) else factory
+
+
+def read_documents(path: Path) -> list[dict[str, Any]]:
+    """The text files under ``path`` (sorted) as ``{"id", "text", "metadata"}`` documents."""
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    else:
+        raise FileNotFoundError(f"no file or directory at {path}")
+    if not files:
+        raise FileNotFoundError(f"no .txt or .md files under {path}")
+    docs = []
+    for f in files:
+        text = f.read_text(encoding="utf-8", errors="replace")
+        rel = str(f.relative_to(path)) if path.is_dir() else f.name
+        docs.append({"id": rel, "text": text, "metadata": {"source": rel}})
+    return docs
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from kgrag.methods.ketrag import build_index
+
+    source = Path(args.directory)
+    out = Path(args.out) if args.out else source.with_name(source.name.rstrip("/") + ".ketrag")
+    llm = load_llm(args.llm)
+    embedder = load_llm(args.embedder, "--embedder")
+    budget = args.budget if args.budget is not None else (0.8 if llm is not None else 0.0)
+    docs = read_documents(source)
+    print(f"KET-RAG: indexing {len(docs)} document(s) from {source} "
+          f"(beta={budget:g}{'' if llm is not None else ', LLM-free keyword index'})")
+    index = build_index(docs, llm=llm, embedder=embedder, budget=budget, chunk_size=args.chunk_size,
+                        splits=args.splits, knn_k=args.k, max_workers=args.workers,
+                        cache_dir=args.cache_dir or str(out) + ".cache",
+                        progress=not args.no_progress)
+    index.save(out)
+    print(f"saved to {out}")
+    print("index: " + ", ".join(f"{k} {v}" for k, v in index.summary().items()))
+    print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in index.timings.items()))
+    total = index.cost["llm"]["total"]
+    print(f"LLM: {total['calls']} calls ({total['cached_calls']} from cache), "
+          f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens")
+    for beta in sorted({budget, 0.8, 1.0}):
+        p = index.projected_cost(beta)
+        line = (f"projected extraction at beta={beta:g}: {p['first_extraction_calls']} calls "
+                f"(+ up to {p['max_gleaning_calls']} gleanings), "
+                f"{p['first_extraction_prompt_tokens']} first-pass prompt tokens")
+        if "estimated_total" in p:
+            e = p["estimated_total"]
+            line += (f"; estimated total {e['calls']} calls, {e['prompt_tokens']} prompt + "
+                     f"{e['completion_tokens']} completion tokens")
+        print(line)
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from kgrag.methods.ketrag import KETRAG
+
+    params = {}
+    if args.context_tokens is not None:
+        params["context_tokens"] = args.context_tokens
+    if args.graph_share is not None:
+        params["graph_share"] = args.graph_share
+    llm = load_llm(args.llm)
+    method = KETRAG.load(args.index, llm=llm, embedder=load_llm(args.embedder, "--embedder"),
+                         **params)
+    if llm is not None:
+        answer = method.answer(args.question)
+        result = answer.retrieval
+        if args.json:
+            print(json.dumps({"answer": answer.text, "answers": answer.answers,
+                              "usage": answer.usage.as_dict(),
+                              "context_tokens": result.metadata["context_tokens"]}))
+            return 0
+        print(f"Answer: {answer.text}")
+        if args.show_context:
+            print(result.metadata["context"])
+        return 0
+    result = method.retrieve(args.question)
+    if args.json:
+        print(json.dumps({"items": [{"id": i.chunk_id, "score": i.score, **i.metadata,
+                                     "text": i.text} for i in result.items],
+                          "context_tokens": result.metadata["context_tokens"]}, default=str))
+        return 0
+    print(result.metadata["context"] or "(nothing retrieved)")
+    print(f"\n[{len(result.items)} items, {result.metadata['context_tokens']} tokens; "
+          "pass --llm module:factory for an answer]")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("ketrag", help="KET-RAG: index documents, ask questions")
+    sub = parser.add_subparsers(dest="ketrag_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    index = sub.add_parser("index", help="index a folder of .txt/.md files")
+    index.add_argument("directory", metavar="DIR", help="folder of text files (or one file)")
+    index.add_argument("--out", help="index directory to write (default: DIR.ketrag)")
+    index.add_argument("--llm", help="module:factory returning a LangChain/LlamaIndex LLM")
+    index.add_argument("--embedder", help="module:factory returning an embedder (LangChain, "
+                       "LlamaIndex or kgrag); default: the packaged all-MiniLM-L6-v2")
+    index.add_argument("--budget", type=float, default=None,
+                       help="beta, share of chunks sent to the LLM (default 0.8 with --llm, else 0)")
+    index.add_argument("--chunk-size", type=int, default=1200, help="l, tokens per chunk")
+    index.add_argument("--splits", type=int, default=3, help="m, halvings into sub-chunks")
+    index.add_argument("-k", type=int, default=2, help="lexical and semantic KNN neighbours")
+    index.add_argument("--workers", type=int, default=4, help="concurrent LLM calls")
+    index.add_argument("--cache-dir", help="LLM reply cache (default: <out>.cache)")
+    index.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    index.set_defaults(func=_cmd_index)
+
+    ask = sub.add_parser("ask", help="retrieve (and answer with --llm) from a saved index")
+    ask.add_argument("index", metavar="INDEX", help="index directory written by 'index'")
+    ask.add_argument("question")
+    ask.add_argument("--llm", help="module:factory returning a LangChain/LlamaIndex LLM")
+    ask.add_argument("--embedder", help="module:factory of the embedder the index was built with")
+    ask.add_argument("--context-tokens", type=int, default=None, help="L (default 12000)")
+    ask.add_argument("--graph-share", type=float, default=None, help="lambda (default 0.5)")
+    ask.add_argument("--show-context", action="store_true", help="print the context too")
+    ask.add_argument("--json", action="store_true", help="machine-readable output")
+    ask.set_defaults(func=_cmd_ask)
