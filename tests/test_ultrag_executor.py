@@ -26,6 +26,7 @@ from kgrag.methods.ultrag import (
     seppr_scores,
     top_k,
 )
+from kgrag.methods.ultrag import executor as executor_module
 from kgrag.methods.ultrag.executor import RelationMatrices
 from kgrag.methods.ultrag.query import Entity, Intersection, Negation, Projection, Relation, \
     Union_
@@ -297,9 +298,16 @@ def test_crisp_queries_agree_with_networkx(case, projection, logic):
     expected = _reference(g, query, named_sets, iter(range(len(named_sets))))
     ex = SymbolicFuzzyExecutor(kg, projection=projection, logic=logic)
     vectors = [one_hot([kg.node_index[x] for x in s], kg.num_nodes) for s in named_sets]
-    scores = ex.execute(query, vectors)
-    assert set(np.unique(scores).tolist()) <= {0.0, 1.0}
-    assert {kg.node_names[i] for i in np.flatnonzero(scores)} == expected
+    saved = executor_module.SPARSE_FRACTION
+    try:
+        # 16: small graphs run the dense path; 1: every support is tracked (the sparse path)
+        for fraction in (16, 1):
+            executor_module.SPARSE_FRACTION = fraction
+            scores = ex.execute(query, vectors)
+            assert set(np.unique(scores).tolist()) <= {0.0, 1.0}
+            assert {kg.node_names[i] for i in np.flatnonzero(scores)} == expected
+    finally:
+        executor_module.SPARSE_FRACTION = saved
 
 
 # -------------------------------------------------------------------------- case 9: SEPPR
@@ -372,3 +380,22 @@ def test_induced_subgraph_keeps_all_edges_between_selected_nodes(turing):
     assert sorted(t.as_tuple() for t in sub.triples()) == [
         ("Yann LeCun", "won", "Turing Award"), ("Yann LeCun", "works_at", "NYU")]
     assert sub.relation_names == turing.relation_names
+
+
+@pytest.mark.parametrize("fraction", [16, 1])
+def test_fuzzy_semantics_on_the_sparse_path(fan_in, fraction, monkeypatch):
+    monkeypatch.setattr(executor_module, "SPARSE_FRACTION", fraction)
+    a, b, c, d = _ids(fan_in, "a", "b", "c", "d")
+    x = fuzzy_set({a: 0.6, b: 0.4}, fan_in.num_nodes)
+    for mode, expected in (("max", 0.6), ("noisy_or", 0.76)):
+        out = SymbolicFuzzyExecutor(fan_in, projection=mode).execute("Q0 -> r", [x])
+        assert out[c] == pytest.approx(expected, abs=1e-6) and out[d] == pytest.approx(0.6)
+    kg = KnowledgeGraph.from_triples([("x", "r", "c"), ("y", "s", "c"), ("y", "s", "e")])
+    x2, y2, c2, e2 = _ids(kg, "x", "y", "c", "e")
+    sets = [fuzzy_set({x2: 0.5}, kg.num_nodes), fuzzy_set({y2: 0.4}, kg.num_nodes)]
+    both = SymbolicFuzzyExecutor(kg).execute("AND(Q0 -> r, Q1 -> s)", sets)
+    assert both[c2] == pytest.approx(0.2) and both[e2] == 0
+    either = SymbolicFuzzyExecutor(kg).execute("OR(Q0 -> r, Q1 -> s)", sets)
+    assert either[c2] == pytest.approx(0.7) and either[e2] == pytest.approx(0.4)
+    cut = SymbolicFuzzyExecutor(kg, threshold=0.45).execute("OR(Q0 -> r, Q1 -> s)", sets)
+    assert cut[c2] == pytest.approx(0.5) and cut[e2] == 0  # the 0.4 branch is cut

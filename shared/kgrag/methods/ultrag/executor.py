@@ -36,6 +36,7 @@ import numpy as np
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.ultrag.query import (
     Entity,
+    Relation,
     Intersection,
     Negation,
     Projection,
@@ -50,6 +51,8 @@ from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 PROJECTIONS = ("max", "noisy_or", "sum")
 LOGICS = ("product", "godel", "lukasiewicz")
 FUZZY_DTYPE = np.float32
+#: A set whose support is at most 1/SPARSE_FRACTION of the nodes is handled by its support.
+SPARSE_FRACTION = 16
 
 
 # ------------------------------------------------------------------------------------ protocols
@@ -186,13 +189,23 @@ class SparseRelationProjector:
         self.num_nodes = kg.num_nodes
 
     def project(self, x: np.ndarray, relation: int, inverse: bool) -> np.ndarray:
+        return self.project_sparse(x, relation, inverse)[0]
+
+    def project_sparse(self, x: np.ndarray, relation: int, inverse: bool,
+                       support: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`project` that also takes and returns the support (sorted non-zero ids).
+
+        Knowing the support lets a small frontier skip every O(|V|) pass; ``None`` means
+        "not known" (a large or dense set), and the support is then found from ``x``.
+        """
         block = self.matrices.block(relation, inverse)
         out = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
+        empty = np.empty(0, np.int64)
         if len(block.rows) == 0:
-            return out
-        active, weights = self._active_rows(x, block.rows)
+            return out, empty
+        active, weights = self._active_rows(x, block.rows, support)
         if len(active) == 0:
-            return out
+            return out, empty
         sub = block.matrix[active]  # CSR row selection: only the edges leaving the support
         weights = weights.astype(FUZZY_DTYPE, copy=False)
         targets = sub.indices
@@ -209,16 +222,21 @@ class SparseRelationProjector:
             out[:] = -np.expm1(acc)
             certain = sub.T @ (weights >= 1).astype(FUZZY_DTYPE)
             out[certain > 0] = 1
-        return out
+        if len(targets) * SPARSE_FRACTION <= self.num_nodes:
+            found = np.unique(targets).astype(np.int64)
+            return out, found[out[found] != 0]
+        return out, None
 
     @staticmethod
-    def _active_rows(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _active_rows(x: np.ndarray, rows: np.ndarray, support: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """Positions in ``rows`` of the nodes with non-zero membership, and those memberships.
 
         A small support (the usual case: a few seed or linked entities) is looked up in the
         relation's sorted row list; a large one gathers ``x`` over the rows instead.
         """
-        support = np.flatnonzero(x != 0)  # on a bool mask: far faster than on floats
+        if support is None:
+            support = np.flatnonzero(x != 0)  # on a bool mask: far faster than on floats
         if len(support) * 8 < len(rows):
             pos = np.searchsorted(rows, support)
             pos[pos == len(rows)] = 0
@@ -292,47 +310,80 @@ class FuzzyQueryExecutor:
         for node in _projections(query):
             self.vocabulary.resolve_relation(node.relation)
         position = iter(range(len(sets)))
-        return self._eval(query, sets, position)
+        return self._eval(query, sets, position)[0]
 
-    def _check_set(self, x: np.ndarray) -> np.ndarray:
+    def _check_set(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         x = np.asarray(x, dtype=FUZZY_DTYPE)
         if x.shape != (self.num_nodes,):
             raise ValueError(f"a leaf set must have shape ({self.num_nodes},), got {x.shape}")
-        support = x[x != 0]  # NaN counts as non-zero, and fails the range check
-        if not np.all((support > 0) & (support <= 1)):
+        support = np.flatnonzero(x != 0)  # NaN counts as non-zero, and fails the range check
+        values = x[support]
+        if not np.all((values > 0) & (values <= 1)):
             raise ValueError("leaf memberships must be finite and in [0, 1]")
-        return x
+        return x, (support if len(support) * SPARSE_FRACTION <= self.num_nodes else None)
 
-    def _eval(self, node: Any, sets: list[np.ndarray], position: Any) -> np.ndarray:
-        if isinstance(node, Entity):
-            return sets[next(position)]
-        if isinstance(node, Projection):
-            x = self._eval(node.operand, sets, position)
-            rel, inverse = self.vocabulary.resolve_relation(node.relation)
+    def _project(self, x: np.ndarray, support: np.ndarray | None, relation: Relation
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+        rel, inverse = self.vocabulary.resolve_relation(relation)
+        if isinstance(self.projector, SparseRelationProjector):
+            y, out_support = self.projector.project_sparse(x, rel, inverse, support)
+        else:  # a plugged-in (e.g. neural) projector: validate what it returns
             y = np.asarray(self.projector.project(x, rel, inverse), dtype=FUZZY_DTYPE)
             if y.shape != (self.num_nodes,):
                 raise ValueError(f"the projector returned shape {y.shape}, expected "
                                  f"({self.num_nodes},)")
-            if not isinstance(self.projector, SparseRelationProjector):  # trust only our own
-                y = np.nan_to_num(np.clip(y, 0, 1), nan=0.0)
-            if self.threshold > 0:
+            y = np.nan_to_num(np.clip(y, 0, 1), nan=0.0).astype(FUZZY_DTYPE, copy=False)
+            out_support = None
+        if self.threshold > 0:
+            if out_support is None:
                 y[y < self.threshold] = 0
-            return y
+            else:
+                low = y[out_support] < self.threshold
+                y[out_support[low]] = 0
+                out_support = out_support[~low]
+        return y, out_support
+
+    def _combine(self, operands: list[tuple[np.ndarray, np.ndarray | None]],
+                 op: Callable[[np.ndarray, np.ndarray], np.ndarray], conjunctive: bool
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Fold ``op`` over the operands, on their supports when all are known and small."""
+        supports = [sup for _, sup in operands]
+        if all(sup is not None for sup in supports):
+            ids = supports[0]
+            for sup in supports[1:]:
+                ids = (np.intersect1d(ids, sup, assume_unique=True) if conjunctive
+                       else np.union1d(ids, sup))
+            values = operands[0][0][ids]
+            for x, _ in operands[1:]:
+                values = op(values, x[ids])
+            out = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
+            out[ids] = values
+            return out, ids[values != 0]
+        result = operands[0][0]
+        for x, _ in operands[1:]:
+            result = op(result, x)
+        return result.astype(FUZZY_DTYPE, copy=False), None
+
+    def _eval(self, node: Any, sets: list[tuple[np.ndarray, np.ndarray | None]],
+              position: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(memberships, support or None)`` of ``node``."""
+        if isinstance(node, Entity):
+            return sets[next(position)]
+        if isinstance(node, Projection):
+            x, support = self._eval(node.operand, sets, position)
+            return self._project(x, support, node.relation)
         if isinstance(node, Negation):
-            return (1 - self._eval(node.operand, sets, position)).astype(FUZZY_DTYPE)
+            x, _ = self._eval(node.operand, sets, position)
+            return (1 - x).astype(FUZZY_DTYPE), None
         operands = [self._eval(q, sets, position) for q in node.operands]
         if isinstance(node, Intersection):
-            result = operands[0]
-            for x in operands[1:]:
-                result = self._and(result, x)
-            if self.soft_and and not np.any(result) and all(np.any(x) for x in operands):
-                result = np.mean(operands, axis=0)
-            return result.astype(FUZZY_DTYPE, copy=False)
+            result, support = self._combine(operands, self._and, conjunctive=True)
+            empty = (len(support) == 0) if support is not None else not np.any(result)
+            if self.soft_and and empty and all(np.any(x) for x, _ in operands):
+                return np.mean([x for x, _ in operands], axis=0).astype(FUZZY_DTYPE), None
+            return result, support
         if isinstance(node, Union_):
-            result = operands[0]
-            for x in operands[1:]:
-                result = self._or(result, x)
-            return result.astype(FUZZY_DTYPE, copy=False)
+            return self._combine(operands, self._or, conjunctive=False)
         raise QueryStructureError(f"not a query node: {node!r}")  # pragma: no cover
 
 
