@@ -556,3 +556,21 @@ def test_timeouts_give_a_clear_error(small_stores):
         with pytest.raises(QueryTimeoutError):
             store.run_cypher(LONG_QUERY, timeout=0.3)
         assert time.monotonic() - started < 5
+
+
+# ---------------------------------------------------------------------- linking
+def test_linker_built_from_streamed_names_matches_in_memory(db_graphs, minilm):
+    from kgrag.graph.db_linking import linker_for_store
+    from kgrag.linking import EntityLinker
+
+    kg, store = db_graphs[("metaqa", "neo4j-bolt")]
+    linker = linker_for_store(store, mode="fuzzy", progress=False, batch_size=300)
+    local = EntityLinker.from_graph(kg, mode="fuzzy")
+    assert sorted(linker.names) == sorted(kg.node_names)
+    assert "streamed" in linker.index_source and "no database" in linker.index_source
+    for mention in ("the departed", "Drama", kg.node_names[40].lower(), "Spielberg"):
+        assert [(x.name, round(x.score, 6)) for x in linker.link(mention)] == [
+            (x.name, round(x.score, 6)) for x in local.link(mention)]
+    kg_r, store_r = db_graphs[("random", "falkordb")]
+    dense = linker_for_store(store_r, mode="hybrid", embedder=minilm, progress=False)
+    assert dense.link(kg_r.node_names[7])[0].name == kg_r.node_names[7]

@@ -2,6 +2,8 @@
 
 from kgrag.graph.base import Direction, GraphStore, PathStep, parse_relation_path
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.falkordb import FalkorDBGraphStore  # database clients are imported lazily
+from kgrag.graph.neo4j import Neo4jGraphStore
 
-__all__ = ["Direction", "GraphStore", "KnowledgeGraph", "PathStep", "normalize_name",
-           "parse_relation_path"]
+__all__ = ["Direction", "FalkorDBGraphStore", "GraphStore", "KnowledgeGraph", "Neo4jGraphStore",
+           "PathStep", "normalize_name", "parse_relation_path"]
