@@ -574,3 +574,19 @@ def test_linker_built_from_streamed_names_matches_in_memory(db_graphs, minilm):
     kg_r, store_r = db_graphs[("random", "falkordb")]
     dense = linker_for_store(store_r, mode="hybrid", embedder=minilm, progress=False)
     assert dense.link(kg_r.node_names[7])[0].name == kg_r.node_names[7]
+
+
+def test_to_falkordb_and_to_neo4j_wrappers(falkordb_server):
+    kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+                                      ("Paprika", "directed_by", "Satoshi Kon")])
+    _reset_falkordb(falkordb_server, "kgrag_wrappers")
+    store = kg.to_falkordb("127.0.0.1", falkordb_server.port, graph="kgrag_wrappers",
+                           progress=False)
+    assert store.load_summary.relationships_created == 2
+    assert set(store.one_hop(["Satoshi Kon"])) == set(kg.one_hop(["Satoshi Kon"]))
+    store.close()
+    bolt = kg.to_neo4j(falkordb_server.bolt_uri, node_label="Wrapped", progress=False,
+                       batch_size=BOLT_BATCH)
+    assert bolt.load_summary.nodes_created == 3
+    assert set(bolt.one_hop(["Satoshi Kon"])) == set(kg.one_hop(["Satoshi Kon"]))
+    bolt.close()

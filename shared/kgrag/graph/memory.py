@@ -381,6 +381,24 @@ class KnowledgeGraph:
             kg.stats = dict(edges_only.stats)  # the input counts, not those of the rebuild
         return kg
 
+    def to_neo4j(self, target: Any, username: str | None = None, password: str | None = None,
+                 **options: Any) -> Any:
+        """Write this graph into Neo4j (batched, idempotent MERGE) and return a
+        :class:`~kgrag.graph.neo4j.Neo4jGraphStore` over it. ``target``: a Bolt URI, a
+        ``langchain_neo4j.Neo4jGraph`` or a ``neo4j.Driver``; see
+        :func:`kgrag.graph.db_load.to_neo4j` for the options."""
+        from kgrag.graph.db_load import to_neo4j
+
+        return to_neo4j(self, target, username, password, **options)
+
+    def to_falkordb(self, target: Any = "localhost", port: int = 6379, **options: Any) -> Any:
+        """Write this graph into FalkorDB (batched, idempotent MERGE) and return a
+        :class:`~kgrag.graph.falkordb.FalkorDBGraphStore` over it. ``target``: a host name or
+        a ``falkordb.Graph``; see :func:`kgrag.graph.db_load.to_falkordb` for the options."""
+        from kgrag.graph.db_load import to_falkordb
+
+        return to_falkordb(self, target, port, **options)
+
     def to_networkx(self) -> "nx.MultiDiGraph":
         """Export as a ``networkx.MultiDiGraph`` with the relation on each edge's ``relation``."""
         import networkx as nx
