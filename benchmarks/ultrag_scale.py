@@ -42,7 +42,7 @@ import synthetic  # noqa: E402
 
 from kgrag import KnowledgeGraph  # noqa: E402
 from kgrag.methods.ultrag import SymbolicFuzzyExecutor, parse_query  # noqa: E402
-from kgrag.methods.ultrag.executor import RelationMatrices, fuzzy_set, one_hot, top_k  # noqa
+from kgrag.methods.ultrag.executor import RelationMatrices, top_k  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache"
@@ -114,10 +114,10 @@ def leaf_sets(kg: KnowledgeGraph, query, fuzzy: bool, rng: np.random.Generator):
         if fuzzy:  # the anchor plus 9 random nodes, Eq.-2-like decaying memberships
             others = rng.integers(kg.num_nodes, size=9)
             weights = np.exp(-np.arange(10))
-            sets.append(fuzzy_set(dict(zip([node, *others.tolist()],
-                                           (weights / weights.sum()).tolist())), kg.num_nodes))
-        else:
-            sets.append(one_hot([node], kg.num_nodes))
+            ids = np.array([node, *others.tolist()], np.int64)
+            sets.append((ids, (weights / weights.sum()).astype(np.float32)))
+        else:  # as UltRAG.leaf_sets gives them: sparse (ids, memberships)
+            sets.append((np.array([node], np.int64), np.ones(1, np.float32)))
     return sets
 
 

@@ -228,6 +228,21 @@ def test_leaf_set_validation(turing):
         ex.execute("Q0 -> won", [np.full(turing.num_nodes, 2.0)])
 
 
+def test_sparse_leaf_sets(turing):
+    ex = SymbolicFuzzyExecutor(turing)
+    won = turing.relation_index["won"]
+    hinton, bengio = _ids(turing, "Geoffrey Hinton", "Yoshua Bengio")
+    dense = ex.execute(f"Q0 -> P{won}", [fuzzy_set({hinton: 0.3, bengio: 0.7}, turing.num_nodes)])
+    sparse = ex.execute(f"Q0 -> P{won}", [(np.array([hinton, bengio]), np.array([0.3, 0.7]))])
+    assert np.array_equal(dense, sparse) and dense.max() == pytest.approx(0.7)
+    with pytest.raises(ValueError, match="outside"):
+        ex.execute("Q0 -> won", [(np.array([999]), np.array([1.0]))])
+    with pytest.raises(ValueError, match="equal length"):
+        ex.execute("Q0 -> won", [(np.array([1, 2]), np.array([1.0]))])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        ex.execute("Q0 -> won", [(np.array([1]), np.array([np.nan]))])
+
+
 def test_relation_matrices_are_cached_per_graph(turing):
     a = RelationMatrices.for_graph(turing)
     assert RelationMatrices.for_graph(turing) is a

@@ -74,6 +74,9 @@ class Projector(Protocol):
 class QueryExecutor(Protocol):
     """Executes a query AST given one fuzzy set per leaf (in :func:`leaves` order).
 
+    A leaf set is a membership vector of length ``num_nodes``, or (for small sets, which
+    spares the executor a scan of every node) a pair ``(node ids, memberships)``.
+
     Returns the membership vector of the answer set (float, length ``num_nodes``, in [0, 1]).
     """
 
@@ -312,7 +315,19 @@ class FuzzyQueryExecutor:
         position = iter(range(len(sets)))
         return self._eval(query, sets, position)[0]
 
-    def _check_set(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    def _check_set(self, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        if isinstance(x, tuple):  # sparse leaf: (node ids, memberships), no O(|V|) scan
+            ids, values = (np.asarray(x[0], dtype=np.int64), np.asarray(x[1], dtype=FUZZY_DTYPE))
+            if ids.shape != values.shape or ids.ndim != 1:
+                raise ValueError("a sparse leaf set is (ids, memberships) of equal length")
+            if len(ids) and (ids.min() < 0 or ids.max() >= self.num_nodes):
+                raise ValueError("a sparse leaf set names a node id outside the graph")
+            if not np.all((values >= 0) & (values <= 1)):
+                raise ValueError("leaf memberships must be finite and in [0, 1]")
+            dense = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
+            dense[ids] = values
+            support = np.unique(ids[values > 0])
+            return dense, (support if len(support) * SPARSE_FRACTION <= self.num_nodes else None)
         x = np.asarray(x, dtype=FUZZY_DTYPE)
         if x.shape != (self.num_nodes,):
             raise ValueError(f"a leaf set must have shape ({self.num_nodes},), got {x.shape}")

@@ -262,13 +262,14 @@ class UltRAG(KGMethod):
                                          system=QUERY_SYSTEM)
 
     # ------------------------------------------------------------------ execution
-    def leaf_sets(self, query: Query) -> tuple[list[np.ndarray], list[list[ScoredEntity]]]:
-        """One fuzzy set per leaf: ids/names one-hot; quoted mentions by Eq. 2 (``"dense"``).
+    def leaf_sets(self, query: Query) -> tuple[list[tuple[np.ndarray, np.ndarray]],
+                                               list[list[ScoredEntity]]]:
+        """One sparse fuzzy set ``(ids, memberships)`` per leaf: ids/names one-hot; quoted
+        mentions by Eq. 2 (``"dense"``).
 
         An unquoted leaf that is neither an id nor a name falls back to linking in
         ``"dense"`` mode and raises :class:`QueryResolutionError` in ``"exact"`` mode.
         """
-        n = self.kg.num_nodes
         sets: list[np.ndarray | None] = []
         entities: list[list[ScoredEntity] | None] = []
         to_link: list[tuple[int, str]] = []
@@ -281,15 +282,14 @@ class UltRAG(KGMethod):
                 sets.append(None)
                 entities.append(None)
                 continue
-            x = np.zeros(n, dtype=FUZZY_DTYPE)
-            x[node] = 1
-            sets.append(x)
+            sets.append((np.array([node], np.int64), np.ones(1, FUZZY_DTYPE)))
             entities.append([ScoredEntity(self.kg.node_names[node], 1.0, "id",
                                           metadata={"mention": leaf.text})])
         if to_link:
             linked = self.leaf_linker.fuzzy_sets([text for _, text in to_link])
             for (i, _), (x, scored) in zip(to_link, linked):
-                sets[i] = x
+                ids = np.array([self.kg.node_index[e.name] for e in scored], np.int64)
+                sets[i] = (ids, x[ids])
                 entities[i] = scored
         return sets, entities  # type: ignore[return-value]
 
@@ -300,13 +300,17 @@ class UltRAG(KGMethod):
         if self.subgraph_k is None:
             scores = self.executor.execute(query, sets)
             return Execution(query, scores, entities)
-        seeds = np.sum(sets, axis=0) if sets else np.zeros(self.kg.num_nodes)
+        dense = [np.zeros(self.kg.num_nodes, np.float64) for _ in sets]
+        for x, (ids, values) in zip(dense, sets):
+            x[ids] = values
+        seeds = np.sum(dense, axis=0) if dense else np.zeros(self.kg.num_nodes)
         if not np.any(seeds):
             return Execution(query, np.zeros(self.kg.num_nodes, FUZZY_DTYPE), entities, 0)
-        nodes = seppr_nodes(self.kg, seeds.astype(np.float64), k=self.subgraph_k,
-                            alpha=self.seppr_alpha, steps=self.seppr_steps)
+        nodes = seppr_nodes(self.kg, seeds, k=self.subgraph_k, alpha=self.seppr_alpha,
+                            steps=self.seppr_steps)
         sub = induced_subgraph(self.kg, nodes)
-        local_scores = self._executor_factory(sub).execute(query, [x[nodes] for x in sets])
+        local_scores = self._executor_factory(sub).execute(
+            query, [x[nodes].astype(FUZZY_DTYPE) for x in dense])
         scores = np.zeros(self.kg.num_nodes, dtype=FUZZY_DTYPE)
         scores[nodes] = local_scores
         return Execution(query, scores, entities, len(nodes))
