@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from kgrag import KnowledgeGraph, Path as KGPath, Triple
-from kgrag.errors import GraphDatabaseError, GraphFormatError, UnsafeQueryError
+from kgrag.errors import GraphDatabaseError, GraphFormatError, KgragError, UnsafeQueryError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.cypher_store import name_ordered
 from kgrag.graph.falkordb import FalkorDBGraphStore
@@ -590,3 +590,30 @@ def test_to_falkordb_and_to_neo4j_wrappers(falkordb_server):
     assert bolt.load_summary.nodes_created == 3
     assert set(bolt.one_hop(["Satoshi Kon"])) == set(kg.one_hop(["Satoshi Kon"]))
     bolt.close()
+
+
+def test_load_db_command(falkordb_server, tmp_path, capsys):
+    import argparse
+
+    from kgrag.graph import db_cli
+
+    file = tmp_path / "kb.txt"
+    file.write_text("Paprika|directed_by|Satoshi Kon\nPaprika|has_genre|Anime\n", encoding="utf-8")
+    parser = argparse.ArgumentParser(prog="kgrag")
+    db_cli.register(parser.add_subparsers())
+    _reset_falkordb(falkordb_server, "kgrag_cli")
+    argv = ["load-db", str(file), "--backend", "falkordb", "--host", "127.0.0.1", "--port",
+            str(falkordb_server.port), "--graph", "kgrag_cli", "--no-progress"]
+    for expected_created in (2, 0):  # the second run is idempotent
+        args = parser.parse_args(argv)
+        assert args.func(args) == 0
+        out = capsys.readouterr().out
+        assert f"{expected_created} relationships created" in out
+        assert "'edges': 2" in out
+    args = parser.parse_args(["load-db", str(file), "--backend", "neo4j", "--uri",
+                              falkordb_server.bolt_uri, "--label", "CliLoaded", "--no-progress"])
+    assert args.func(args) == 0
+    assert "2 relationships created" in capsys.readouterr().out
+    args = parser.parse_args(["load-db", str(file), "--backend", "neo4j", "--no-progress"])
+    with pytest.raises(KgragError, match="--uri"):
+        args.func(args)
