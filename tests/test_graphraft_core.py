@@ -151,3 +151,26 @@ def test_beam_output_is_always_a_candidate_and_exact_when_wide(cands, seed, widt
         assert [i for i, _ in ranked] == sorted(range(len(cands)), key=lambda i: (-exact[i], scorer.encode(cands[i]) + [0]))
     for i, lp in ranked:  # a beam's score is its candidate's exact log-probability
         assert lp == pytest.approx(exact[i])
+
+
+def test_canonical_order_and_one_candidate_set_per_node(toy_kg):
+    cands = enumerate_candidates(toy_kg, ["strongyloidiasis", " CYP3A4 ", "CYP3A4", "nobody"])
+    keys = [(c.pattern.family, c.pattern.source) for c in cands]
+    assert keys == [("1hop", "strongyloidiasis"), ("1hop", "CYP3A4"),
+                    ("2hop", "strongyloidiasis"), ("2hop", "CYP3A4"),
+                    ("2path", "strongyloidiasis"), ("2path", "CYP3A4")]
+
+
+def test_cypher_for_a_store_mapping():
+    p = PathPattern("2hop", "Ivermectin", ("INDICATION", "ENZYME"))
+    assert p.to_cypher() == (
+        "MATCH (x1 {name: $n1})-[r1:`INDICATION`]-(x2)-[r2:`ENZYME`]-(x3) WHERE x3 <> x1 AND "
+        "x2.name IS NOT NULL AND x3.name IS NOT NULL RETURN DISTINCT x3.name AS name",
+        {"n1": "Ivermectin"})
+    query, params = p.to_cypher("title", node_label="Thing", relation_property="rel",
+                                relationship_type="REL")
+    assert query == (
+        "MATCH (x1:`Thing` {`title`: $n1})-[r1:`REL`]-(x2:`Thing`)-[r2:`REL`]-(x3:`Thing`) "
+        "WHERE x3 <> x1 AND r1.`rel` = $r1 AND r2.`rel` = $r2 AND x2.`title` IS NOT NULL AND "
+        "x3.`title` IS NOT NULL RETURN DISTINCT x3.`title` AS name")
+    assert params == {"n1": "Ivermectin", "r1": "INDICATION", "r2": "ENZYME"}

@@ -158,3 +158,26 @@ def test_framework_adapters(toy_kg, minilm):
     response = engine.query(QUESTION)
     assert set(response.metadata["answers"]) <= {n.node.metadata["entity"] for n in response.source_nodes}
     assert response.metadata["usage"]["calls"] == 3
+
+
+def test_node_names_are_embedded_once_per_method(toy_kg, minilm):
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.documents = inner, []
+            self.dimension = inner.dimension
+
+        def embed_query(self, text):
+            return self.inner.embed_query(text)
+
+        def embed_documents(self, texts):
+            self.documents.extend(texts)
+            return self.inner.embed_documents(texts)
+
+    embedder = Counting(minilm)
+    method = GraphRAFT(toy_kg, embedder=embedder, linker=GraphRAFT(toy_kg, embedder=minilm).linker)
+    cands = [Candidate(PathPattern("1hop", "CYP3A4", ("ENZYME",)), 2),
+             Candidate(PathPattern("1hop", "strongyloidiasis", ("INDICATION",)), 2)]
+    first = method.assemble_context(QUESTION, cands)
+    again = method.assemble_context(QUESTION, cands)
+    assert [(n.name, n.similarity) for n in first] == [(n.name, n.similarity) for n in again]
+    assert sorted(embedder.documents) == ["Albendazole", "Ivermectin", "Thiabendazole"]

@@ -66,7 +66,7 @@ def enumerate_candidates(
     gold: Iterable[str] | None = None,
     max_frontier: int = 50_000,
 ) -> list[Candidate]:
-    """All non-empty 1hop / 2hop / 2path candidates around ``entities``, in a stable order.
+    """All non-empty 1hop / 2hop / 2path candidates around ``entities``, in canonical order.
 
     ``gold`` (answer names) fills ``Candidate.hits``. ``max_frontier`` bounds the first-hop
     expansion of one entity used for 2hop candidates (a hub with more neighbours is expanded
@@ -78,9 +78,9 @@ def enumerate_candidates(
     for fam in families:
         if fam not in FAMILIES:
             raise ValueError(f"unknown template family {fam!r}; choose from {FAMILIES}")
-    src_ids = []
-    for name in dict.fromkeys(entities):
-        if kg.has_node(name):
+    src_ids: list[int] = []
+    for name in entities:  # two spellings of one node (e.g. outer spaces) count once
+        if kg.has_node(name) and kg.node_id(name) not in src_ids:
             src_ids.append(kg.node_id(name))
     gold_ids = None if gold is None else kg.node_ids(gold)
     names, rnames, n_rel = kg.node_names, kg.relation_names, max(kg.num_relations, 1)
@@ -126,7 +126,26 @@ def enumerate_candidates(
                     pattern = PathPattern("2path", names[a], (rnames[k // n_rel], rnames[k % n_rel]),
                                           target=names[b])
                     out.append(Candidate(pattern, total, hit))
-    return out
+    return canonical_order(out, [names[i] for i in src_ids])
+
+
+def canonical_order(candidates: Sequence[Candidate], entities: Sequence[str]) -> list[Candidate]:
+    """Candidates in one backend-independent order.
+
+    By template family (1hop, 2hop, 2path), then the source's position in ``entities`` (the
+    linked names, in linking order), then the 2path target's position, then relation names.
+    Every backend returns this order, so a numbered-list prompt or a tie-break never depends on
+    where the graph is stored.
+    """
+    position = {name: i for i, name in enumerate(entities)}
+    far = len(position)
+
+    def key(c: Candidate) -> tuple:
+        p = c.pattern
+        return (FAMILIES.index(p.family), position.get(p.source, far),
+                -1 if p.target is None else position.get(p.target, far), p.relations)
+
+    return sorted(candidates, key=key)
 
 
 def rank_for_training(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -91,16 +91,51 @@ class PathPattern:
         """The canonical query string (names inlined, escaped) shown to and decoded by L1."""
         return f"{self._match(inline=True)}{self._where()} RETURN DISTINCT {self.returned}.name AS name"
 
-    def to_cypher(self, name_property: str = "name") -> tuple[str, dict[str, str]]:
-        """Parameterised Cypher and its parameters (no value is interpolated into the string)."""
-        query = f"{self._match(inline=False)}{self._where()} RETURN DISTINCT {self.returned}.name AS name"
-        if name_property != "name":
-            query = query.replace("{name: $", "{" + _quote_identifier(name_property) + ": $")
-            query = query.replace(".name AS name", f".{_quote_identifier(name_property)} AS name")
-        params = {"n1": self.source}
+    def to_cypher(self, name_property: str = "name", *, node_label: str | None = None,
+                  relation_property: str | None = None,
+                  relationship_type: str = "RELATED") -> tuple[str, dict[str, str]]:
+        """Parameterised Cypher and its parameters (no value is interpolated into the string).
+
+        Entity names (``$n1``, ``$n3``) -- and, when relations are stored in a relationship
+        property, relation names (``$r1``, ``$r2``) -- are parameters; identifiers (label, name
+        property, relationship types) are backtick-quoted. The store mapping arguments say how a
+        database holds the graph: ``node_label`` is used for every node without a label of its
+        own; with ``relation_property`` set, every edge is a ``relationship_type`` relationship
+        whose ``relation_property`` holds the relation name.
+        """
+        prop = "name" if name_property == "name" else _quote_identifier(name_property)
+        params: dict[str, str] = {"n1": self.source}
         if self.target is not None:
             params["n3"] = self.target
-        return query, params
+
+        def node(index: int, key: str | None) -> str:
+            label = self.labels[index] if index < len(self.labels) and self.labels[index] else node_label
+            inner = f"x{index + 1}" + (":" + _quote_identifier(label) if label else "")
+            return f"({inner} {{{prop}: ${key}}})" if key else f"({inner})"
+
+        conditions: list[str] = []
+        rels = []
+        for i, rel in enumerate(self.relations):
+            if relation_property is None:
+                rels.append(f"-[r{i + 1}:{_quote_identifier(rel)}]-")
+            else:
+                rels.append(f"-[r{i + 1}:{_quote_identifier(relationship_type)}]-")
+                conditions.append(f"r{i + 1}.{_quote_identifier(relation_property)} = $r{i + 1}")
+                params[f"r{i + 1}"] = rel
+        if self.family == "1hop":
+            match = f"MATCH {node(0, 'n1')}{rels[0]}{node(1, None)}"
+        else:
+            last = node(2, "n3" if self.family == "2path" else None)
+            match = f"MATCH {node(0, 'n1')}{rels[0]}{node(1, None)}{rels[1]}{last}"
+        if self.family == "2hop":
+            conditions.insert(0, "x3 <> x1")
+        elif self.family == "2path":
+            conditions.insert(0, "x1 <> x3")
+        # nodes without a name are invisible to the stores (and absent from the in-memory graph)
+        unnamed = ("x2", "x3") if self.family == "2hop" else ("x2",)
+        conditions.extend(f"{var}.{prop} IS NOT NULL" for var in unnamed)
+        where = " WHERE " + " AND ".join(conditions)
+        return f"{match}{where} RETURN DISTINCT {self.returned}.{prop} AS name", params
 
     def verbalize(self) -> str:
         """A short natural-language rendering (for embedding-based selection and prompts)."""

@@ -20,7 +20,10 @@ Paper: Clemedtson & Shi, "GraphRAFT" (arXiv 2504.05478). What the pipeline does 
    nodes in retrieval order (how the reference code forms a ranked list). Names the model invents
    that match no retrieved node are dropped and listed in ``metadata["unsupported_answers"]``.
 
-Runs on the in-memory :class:`~kgrag.graph.memory.KnowledgeGraph`. Differences from the paper:
+Runs on the in-memory :class:`~kgrag.graph.memory.KnowledgeGraph` (numpy) or inside a Cypher
+database store (Neo4j, FalkorDB): candidates are then enumerated by the paper's aggregating
+template queries and executed as parameterised Cypher (:mod:`~kgrag.methods.graphraft.backend`),
+with identical results. Differences from the paper:
 no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline (see
 :mod:`~kgrag.methods.graphraft.training` for the data export).
 """
@@ -33,12 +36,12 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
-from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm.base import optional_llm, track_usage
 from kgrag.llm.parsing import split_items
 from kgrag.methods.base import KGMethod
+from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
 from kgrag.methods.graphraft.decoding import TokenScorer
-from kgrag.methods.graphraft.enumeration import Candidate, enumerate_candidates
+from kgrag.methods.graphraft.enumeration import Candidate
 from kgrag.methods.graphraft.patterns import FAMILIES
 from kgrag.methods.graphraft.prompts import (
     ANSWER_SYSTEM,
@@ -55,6 +58,8 @@ from kgrag.methods.graphraft.selection import (
 )
 
 NO_PATTERN = "No pattern"
+#: Node-name vectors a GraphRAFT instance remembers for context ordering (~0.3 GB at 384-d).
+NAME_VECTOR_CACHE = 200_000
 
 
 def parse_entities(reply: str, max_items: int = 20) -> list[str]:
@@ -79,9 +84,10 @@ class RetrievedNode:
 
 
 class GraphRAFT(KGMethod):
-    """GraphRAFT retrieval and answering over a :class:`KnowledgeGraph`.
+    """GraphRAFT retrieval and answering over a :class:`KnowledgeGraph` or a Cypher-capable store.
 
-    Parameters: ``llm`` (L0 entity extraction, chat selection when no ``token_scorer``, and L2
+    Parameters: ``graph`` (a :class:`KnowledgeGraph`, a ``Neo4jGraphStore`` /
+    ``FalkorDBGraphStore``, or a :mod:`~kgrag.methods.graphraft.backend` backend); ``llm`` (L0 entity extraction, chat selection when no ``token_scorer``, and L2
     answering unless ``answer_llm`` is given); ``token_scorer`` (a
     :class:`~kgrag.methods.graphraft.decoding.TokenScorer`, e.g. a fine-tuned L1, for
     constrained decoding); ``selector`` (overrides the choice above); ``embedder`` (node/question
@@ -95,7 +101,7 @@ class GraphRAFT(KGMethod):
 
     def __init__(
         self,
-        graph: KnowledgeGraph,
+        graph: Any,
         *,
         llm: Any = None,
         answer_llm: Any = None,
@@ -108,18 +114,18 @@ class GraphRAFT(KGMethod):
         max_nodes: int = 20,
         entity_examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES,
     ) -> None:
-        if not isinstance(graph, KnowledgeGraph):
-            raise TypeError("GraphRAFT runs on a kgrag.KnowledgeGraph; load a database graph "
-                            "into one (KnowledgeGraph.from_triples(store.triples())) first")
         from kgrag.embed import as_embedder
         from kgrag.linking import EntityLinker
 
-        self.graph = graph
+        self.backend: GraphRAFTBackend = as_backend(graph)
+        # the graph object itself: the KnowledgeGraph, or the database store
+        self.graph = getattr(self.backend, "graph", getattr(self.backend, "store", graph))
         self.llm = optional_llm(llm)
         self.answer_llm = optional_llm(answer_llm) or self.llm
         self.embedder = as_embedder(embedder)
-        self.linker = linker or EntityLinker.from_graph(graph, embedder=self.embedder, mode="dense")
+        self.linker = linker or EntityLinker.from_graph(self.graph, embedder=self.embedder, mode="dense")
         self.families = tuple(families)
+        self._name_vectors: dict[str, np.ndarray] = {}
         self.beam_width = beam_width
         self.max_nodes = max_nodes
         self.entity_examples = tuple(entity_examples)
@@ -157,19 +163,31 @@ class GraphRAFT(KGMethod):
         return linked
 
     def candidates(self, entities: Sequence[str]) -> list[Candidate]:
-        return enumerate_candidates(self.graph, entities, families=self.families)
+        return self.backend.enumerate(entities, self.families)
 
     def _similarities(self, question_vec: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """Cosine of each name to the question; name vectors are kept across questions.
+
+        The paper sorts a query's nodes inside the database by stored node embeddings; here a
+        name is embedded the first time it is returned and remembered (up to
+        ``NAME_VECTOR_CACHE`` names), so repeated hubs cost one embedding call.
+        """
         if not names:
             return np.empty(0, np.float32)
-        return np.asarray(self.embedder.embed_documents(list(names))) @ question_vec
+        missing = [n for n in dict.fromkeys(names) if n not in self._name_vectors]
+        if missing:
+            if len(self._name_vectors) + len(missing) > NAME_VECTOR_CACHE:
+                self._name_vectors.clear()
+            vectors = np.asarray(self.embedder.embed_documents(missing), dtype=np.float32)
+            self._name_vectors.update(zip(missing, vectors))
+        return np.stack([self._name_vectors[n] for n in names]) @ question_vec
 
     def assemble_context(self, question: str, selected: Sequence[Candidate]) -> list[RetrievedNode]:
         """Nodes of the selected queries in rank order (similarity within a query), then top-up."""
         q = np.asarray(self.embedder.embed_query(question))
         nodes: dict[str, RetrievedNode] = {}
         for cand in selected:
-            names = cand.pattern.execute(self.graph)
+            names = self.backend.execute(cand.pattern)
             sims = self._similarities(q, names)
             pattern_text = cand.pattern.text()
             for i in np.argsort(-sims, kind="stable").tolist():
@@ -199,7 +217,7 @@ class GraphRAFT(KGMethod):
         items = [
             ScoredEntity(n.name, n.similarity, source="query" if n.patterns != [NO_PATTERN] else "vector",
                          metadata={"patterns": list(n.patterns),
-                                   "description": self.graph.node_descriptions.get(n.name, "")})
+                                   "description": self.backend.description(n.name)})
             for n in nodes
         ]
         return RetrievalResult(
@@ -209,7 +227,7 @@ class GraphRAFT(KGMethod):
                 "entities": entities,
                 "num_candidates": len(cands),
                 "selected_queries": [c.pattern.text() for c in selected],
-                "selected_cypher": [c.pattern.to_cypher() for c in selected],
+                "selected_cypher": [self.backend.cypher(c.pattern) for c in selected],
             },
         )
 

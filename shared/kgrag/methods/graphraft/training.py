@@ -65,15 +65,12 @@ def label_questions(method: "object", pairs: Iterable[QAPair], *, min_recall: fl
     """
     from tqdm.auto import tqdm
 
-    from kgrag.methods.graphraft.enumeration import enumerate_candidates
-
     for qa in tqdm(list(pairs), desc="labelling questions", disable=not progress):
         if qa.entities:
             entities = method.link(list(qa.entities))  # type: ignore[attr-defined]
         else:
             entities = method.link(method.extract_entities(qa.question))  # type: ignore[attr-defined]
-        cands = enumerate_candidates(method.graph, entities, families=method.families,  # type: ignore[attr-defined]
-                                     gold=qa.answers)
+        cands = method.backend.enumerate(entities, method.families, gold=qa.answers)  # type: ignore[attr-defined]
         label = best_label(cands, len(set(qa.answers)), min_recall=min_recall,
                            min_precision=min_precision)
         yield LabelledQuestion(qa, entities, rank_for_training(cands), label)
