@@ -32,6 +32,7 @@ from kgrag.errors import KgragError
 #: Dotted paths of modules that add subcommands through ``register(subparsers)``.
 COMMAND_MODULES: list[str] = [
     "kgrag.methods.ultrag.cli",
+    "kgrag.graph.db_cli",
 ]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
