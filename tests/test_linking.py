@@ -7,7 +7,6 @@ import random
 
 import numpy as np
 import pytest
-
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import EmbeddingError, GraphLoadError
@@ -182,8 +181,8 @@ def test_hnsw_index_above_threshold_finds_the_same_neighbours():
     hnsw = EntityLinker(names, mode="dense", embeddings=vecs, hnsw_threshold=100, ef_search=64)
     assert flat.dense_index.kind == "IndexFlatIP" and hnsw.dense_index.kind == "IndexHNSWFlat"
     queries = vecs[:20] + 0.05 * rng.normal(size=(20, 16)).astype(np.float32)
-    s_flat, i_flat = flat.dense_index.search(queries, 3)
-    s_hnsw, i_hnsw = hnsw.dense_index.search(queries, 3)
+    _, i_flat = flat.dense_index.search(queries, 3)
+    _, i_hnsw = hnsw.dense_index.search(queries, 3)
     assert (i_flat[:, 0] == i_hnsw[:, 0]).mean() >= 0.95
     assert np.all(i_flat[:, 0] == np.arange(20))
 

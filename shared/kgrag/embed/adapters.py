@@ -9,7 +9,8 @@ embedding libraries with the same method names are accepted by duck typing.
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -6,8 +6,8 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -60,7 +60,8 @@ class CachedEmbedder:
         if path.is_file():
             try:
                 cached = np.load(path, allow_pickle=False)
-                if cached.shape[0] == len(texts) and cached.ndim == 2 and cached.dtype == np.float32:
+                if (cached.ndim == 2 and cached.shape[0] == len(texts)
+                        and cached.dtype == np.float32):
                     return cached
             except (OSError, ValueError):
                 pass  # unreadable cache: recompute and overwrite

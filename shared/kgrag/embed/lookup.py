@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -65,7 +65,8 @@ class LookupEmbedder:
         if self.fallback == "zero":
             return np.zeros(self.dimension, dtype=np.float32)
         if hasattr(self.fallback, "embed_query"):
-            vec = np.asarray(self.fallback.embed_query(text), dtype=np.float32)  # type: ignore[union-attr]
+            raw = self.fallback.embed_query(text)  # type: ignore[union-attr]
+            vec = np.asarray(raw, dtype=np.float32)
         else:
             vec = np.asarray(self.fallback(text), dtype=np.float32)  # type: ignore[operator]
         if vec.shape != (self.dimension,):

@@ -12,8 +12,9 @@ import functools
 import importlib.util
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class SentenceTransformerEmbedder:
                                  "`pip install sentence-transformers`") from exc
         try:
             return SentenceTransformer(path, device=self.device)
-        except Exception as exc:  # noqa: BLE001 - any loader failure becomes one clear error
+        except Exception as exc:
             raise EmbeddingError(f"could not load the embedding model {path!r}: {exc}") from exc
 
     @property
@@ -147,7 +148,7 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({self.name!r}, device={self.device!r})"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_embedder(device: str = "cpu") -> SentenceTransformerEmbedder:
     """The packaged all-MiniLM-L6-v2 embedder, shared per process (loaded at most once)."""
     return SentenceTransformerEmbedder(device=device)

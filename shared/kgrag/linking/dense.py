@@ -33,7 +33,7 @@ class DenseIndex:
 
     @classmethod
     def build(cls, vectors: np.ndarray, *, hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
-              hnsw_m: int = 32, ef_construction: int = 100, ef_search: int = 128) -> "DenseIndex":
+              hnsw_m: int = 32, ef_construction: int = 100, ef_search: int = 128) -> DenseIndex:
         faiss = _faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
@@ -75,9 +75,9 @@ class DenseIndex:
         _faiss().write_index(self.index, str(path))
 
     @classmethod
-    def load(cls, path: str | Path) -> "DenseIndex":
+    def load(cls, path: str | Path) -> DenseIndex:
         faiss = _faiss()
         try:
             return cls(faiss.read_index(str(path)))
-        except Exception as exc:  # noqa: BLE001 - FAISS raises RuntimeError on bad files
+        except Exception as exc:
             raise GraphLoadError(f"cannot read FAISS index {path}: {exc}") from exc

@@ -28,7 +28,7 @@ this way, but such a name also has a low fuzzy score.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

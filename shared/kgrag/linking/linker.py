@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,9 +65,10 @@ class EntityLinker:
     (alias -> canonical name or names), ``embedder`` (anything :func:`kgrag.embed.as_embedder`
     accepts; ``None`` = the packaged MiniLM, loaded only when dense search is first needed),
     ``mode``, ``top_m``, ``min_score`` (fuzzy/dense links scoring below it are dropped; the
-    paper uses no threshold, so the default is 0); fuzzy: ``fuzzy_full_scan_limit`` / ``fuzzy_candidates`` (see
-    :class:`~kgrag.linking.fuzzy.FuzzyIndex`); dense: ``hnsw_threshold``, ``hnsw_m``,
-    ``ef_construction``, ``ef_search`` (see :class:`~kgrag.linking.dense.DenseIndex`);
+    paper uses no threshold, so the default is 0); fuzzy: ``fuzzy_full_scan_limit`` /
+    ``fuzzy_candidates`` (see :class:`~kgrag.linking.fuzzy.FuzzyIndex`); dense:
+    ``hnsw_threshold``, ``hnsw_m``, ``ef_construction``, ``ef_search`` (see
+    :class:`~kgrag.linking.dense.DenseIndex`);
     ``embeddings``: precomputed unit vectors of :attr:`surface_texts` (skips embedding).
     """
 
@@ -143,7 +145,7 @@ class EntityLinker:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_graph(cls, graph: Any, **kwargs: Any) -> "EntityLinker":
+    def from_graph(cls, graph: Any, **kwargs: Any) -> EntityLinker:
         """A linker over a graph's node names and aliases (in-memory graph or any GraphStore)."""
         names = getattr(graph, "node_names", None)
         if names is None:
@@ -194,7 +196,7 @@ class EntityLinker:
             self._dense = DenseIndex.build(vectors, **self.dense_params)
         return self._dense
 
-    def build(self) -> "EntityLinker":
+    def build(self) -> EntityLinker:
         """Build the indexes the mode needs now instead of on the first query."""
         if self.mode in ("fuzzy", "hybrid"):
             fuzzy = self.fuzzy_index
@@ -338,7 +340,7 @@ class EntityLinker:
         (path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: str | Path, *, embedder: Any = None) -> "EntityLinker":
+    def load(cls, directory: str | Path, *, embedder: Any = None) -> EntityLinker:
         """Load a linker written by :meth:`save`; a broken directory raises ``GraphLoadError``.
 
         ``embedder`` embeds queries for dense search; it must produce vectors of the saved
@@ -404,7 +406,7 @@ class RelationLinker(EntityLinker):
     kind = "relation"
 
     @classmethod
-    def from_graph(cls, graph: Any, **kwargs: Any) -> "RelationLinker":
+    def from_graph(cls, graph: Any, **kwargs: Any) -> RelationLinker:
         names = getattr(graph, "relation_names", None)
         if names is None:
             names = graph.list_relations()

@@ -16,10 +16,10 @@ are never mentions, so "the" or "who" do not link to a film called "Who".
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from kgrag.linking.fuzzy import name_key
 from kgrag.linking.linker import EntityLinker, Link
 
 _WORD = re.compile(r"[^\W_]+")
