@@ -253,3 +253,25 @@ def test_real_minilm_links_a_paraphrased_mention(minilm):
     assert found[0].name == "University of Toronto" and found[0].score > 0.5
     exact = method.execute('"Yann LeCun" -> works_at')
     assert exact[0].name == "New York University" and exact[0].score > 0.99
+
+
+def test_decider_rounds_requery_when_the_answer_set_is_empty():
+    kg = fan_graph(5)
+    hub = ids(kg, "hub")[0]
+    llm = FakeListChatModel(responses=["m03 -> likes", f"{hub} -> member", "unused"])
+    prompts = []
+    method = UltRAG(kg, llm=llm, linking="exact", max_rounds=3, arbitrator="margin")
+    original = method.llm.complete
+
+    def recording(prompt, system=None):
+        prompts.append(prompt)
+        return original(prompt, system=system)
+
+    method.llm.complete = recording  # type: ignore[method-assign]
+    result = method.retrieve("q")
+    assert result.usage.calls == 2 and result.metadata["rounds"] == 2
+    assert len(result.items) == 5
+    assert "m03 -> likes" in prompts[1] and "returned no entities" in prompts[1]
+    single = UltRAG(kg, llm=FakeListChatModel(responses=["m03 -> likes"]), linking="exact")
+    empty = single.retrieve("q")  # UltRAG-OTS: one round, an empty result is returned as is
+    assert empty.items == [] and empty.usage.calls == 1 and "error" not in empty.metadata

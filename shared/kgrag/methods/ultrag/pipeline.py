@@ -104,6 +104,8 @@ class UltRAG(KGMethod):
         ``"llm"`` when an LLM is given, else ``"margin"``.
     margin [ours; 0.05]: the margin arbitrator's tolerance below the top score.
     max_reasks [unstated; 1]: extra query-generation calls when a reply does not parse.
+    max_rounds [UltRAG-OTS: 1]: Algorithm 1's loop; with more than one round, an empty
+        answer set makes the LLM write a new query (decider = "non-empty"), at most this often.
     subgraph_k [off; paper 30,000 on Wikidata-scale graphs]: run on the SEPPR top-k subgraph.
     seppr_alpha [0.85], seppr_steps [5].
     on_invalid_query: ``"empty"`` (default: an empty result whose metadata holds the error) or
@@ -131,6 +133,7 @@ class UltRAG(KGMethod):
         arbitrator: str | Arbitrator | None = None,
         margin: float = 0.05,
         max_reasks: int = 1,
+        max_rounds: int = 1,
         subgraph_k: int | None = None,
         seppr_alpha: float = PAPER_ALPHA,
         seppr_steps: int = PAPER_STEPS,
@@ -144,8 +147,8 @@ class UltRAG(KGMethod):
             raise ValueError(f"linking must be one of {LINKING_MODES}, got {linking!r}")
         if on_invalid_query not in ("empty", "raise"):
             raise ValueError("on_invalid_query must be 'empty' or 'raise'")
-        if top_k < 1 or max_reasks < 0:
-            raise ValueError("top_k must be >= 1 and max_reasks >= 0")
+        if top_k < 1 or max_reasks < 0 or max_rounds < 1:
+            raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
         if subgraph_k is not None and subgraph_k < 1:
             raise ValueError("subgraph_k must be >= 1")
         self.kg = graph
@@ -185,6 +188,7 @@ class UltRAG(KGMethod):
         else:
             self.arbitrator = arbitrator
         self.max_reasks = max_reasks
+        self.max_rounds = max_rounds
         self.subgraph_k = subgraph_k
         self.seppr_alpha = seppr_alpha
         self.seppr_steps = seppr_steps
@@ -246,20 +250,28 @@ class UltRAG(KGMethod):
         except QueryError as exc:
             raise LLMOutputError(f"invalid query {text[:200]!r}: {exc}") from exc
 
-    def generate_query(self, question: str, seeds: Sequence[str] = ()) -> tuple[Query, str]:
+    def generate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
+                       ) -> tuple[Query, str]:
         """One query-generation call (plus at most ``max_reasks`` re-asks)."""
         if self.llm is None:
             raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation") +
                                         " Without an LLM, run a query you write with execute().")
-        return complete_and_parse(self.llm, self.query_prompt(question, seeds), self.parse_reply,
-                                  retries=self.max_reasks, system=QUERY_SYSTEM)
+        return complete_and_parse(self.llm, self.query_prompt(question, seeds) + feedback,
+                                  self.parse_reply, retries=self.max_reasks, system=QUERY_SYSTEM)
 
-    async def agenerate_query(self, question: str, seeds: Sequence[str] = ()) -> tuple[Query, str]:
+    async def agenerate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
+                              ) -> tuple[Query, str]:
         if self.llm is None:
             raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation"))
-        return await acomplete_and_parse(self.llm, self.query_prompt(question, seeds),
+        return await acomplete_and_parse(self.llm, self.query_prompt(question, seeds) + feedback,
                                          self.parse_reply, retries=self.max_reasks,
                                          system=QUERY_SYSTEM)
+
+    @staticmethod
+    def _empty_feedback(tried: list[str]) -> str:
+        listed = "\n".join(f"- {q}" for q in tried)
+        return (f"\n\nThese queries returned no entities at all:\n{listed}\nWrite a different "
+                "query (other relations, directions or leaves).")
 
     # ------------------------------------------------------------------ execution
     def leaf_sets(self, query: Query) -> tuple[list[tuple[np.ndarray, np.ndarray]],
@@ -369,31 +381,51 @@ class UltRAG(KGMethod):
         return self._result(question, None, None, None, usage, error=str(exc))
 
     def retrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
-        """Query generation (1 LLM call, + re-asks) and execution; top entities as items."""
+        """Query generation (1 LLM call, + re-asks) and execution; top entities as items.
+
+        With ``max_rounds > 1`` the decider of Algorithm 1 is "the answer set is non-empty":
+        an empty result triggers a new query (the prompt then lists the queries that failed).
+        """
+        tried: list[str] = []
         with track_usage(self.llm) as usage:
             try:
-                query, reply = self.generate_query(question, seeds)
-                execution = self.run(query)
+                for _ in range(self.max_rounds):
+                    feedback = self._empty_feedback(tried) if tried else ""
+                    query, reply = self.generate_query(question, seeds, feedback)
+                    execution = self.run(query)
+                    tried.append(to_dsl(query))
+                    if np.any(execution.scores != 0):
+                        break
             except (LLMOutputError, QueryError) as exc:
                 failure: Exception | None = exc
             else:
                 failure = None
         if failure is not None:
             return self._failed(question, failure, usage)
-        return self._result(question, query, reply, execution, usage)
+        result = self._result(question, query, reply, execution, usage)
+        result.metadata["rounds"] = len(tried)
+        return result
 
     async def aretrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
+        tried: list[str] = []
         with track_usage(self.llm) as usage:
             try:
-                query, reply = await self.agenerate_query(question, seeds)
-                execution = self.run(query)
+                for _ in range(self.max_rounds):
+                    feedback = self._empty_feedback(tried) if tried else ""
+                    query, reply = await self.agenerate_query(question, seeds, feedback)
+                    execution = self.run(query)
+                    tried.append(to_dsl(query))
+                    if np.any(execution.scores != 0):
+                        break
             except (LLMOutputError, QueryError) as exc:
                 failure: Exception | None = exc
             else:
                 failure = None
         if failure is not None:
             return self._failed(question, failure, usage)
-        return self._result(question, query, reply, execution, usage)
+        result = self._result(question, query, reply, execution, usage)
+        result.metadata["rounds"] = len(tried)
+        return result
 
     def candidates(self, retrieval: RetrievalResult) -> list[tuple[str, str, float]]:
         return [(e.metadata.get("entity_id", e.name), e.name, e.score)  # type: ignore[union-attr]
