@@ -247,7 +247,7 @@ def test_shortest_paths(pair):
         else:
             targets = rng.sample(kg.node_names, 25)
         targets += [sources[0], "no such node"]
-        for max_hops in (1, 3):
+        for max_hops in (1, 2, 3):
             for directed in (False, True):
                 for max_paths in (None, 4):
                     args = dict(max_hops=max_hops, directed=directed, max_paths=max_paths)

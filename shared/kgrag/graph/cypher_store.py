@@ -396,6 +396,29 @@ class CypherGraphStore:
                     offer(x, (x, r, parent), False, parent)
         return best
 
+    #: Largest target neighbourhood used to prune the next-to-last BFS level.
+    near_targets_cap = 5000
+
+    def _near_targets(self, targets: list[str], directed: bool) -> list[str] | None:
+        """Targets and the nodes one edge before them, or ``None`` when that set is too large.
+
+        Only these nodes can matter at the next-to-last BFS level (a node found there that is
+        not next to a target cannot reach one in the last hop), so the database returns just
+        them instead of the whole level.
+        """
+        edges = self._edges(sorted(targets), "in" if directed else "both", None,
+                            self.near_targets_cap + 1)
+        if len(edges) > self.near_targets_cap:
+            return None
+        wanted = set(targets)
+        near = set(targets)
+        for h, _, t in edges:
+            if t in wanted:
+                near.add(h)
+            if h in wanted and not directed:
+                near.add(t)
+        return sorted(near)
+
     def shortest_paths(self, sources: Iterable[str], targets: Iterable[str], *, max_hops: int = 3,
                        directed: bool = False, max_paths: int | None = None) -> list[Path]:
         """One shortest path to each reachable target, by a breadth-first search run hop by hop.
@@ -412,7 +435,11 @@ class CypherGraphStore:
         parent: dict[str, tuple[tuple[str, str, str], bool, str]] = {}
         frontier = sorted(srcs)
         for hop in range(1, max_hops + 1):
-            only = sorted(t for t in tgts if t not in dist) if hop == max_hops else None
+            only = None
+            if hop == max_hops:
+                only = sorted(t for t in tgts if t not in dist)
+            elif hop == max_hops - 1:
+                only = self._near_targets([t for t in tgts if t not in dist], directed)
             best = self._parent_edges(frontier, directed, only)
             fresh = {x: v for x, v in best.items() if x not in dist}
             if not fresh:
