@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import sys
@@ -227,6 +228,8 @@ def render_markdown(results: dict) -> str:
             f"--{k.replace('_', '-')} {v}" for k, v in a.items()
             if k not in ("out", "markdown", "render_only")) + "`",
         "(raw numbers: `benchmarks/results/linking.json`). Latencies per call, in ms.",
+        f"Machine: {results['machine']}. Timings on a shared, oversubscribed 2-core machine are",
+        "several times slower than on an idle one (compare the rapidfuzz row across runs).",
         "",
         "| operation | median ms | p95 ms |",
         "|---|---:|---:|",
@@ -269,7 +272,9 @@ def main() -> None:
 
     real = kb_names()
     results: dict = {"machine": {"python": platform.python_version(),
-                                 "processor": platform.processor() or platform.machine()},
+                                 "processor": platform.processor() or platform.machine(),
+                                 "cpus": os.cpu_count(),
+                                 "loadavg_at_start": [round(x, 1) for x in os.getloadavg()]},
                      "args": vars(args)}
     t = time.perf_counter()
     names = synthetic_names(real, args.names)
