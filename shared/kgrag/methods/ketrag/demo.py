@@ -22,12 +22,25 @@ def movie_paragraphs(kg: Any, limit: int = 60) -> list[str]:
     return [" ".join(sentences) for _, sentences in sorted(facts.items())[:limit]]
 
 
+def _quiet_default_embedder() -> Any:
+    """The packaged MiniLM, loaded with the model-loading progress bar kept off the demo output."""
+    import contextlib
+    import io
+
+    from kgrag.embed import default_embedder
+
+    embedder = default_embedder()
+    with contextlib.redirect_stderr(io.StringIO()):
+        embedder.embed_query("warm up")
+    return embedder
+
+
 def _ketrag_step(ctx: Any) -> None:
     from kgrag.methods.ketrag import KETRAG
 
     docs = movie_paragraphs(ctx.kg, limit=10_000)
-    method = KETRAG.from_documents(docs, budget=0, chunk_size=120, splits=1, progress=False,
-                                   context_tokens=120)
+    method = KETRAG.from_documents(docs, embedder=_quiet_default_embedder(), budget=0,
+                                   chunk_size=120, splits=1, progress=False, context_tokens=120)
     summary = method.index.summary()
     ctx.out(f"Indexed {len(docs)} paragraphs: {summary['chunks']} chunks, "
             f"{summary['sub_chunks']} sub-chunks, {summary['keywords']} keywords (no LLM).")
