@@ -33,6 +33,7 @@ from kgrag.errors import KgragError
 COMMAND_MODULES: list[str] = [
     "kgrag.methods.ultrag.cli",
     "kgrag.graph.db_cli",
+    "kgrag.methods.ketrag.cli",
 ]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.

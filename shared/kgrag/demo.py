@@ -26,6 +26,7 @@ from kgrag.graph.memory import KnowledgeGraph
 #: Dotted paths of modules with ``demo_steps() -> list[DemoStep]``, run after the core steps.
 DEMO_STEP_MODULES: list[str] = [
     "kgrag.methods.ultrag.cli",
+    "kgrag.methods.ketrag.demo",
 ]
 
 #: Environment variable that points the demo at another triples file.
