@@ -10,8 +10,17 @@ import itertools
 
 
 def oracle_top_k(kg, n_nodes, edges, node_cands, rel_cands, k, *, injective=True,
-                 distinct_subgraphs=False):
-    """``node_cands[i]`` / ``rel_cands[j]``: dict id -> distance, or None for a wildcard."""
+                 distinct_subgraphs=False, require_reuse=False):
+    """``node_cands[i]`` / ``rel_cands[j]``: dict id -> distance, or None for a wildcard.
+
+    ``injective="prefer"``: best injective, best reusing, then the rest of both by key.
+    """
+    if injective == "prefer":
+        strict = oracle_top_k(kg, n_nodes, edges, node_cands, rel_cands, k, injective=True,
+                              distinct_subgraphs=distinct_subgraphs)
+        loose = oracle_top_k(kg, n_nodes, edges, node_cands, rel_cands, k, injective=False,
+                             distinct_subgraphs=distinct_subgraphs, require_reuse=True)
+        return (strict[:1] + loose[:1] + sorted(strict[1:] + loose[1:]))[:k]
     heads, rels, tails = kg.heads.tolist(), kg.rels.tolist(), kg.tails.tolist()
     between: dict[tuple[int, int], list[int]] = {}
     for e, (h, t) in enumerate(zip(heads, tails)):
@@ -37,6 +46,8 @@ def oracle_top_k(kg, n_nodes, edges, node_cands, rel_cands, k, *, injective=True
             gsd = parts[0]
             for p in parts[1:]:
                 gsd += p
+            if require_reuse and len(set(nodes)) == n_nodes and len(set(chosen)) == len(chosen):
+                continue
             keys.append((gsd, tuple(chosen), tuple(nodes)))
     keys.sort()
     if distinct_subgraphs:

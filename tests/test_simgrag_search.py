@@ -95,6 +95,15 @@ def test_non_injective_switch_allows_reuse():
         "Paprika", "Tokyo Godfathers"}
 
 
+def test_prefer_injective_ranks_best_reusing_match_second():
+    kg = KnowledgeGraph.from_triples(K1)
+    found, _ = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR},
+                      k=3, injective="prefer")
+    assert [g for g, _, _ in found] == pytest.approx([0.4, 0.4, 1.2])
+    assert found[0][2]["UNKNOWN film 1"] == "Paprika"  # injective first
+    assert found[1][2]["UNKNOWN film 1"] == "Tokyo Godfathers"  # then the best reusing one
+
+
 def test_distinct_subgraphs_drops_role_swaps():
     kg = KnowledgeGraph.from_triples(K1)
     found, _ = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR},
@@ -236,7 +245,7 @@ def search_case(draw):
     if all(t is None for t in node_tables) and all(t is None for t in rel_tables):
         node_tables[0] = {0: 0.0}
     k = draw(st.integers(1, 5))
-    injective = draw(st.booleans())
+    injective = draw(st.sampled_from([True, False, "prefer"]))
     distinct = draw(st.booleans())
     return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct
 
@@ -259,7 +268,7 @@ def test_pruned_search_equals_brute_force(case):
     for m in result.matches:
         parts = m.node_distances + m.edge_distances
         assert math.isclose(sum(parts), m.gsd, abs_tol=1e-12)
-    if not distinct:
+    if not distinct and injective != "prefer":
         every = enumerate_matches(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
                                   injective=injective)
         assert [(m.gsd, m.edges, m.nodes) for m in every.matches[:k]] == expected

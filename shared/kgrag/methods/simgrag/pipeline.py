@@ -47,6 +47,9 @@ class SimGRAG(KGMethod):
       nodes / relations per known pattern item; ``k_types`` (16) with ``node_types`` (type name ->
       entity names) -- type candidates for unknown nodes of entity-free pattern components.
     * ``injective`` (True) -- a graph node matches at most one pattern node (Definition 1);
+      ``False`` allows reuse; ``"prefer"`` ranks the best injective match first, then the best
+      reusing one, then the rest (the reference code's ranking; needed for walk-back questions
+      such as PathQuestion's "X's parent's child's parent");
       ``distinct_subgraphs`` (False) -- keep one mapping per distinct edge set (the paper counts
       mappings, so a role-swapped copy of a subgraph is a separate result).
     * ``task`` -- ``"qa"`` or ``"fact"`` (fact verification answer prompt); ``pattern_examples``,
@@ -66,7 +69,8 @@ class SimGRAG(KGMethod):
 
     def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None, k: int = 3,
                  k_nodes: int = 16, k_relations: int = 16, k_types: int = 16,
-                 node_types: Mapping[str, Iterable[str]] | None = None, injective: bool = True,
+                 node_types: Mapping[str, Iterable[str]] | None = None,
+                 injective: bool | str = True,
                  distinct_subgraphs: bool = False, task: str = "qa",
                  pattern_examples: Sequence[tuple[str, str]] = DEFAULT_PATTERN_EXAMPLES,
                  answer_examples: Sequence[tuple[str, str, str]] | None = None, retries: int = 1,
@@ -79,6 +83,8 @@ class SimGRAG(KGMethod):
 
         if k < 1:
             raise ValueError("k must be at least 1")
+        if injective not in (True, False, "prefer"):
+            raise ValueError("injective must be True, False or 'prefer'")
         if task not in ("qa", "fact"):
             raise ValueError("task must be 'qa' or 'fact'")
         self.graph = graph
