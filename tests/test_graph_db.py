@@ -617,3 +617,13 @@ def test_load_db_command(falkordb_server, tmp_path, capsys):
     args = parser.parse_args(["load-db", str(file), "--backend", "neo4j", "--no-progress"])
     with pytest.raises(KgragError, match="--uri"):
         args.func(args)
+
+
+def test_to_knowledge_graph_reads_the_whole_graph_back(pair):
+    kg, store = pair
+    back = store.to_knowledge_graph(progress=False, batch_size=37)
+    assert back.node_names == kg.node_names and back.relation_names == kg.relation_names
+    assert (back.heads == kg.heads).all() and (back.rels == kg.rels).all()
+    assert (back.tails == kg.tails).all()
+    assert sorted(t.as_tuple() for t in store.iter_triples()) == sorted(
+        t.as_tuple() for t in kg.triples())

@@ -549,6 +549,47 @@ class CypherGraphStore:
                 out[key] = []
         return out
 
+    # ------------------------------------------------------------------ export
+    def iter_triples(self, batch_size: int = 1000) -> Iterator[Triple]:
+        """Every edge, streamed: the outgoing edges of ``batch_size`` nodes per query."""
+        batch: list[str] = []
+        for name in self.iter_node_names(batch_size=max(batch_size, 1000)):
+            batch.append(name)
+            if len(batch) >= batch_size:
+                yield from (Triple(*e) for e in self._edges(batch, "out", None, None))
+                batch = []
+        if batch:
+            yield from (Triple(*e) for e in self._edges(batch, "out", None, None))
+
+    def to_knowledge_graph(self, *, progress: bool = True, batch_size: int = 1000
+                           ) -> KnowledgeGraph:
+        """The whole database graph as an in-memory :class:`KnowledgeGraph` (name-ordered ids).
+
+        For methods that need the full graph in memory (e.g. UltRAG's executor scores every
+        entity), or to cache a database graph locally (``.save(directory)``).
+        """
+        import numpy as np
+        from tqdm.auto import tqdm
+
+        names = sorted(set(self.iter_node_names(batch_size=10_000)))
+        relations = self.list_relations()
+        node_index = {n: i for i, n in enumerate(names)}
+        rel_index = {r: i for i, r in enumerate(relations)}
+        heads, rels, tails = [], [], []
+        bar = tqdm(total=sum(self._relation_counts().values()), unit="edge",
+                   desc=f"reading {self.backend} graph", disable=not progress)
+        try:
+            for t in self.iter_triples(batch_size=batch_size):
+                heads.append(node_index[t.head])
+                rels.append(rel_index[t.relation])
+                tails.append(node_index[t.tail])
+                bar.update(1)
+        finally:
+            bar.close()
+        return KnowledgeGraph(names, relations, np.asarray(heads, np.int64),
+                              np.asarray(rels, np.int64), np.asarray(tails, np.int64),
+                              relation_descriptions=self.relation_descriptions)
+
     # ------------------------------------------------------------------ LLM-written Cypher
     def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
                    limit: int = 100, timeout: float | None = 10.0) -> list[dict[str, Any]]:
