@@ -28,7 +28,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import tie_aware_metrics

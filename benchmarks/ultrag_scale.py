@@ -38,11 +38,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synthetic  # noqa: E402
-
-from kgrag import KnowledgeGraph  # noqa: E402
-from kgrag.methods.ultrag import SymbolicFuzzyExecutor, parse_query  # noqa: E402
-from kgrag.methods.ultrag.executor import RelationMatrices, top_k  # noqa: E402
+import synthetic
+from kgrag import KnowledgeGraph
+from kgrag.methods.ultrag import SymbolicFuzzyExecutor, parse_query
+from kgrag.methods.ultrag.executor import RelationMatrices, top_k
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgrag.methods.ultrag import UltRAG
 from langchain_core.documents import Document
 
-from kgrag.methods.ultrag import UltRAG
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 
@@ -29,7 +29,7 @@ class UltRAGRetriever(KGRetriever):
 
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "UltRAGRetriever":
+                   **params: Any) -> UltRAGRetriever:
         """Build the UltRAG core over ``kg`` (see :class:`UltRAG` for ``params``)."""
         return cls(method=UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
 

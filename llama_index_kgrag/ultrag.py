@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgrag.methods.ultrag import UltRAG
 from llama_index.core.schema import NodeWithScore
 
-from kgrag.methods.ultrag import UltRAG
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 from llama_index_kgrag.conversions import result_to_nodes
 
@@ -22,7 +22,7 @@ class UltRAGRetriever(KGRetriever):
 
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "UltRAGRetriever":
+                   **params: Any) -> UltRAGRetriever:
         return cls(UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
 
     def execute(self, query: str, question: str = "") -> list[NodeWithScore]:
@@ -36,5 +36,5 @@ class UltRAGQueryEngine(KGQueryEngine):
 
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "UltRAGQueryEngine":
+                   **params: Any) -> UltRAGQueryEngine:
         return cls(method=UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))

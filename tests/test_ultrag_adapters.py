@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from kgrag import KnowledgeGraph
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -14,7 +15,6 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import CustomQueryEngine
 
-from kgrag import KnowledgeGraph
 from langchain_kgrag.ultrag import UltRAGRetriever as LCUltRAGRetriever
 from llama_index_kgrag.ultrag import UltRAGQueryEngine
 from llama_index_kgrag.ultrag import UltRAGRetriever as LIUltRAGRetriever
@@ -43,8 +43,8 @@ def pid(kg, name):
 class ScriptedLlamaLLM(CustomLLM):
     """A LlamaIndex CustomLLM replaying scripted replies."""
 
-    replies: list[str] = []
-    prompts: list[str] = []
+    replies: list[str] = []  # noqa: RUF012 (pydantic fields of a CustomLLM)
+    prompts: list[str] = []  # noqa: RUF012
 
     @property
     def metadata(self) -> LLMMetadata:

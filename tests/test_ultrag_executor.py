@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import (
     FuzzyQueryExecutor,
@@ -21,15 +20,13 @@ from kgrag.methods.ultrag import (
     fuzzy_set,
     induced_subgraph,
     one_hot,
-    parse_query,
     seppr_nodes,
     seppr_scores,
     top_k,
 )
 from kgrag.methods.ultrag import executor as executor_module
 from kgrag.methods.ultrag.executor import RelationMatrices
-from kgrag.methods.ultrag.query import Entity, Intersection, Negation, Projection, Relation, \
-    Union_
+from kgrag.methods.ultrag.query import Entity, Intersection, Negation, Projection, Relation, Union_
 
 TURING = [
     ("Geoffrey Hinton", "won", "Turing Award"), ("Yoshua Bengio", "won", "Turing Award"),

@@ -6,7 +6,6 @@ import itertools
 
 import numpy as np
 import pytest
-
 from kgrag.eval.ranking import answer_set_metrics, tie_aware_metrics
 
 

@@ -6,8 +6,6 @@ import asyncio
 
 import numpy as np
 import pytest
-from langchain_core.language_models import FakeListChatModel
-
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
@@ -22,6 +20,7 @@ from kgrag.methods.ultrag import (
 )
 from kgrag.methods.ultrag.linking import distance_probabilities
 from kgrag.methods.ultrag.prompts import arbitration_prompt
+from langchain_core.language_models import FakeListChatModel
 
 
 def fan_graph(n: int = 60) -> KnowledgeGraph:

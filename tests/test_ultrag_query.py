@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from kgrag.errors import KgragError
 from kgrag.methods.ultrag.query import (
     MAX_DEPTH,

@@ -11,7 +11,8 @@ Candidates are ``(id, name, probability)`` triples sorted best first.
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from kgrag.llm import extract_tag
 from kgrag.methods.ultrag.prompts import ARBITRATION_SYSTEM, arbitration_prompt

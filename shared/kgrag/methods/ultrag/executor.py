@@ -29,19 +29,20 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.ultrag.query import (
     Entity,
-    Relation,
     Intersection,
     Negation,
     Projection,
     Query,
     QueryStructureError,
+    Relation,
     Union_,
     leaves,
     parse_query,
@@ -93,7 +94,7 @@ class _RelationBlock:
     rows with edges are stored, so the total size over all relations is O(E), not O(R * N).
     """
 
-    __slots__ = ("rows", "matrix")
+    __slots__ = ("matrix", "rows")
 
     def __init__(self, sources: np.ndarray, targets: np.ndarray, num_nodes: int) -> None:
         import scipy.sparse as sp
@@ -122,7 +123,7 @@ class RelationMatrices:
     relation's matrix is built on first use.
     """
 
-    _cache: "weakref.WeakKeyDictionary[KnowledgeGraph, RelationMatrices]" = \
+    _cache: ClassVar[weakref.WeakKeyDictionary[KnowledgeGraph, RelationMatrices]] = \
         weakref.WeakKeyDictionary()
     _cache_lock = threading.Lock()
 
@@ -138,7 +139,7 @@ class RelationMatrices:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_graph(cls, kg: KnowledgeGraph) -> "RelationMatrices":
+    def for_graph(cls, kg: KnowledgeGraph) -> RelationMatrices:
         with cls._cache_lock:
             found = cls._cache.get(kg)
             if found is None:
@@ -173,7 +174,7 @@ class RelationMatrices:
                 self._blocks[key] = found
             return found
 
-    def build_all(self) -> "RelationMatrices":
+    def build_all(self) -> RelationMatrices:
         """Build every relation's matrices now (e.g. before timing queries)."""
         for rel in range(self.num_relations):
             self.block(rel, False)

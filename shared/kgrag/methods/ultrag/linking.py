@@ -17,7 +17,8 @@ state ``k``; we use ``k = 10`` by default.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,12 +67,13 @@ def distance_probabilities(distances: Sequence[float] | np.ndarray, sigma: float
 class SoftmaxLeafLinker:
     """Turns a mention into a fuzzy set over the graph's nodes with Eq. 2.
 
-    Parameters: ``kg``; ``linker`` (an :class:`~kgrag.linking.EntityLinker`; built over the
-    graph in ``"dense"`` mode from ``embedder`` when omitted -- ``None`` = packaged MiniLM);
+    Parameters: ``kg`` (a KnowledgeGraph, or any GraphStore: then use :meth:`fuzzy_dicts`);
+    ``linker`` (an :class:`~kgrag.linking.EntityLinker`; built over the graph in ``"dense"``
+    mode from ``embedder`` when omitted -- ``None`` = packaged MiniLM);
     ``k`` nearest entities per mention (default 10); ``sigma`` (paper: 0.1).
     """
 
-    def __init__(self, kg: KnowledgeGraph, *, linker: Any = None, embedder: Any = None,
+    def __init__(self, kg: KnowledgeGraph | Any, *, linker: Any = None, embedder: Any = None,
                  k: int = DEFAULT_LINK_K, sigma: float = PAPER_SIGMA) -> None:
         if k < 1:
             raise ValueError("k must be >= 1")
@@ -93,15 +95,29 @@ class SoftmaxLeafLinker:
         links = self.linker.link_many(list(mentions), self.k, mode="dense")
         out = []
         for mention, found in zip(mentions, links):
-            found = [link for link in found if link.name in self.kg.node_index][: self.k]
+            found = [link for link in found if self._known(link.name)][: self.k]
             probs = eq2_probabilities([link.score for link in found], self.sigma)
             scored = [ScoredEntity(link.name, float(p), "eq2",
                                    metadata={"mention": mention, "cosine": float(link.score),
                                              "linked_by": link.source})
                       for link, p in zip(found, probs)]
-            scored.sort(key=lambda e: (-e.score, self.kg.node_index[e.name]))
+            scored.sort(key=lambda e: (-e.score, self._order(e.name)))
             out.append(scored)
         return out
+
+    def _known(self, name: str) -> bool:
+        index = getattr(self.kg, "node_index", None)
+        return True if index is None else name in index  # a store's linker lists its own names
+
+    def _order(self, name: str) -> Any:
+        index = getattr(self.kg, "node_index", None)
+        return name if index is None else index[name]
+
+    def fuzzy_dicts(self, mentions: Sequence[str]) -> list[tuple[dict[str, float],
+                                                               list[ScoredEntity]]]:
+        """Per mention, ``({entity name: probability}, the scored entities)`` (any graph)."""
+        return [({e.name: e.score for e in scored if e.score > 0}, scored)
+                for scored in self.link_many(mentions)]
 
     def fuzzy_sets(self, mentions: Sequence[str]) -> list[tuple[np.ndarray, list[ScoredEntity]]]:
         """Per mention, ``(membership vector over all nodes, the scored entities)``."""

@@ -18,14 +18,15 @@ One question costs exactly two LLM calls when the first query parses:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.llm import acomplete_and_parse, complete_and_parse, extract_tag, optional_llm
 from kgrag.llm.base import NO_LLM_HELP, track_usage
 from kgrag.methods.base import KGMethod
@@ -44,10 +45,12 @@ from kgrag.methods.ultrag.query import (
     QueryResolutionError,
     leaves,
     parse_query,
+    quote,
     relations,
     to_dsl,
 )
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, induced_subgraph, seppr_nodes
+from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 PAPER_ARBITRATION_TOP_K = 50
@@ -65,6 +68,10 @@ class Execution:
     scores: np.ndarray
     leaf_entities: list[list[ScoredEntity]] = field(default_factory=list)
     subgraph_nodes: int | None = None
+    #: names of the scored entities when ``scores`` is not indexed by the graph's node ids
+    #: (a GraphStore execution); ``None`` = ``scores[i]`` belongs to node id ``i``
+    names: list[str] | None = None
+    truncated: bool = False
 
     @property
     def query_text(self) -> str:
@@ -110,6 +117,13 @@ class UltRAG(KGMethod):
     seppr_alpha [0.85], seppr_steps [5].
     on_invalid_query: ``"empty"`` (default: an empty result whose metadata holds the error) or
         ``"raise"`` (:class:`~kgrag.errors.LLMOutputError`).
+    max_frontier [ours; 10,000]: on a GraphStore, the most entities one projection expands
+        (see :mod:`kgrag.methods.ultrag.store_executor`).
+
+    ``graph`` may also be any :class:`~kgrag.graph.base.GraphStore` (Neo4j, FalkorDB): queries
+    then run as one ``one_hop`` call per projection inside the database, leaves are given by
+    name (``Q`` ids need the in-memory graph), and ``NOT`` / SEPPR / custom executors are not
+    available.
     """
 
     name = "ultrag"
@@ -138,11 +152,16 @@ class UltRAG(KGMethod):
         seppr_alpha: float = PAPER_ALPHA,
         seppr_steps: int = PAPER_STEPS,
         on_invalid_query: str = "empty",
+        max_frontier: int = 10_000,
     ) -> None:
-        if not isinstance(graph, KnowledgeGraph):
-            raise TypeError(
-                "UltRAG executes queries over the whole graph and needs an in-memory "
-                "KnowledgeGraph; load one from your store's triples (KnowledgeGraph.from_triples)")
+        in_memory = isinstance(graph, KnowledgeGraph)
+        if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
+            raise TypeError("graph must be a KnowledgeGraph or a GraphStore (e.g. "
+                            f"Neo4jGraphStore), not {type(graph).__name__}")
+        if not in_memory and (executor is not None or subgraph_k is not None):
+            raise ValueError("a custom executor and SEPPR subgraphs need an in-memory "
+                             "KnowledgeGraph; on a GraphStore UltRAG runs each projection as a "
+                             "one_hop query")
         if linking not in LINKING_MODES:
             raise ValueError(f"linking must be one of {LINKING_MODES}, got {linking!r}")
         if on_invalid_query not in ("empty", "raise"):
@@ -151,17 +170,22 @@ class UltRAG(KGMethod):
             raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
         if subgraph_k is not None and subgraph_k < 1:
             raise ValueError("subgraph_k must be >= 1")
-        self.kg = graph
+        #: the in-memory graph (``None`` on a GraphStore) and the store every method talks to
+        self.kg: KnowledgeGraph | None = graph if in_memory else None
+        self.store = graph
         self.llm = optional_llm(llm)
-        self.vocabulary = GraphVocabulary.from_graph(graph)
+        self.vocabulary = (GraphVocabulary.from_graph(graph) if in_memory
+                           else GraphVocabulary(graph.list_relations(), []))
         self.linking = linking
         self.sigma = sigma
         self.link_k = link_k
         self._embedder = embedder
         self._linker_arg = linker
         self._leaf_linker: SoftmaxLeafLinker | None = None
-        self.executor_options = dict(projection=projection, logic=logic, threshold=threshold,
-                                     soft_and=soft_and)
+        self._store_executor: StoreQueryExecutor | None = None
+        self.executor_options = {"projection": projection, "logic": logic,
+                                 "threshold": threshold, "soft_and": soft_and}
+        self.max_frontier = max_frontier
         if executor is None:
             self._executor_factory: Callable[[KnowledgeGraph], QueryExecutor] = (
                 lambda kg: SymbolicFuzzyExecutor(kg, **self.executor_options))
@@ -196,39 +220,70 @@ class UltRAG(KGMethod):
 
     @classmethod
     def from_graph(cls, graph: KnowledgeGraph, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "UltRAG":
+                   **params: Any) -> UltRAG:
         """The adapters' entry point: same as the constructor."""
         return cls(graph, llm, embedder=embedder, **params)
 
     # ------------------------------------------------------------------ components
     @property
     def executor(self) -> QueryExecutor:
-        """The whole-graph executor (built on first use)."""
+        """The whole-graph executor (built on first use; in-memory graphs only)."""
+        if self.kg is None:
+            raise TypeError("the array executor needs an in-memory KnowledgeGraph")
         if self._executor is None:
             self._executor = self._executor_factory(self.kg)
         return self._executor
 
     @property
+    def store_executor(self) -> StoreQueryExecutor:
+        if self._store_executor is None:
+            self._store_executor = StoreQueryExecutor(self.store, self.vocabulary,
+                                                      max_frontier=self.max_frontier,
+                                                      **self.executor_options)
+        return self._store_executor
+
+    @property
     def leaf_linker(self) -> SoftmaxLeafLinker:
         if self._leaf_linker is None:
-            self._leaf_linker = SoftmaxLeafLinker(self.kg, linker=self._linker_arg,
+            self._leaf_linker = SoftmaxLeafLinker(self.store, linker=self._linker_arg,
                                                   embedder=self._embedder, k=self.link_k,
                                                   sigma=self.sigma)
         return self._leaf_linker
 
     # ------------------------------------------------------------------ query generation
     def query_prompt(self, question: str, seeds: Sequence[str] = ()) -> str:
-        return query_prompt(question, self.vocabulary, seeds=self._seed_ids(seeds),
-                            descriptions=self.kg.relation_descriptions)
+        descriptions = getattr(self.store, "relation_descriptions", None) or {}
+        return query_prompt(question, self.vocabulary, seeds=self._seed_entries(seeds),
+                            descriptions=descriptions)
 
-    def _seed_ids(self, seeds: Sequence[str]) -> list[int]:
-        ids = []
+    def _seed_entries(self, seeds: Sequence[str]) -> list[tuple[str, str]]:
+        """``(id as the LLM should write it, name)`` per seed: ``Q<i>``, or the quoted name."""
+        entries = []
         for seed in seeds:
-            node = self.kg.node_index.get(seed)
-            if node is None:
-                raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
-            ids.append(node)
-        return ids
+            name = normalize_name(seed)
+            if self.kg is not None:
+                node = self.kg.node_index.get(name)
+                if node is None:
+                    raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
+                entries.append((self.vocabulary.entity_id(node), name))
+            else:
+                if not self.store.has_node(name):
+                    raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
+                entries.append((quote(name), name))
+        return entries
+
+    def _resolve_leaf(self, leaf: Any, required: bool) -> Any:
+        """Node id (in-memory graph) or name (GraphStore) of a leaf; ``None`` when unknown."""
+        if self.kg is not None:
+            return self.vocabulary.resolve_entity(leaf, required=required)
+        name = normalize_name(leaf.text)
+        if name and self.store.has_node(name):
+            return name
+        if required:
+            hint = (" (Q ids need the in-memory KnowledgeGraph; name entities on a store)"
+                    if _ENTITY_ID.match(leaf.text) and not leaf.quoted else "")
+            raise QueryResolutionError(f"unknown entity {leaf.text!r}{hint}")
+        return None
 
     def validate(self, query: Query) -> Query:
         """Check every relation and every unquoted id leaf against the graph."""
@@ -238,8 +293,7 @@ class UltRAG(KGMethod):
             if leaf.quoted:
                 continue
             looks_like_id = bool(_ENTITY_ID.match(leaf.text))
-            self.vocabulary.resolve_entity(
-                leaf, required=self.linking == "exact" or looks_like_id)
+            self._resolve_leaf(leaf, required=self.linking == "exact" or looks_like_id)
         return query
 
     def parse_reply(self, reply: str) -> Query:
@@ -282,33 +336,49 @@ class UltRAG(KGMethod):
         An unquoted leaf that is neither an id nor a name falls back to linking in
         ``"dense"`` mode and raises :class:`QueryResolutionError` in ``"exact"`` mode.
         """
-        sets: list[np.ndarray | None] = []
+        sets: list[Any] = []
         entities: list[list[ScoredEntity] | None] = []
         to_link: list[tuple[int, str]] = []
         for i, leaf in enumerate(leaves(query)):
             node = None
             if not (leaf.quoted and self.linking == "dense"):
-                node = self.vocabulary.resolve_entity(leaf, required=self.linking == "exact")
+                node = self._resolve_leaf(leaf, required=self.linking == "exact")
             if node is None:
                 to_link.append((i, leaf.text))
                 sets.append(None)
                 entities.append(None)
                 continue
-            sets.append((np.array([node], np.int64), np.ones(1, FUZZY_DTYPE)))
-            entities.append([ScoredEntity(self.kg.node_names[node], 1.0, "id",
-                                          metadata={"mention": leaf.text})])
+            if self.kg is None:  # GraphStore: fuzzy sets are {name: membership}
+                sets.append({node: 1.0})
+                name = node
+            else:
+                sets.append((np.array([node], np.int64), np.ones(1, FUZZY_DTYPE)))
+                name = self.kg.node_names[node]
+            entities.append([ScoredEntity(name, 1.0, "id", metadata={"mention": leaf.text})])
         if to_link:
-            linked = self.leaf_linker.fuzzy_sets([text for _, text in to_link])
-            for (i, _), (x, scored) in zip(to_link, linked):
-                ids = np.array([self.kg.node_index[e.name] for e in scored], np.int64)
-                sets[i] = (ids, x[ids])
-                entities[i] = scored
+            mentions = [text for _, text in to_link]
+            if self.kg is None:
+                for (i, _), (memberships, scored) in zip(
+                        to_link, self.leaf_linker.fuzzy_dicts(mentions)):
+                    sets[i] = memberships
+                    entities[i] = scored
+            else:
+                for (i, _), (x, scored) in zip(to_link, self.leaf_linker.fuzzy_sets(mentions)):
+                    ids = np.array([self.kg.node_index[e.name] for e in scored], np.int64)
+                    sets[i] = (ids, x[ids])
+                    entities[i] = scored
         return sets, entities  # type: ignore[return-value]
 
     def run(self, query: Query | str) -> Execution:
         """Bind the leaves and execute ``query``; scores cover every node of the graph."""
         query = self.validate(parse_query(query))
         sets, entities = self.leaf_sets(query)
+        if self.kg is None:
+            found = self.store_executor.execute_names(query, sets)
+            names = list(found)
+            scores = np.fromiter(found.values(), dtype=FUZZY_DTYPE, count=len(found))
+            return Execution(query, scores, entities, names=names,
+                             truncated=self.store_executor.truncated)
         if self.subgraph_k is None:
             scores = self.executor.execute(query, sets)
             return Execution(query, scores, entities)
@@ -327,8 +397,19 @@ class UltRAG(KGMethod):
         scores[nodes] = local_scores
         return Execution(query, scores, entities, len(nodes))
 
-    def ranked(self, scores: np.ndarray, k: int | None = None) -> list[ScoredEntity]:
-        """The top ``k`` entities (default ``top_k``), score descending, ties by node id."""
+    def ranked(self, scores: np.ndarray, k: int | None = None,
+               names: Sequence[str] | None = None) -> list[ScoredEntity]:
+        """The top ``k`` entities (default ``top_k``), score descending, ties by node id.
+
+        ``names`` labels the positions of ``scores`` when they are not node ids (GraphStore
+        executions); the tie order is then by name, and the entity id is the name.
+        """
+        if names is not None:
+            order = sorted(range(len(names)), key=lambda i: (-float(scores[i]), names[i]))
+            return [ScoredEntity(names[i], float(scores[i]), "ultrag",
+                                 metadata={"entity_id": names[i]})
+                    for i in order[: k or self.top_k] if scores[i] > 0]
+        assert self.kg is not None
         ids, values = top_k(scores, k or self.top_k)
         return [ScoredEntity(self.kg.node_names[i], float(s), "ultrag",
                              metadata={"entity_id": self.vocabulary.entity_id(i)})
@@ -342,7 +423,7 @@ class UltRAG(KGMethod):
         'Tokyo Godfathers'
         """
         execution = self.run(query)
-        items = self.ranked(execution.scores, top_k)
+        items = self.ranked(execution.scores, top_k, execution.names)
         text = execution.query_text
         return [ScoredEntity(e.name, e.score, e.source, metadata={**e.metadata, "query": text})
                 for e in items]
@@ -365,12 +446,14 @@ class UltRAG(KGMethod):
             text = execution.query_text
             items = [ScoredEntity(e.name, e.score, e.source,
                                   metadata={**e.metadata, "query": text})
-                     for e in self.ranked(execution.scores)]
+                     for e in self.ranked(execution.scores, names=execution.names)]
             metadata["leaves"] = [[(e.name, round(e.score, 6)) for e in group]
                                   for group in execution.leaf_entities]
             metadata["support_size"] = int(np.count_nonzero(execution.scores != 0))
             if execution.subgraph_nodes is not None:
                 metadata["subgraph_nodes"] = execution.subgraph_nodes
+            if execution.truncated:
+                metadata["truncated"] = True
         if error is not None:
             metadata["error"] = error
         return RetrievalResult(question, list(items), self.name, usage, metadata)

@@ -14,7 +14,7 @@ which the entity linker resolves (Eq. 2).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
@@ -87,12 +87,13 @@ def relation_lines(vocabulary: GraphVocabulary,
 
 
 def query_prompt(question: str, vocabulary: GraphVocabulary, *,
-                 seeds: Sequence[int] = (), descriptions: dict[str, str] | None = None) -> str:
-    """The query-generation prompt (relation list, seeds with their ids, the question)."""
+                 seeds: Sequence[tuple[str, str]] = (),
+                 descriptions: dict[str, str] | None = None) -> str:
+    """The query-generation prompt (relation list, ``(id, name)`` seeds, the question)."""
     if seeds:
         leaf_rule = LEAF_RULE_SEEDS
         seed_text = "\nSeed entities (id: name):\n" + "\n".join(
-            f"{vocabulary.entity_id(s)}: {vocabulary.node_names[s]}" for s in seeds) + "\n"
+            f"{seed_id}: {name}" for seed_id, name in seeds) + "\n"
         turing, deep = "Q189", "Q192"
     else:
         leaf_rule, seed_text = LEAF_RULE_MENTIONS, ""

@@ -43,8 +43,9 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+from typing import Any
 
 from kgrag.errors import KgragError
 
@@ -117,7 +118,7 @@ class Relation:
 class Projection:
     """``operand -> relation``: the entities reached from ``operand`` by one edge of ``relation``."""
 
-    operand: "Query | Entity"
+    operand: Query | Entity
     relation: Relation
 
 
@@ -125,7 +126,7 @@ class Projection:
 class Intersection:
     """``AND(q1, ..., qn)``, n >= 2 (product t-norm by default)."""
 
-    operands: tuple["Query", ...]
+    operands: tuple[Query, ...]
 
     def __post_init__(self) -> None:
         _check_operands("AND", self.operands)
@@ -135,7 +136,7 @@ class Intersection:
 class Union_:
     """``OR(q1, ..., qn)``, n >= 2 -- an extension beyond the paper's AND-only queries."""
 
-    operands: tuple["Query", ...]
+    operands: tuple[Query, ...]
 
     def __post_init__(self) -> None:
         _check_operands("OR", self.operands)
@@ -145,14 +146,14 @@ class Union_:
 class Negation:
     """``NOT(q)`` -- an extension; the complement of a fuzzy set (``1 - x``)."""
 
-    operand: "Query"
+    operand: Query
 
     def __post_init__(self) -> None:
         if isinstance(self.operand, Entity):
             raise QueryStructureError(_bare_entity_message(self.operand))
 
 
-Query = Union[Projection, Intersection, Union_, Negation]
+Query = Projection | Intersection | Union_ | Negation
 QUERY_TYPES = (Projection, Intersection, Union_, Negation)
 
 
@@ -179,9 +180,7 @@ def leaves(query: Query) -> list[Entity]:
     def walk(node: Any) -> None:
         if isinstance(node, Entity):
             out.append(node)
-        elif isinstance(node, Projection):
-            walk(node.operand)
-        elif isinstance(node, Negation):
+        elif isinstance(node, (Projection, Negation)):
             walk(node.operand)
         else:
             for operand in node.operands:
@@ -256,6 +255,11 @@ def _atom(text: str, *, quote_always: bool = False) -> str:
     if not quote_always and _BARE_ATOM.match(text) and text.upper() not in OPERATORS:
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def quote(text: str) -> str:
+    """``text`` as a quoted DSL string (a mention leaf or a relation name with any characters)."""
+    return _atom(text, quote_always=True)
 
 
 def _relation_text(rel: Relation) -> str:
@@ -563,7 +567,7 @@ def _read_tuple_tree(text: str, tokens: list[_Token]) -> Any:
 
 
 def _is_atom(x: Any) -> bool:
-    return isinstance(x, _Token) or isinstance(x, (str, int))
+    return isinstance(x, (_Token, str, int))
 
 
 def _tuple_to_ast(node: Any, text: str | None) -> Query | Entity:
@@ -628,7 +632,7 @@ def _checked(node: Query, text: str | None) -> Query:
     return node
 
 
-def parse_query(query: "str | tuple | list | Query", *, strict_ids: bool = False) -> Query:
+def parse_query(query: str | tuple | list | Query, *, strict_ids: bool = False) -> Query:
     """Parse DSL text, tuple-form text, or a Python tuple into a query AST.
 
     ``strict_ids=True`` enforces the paper's literal grammar: entities ``Q<digits>`` (or quoted

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ PAPER_ALPHA = 0.85
 PAPER_STEPS = 5
 PAPER_TOP_K = 30_000
 
-_transition_cache: "weakref.WeakKeyDictionary[KnowledgeGraph, dict[bool, tuple]]" = \
+_transition_cache: weakref.WeakKeyDictionary[KnowledgeGraph, dict[bool, tuple]] = \
     weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 

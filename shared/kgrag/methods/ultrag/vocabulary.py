@@ -20,7 +20,7 @@ the entity linker.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.methods.ultrag.query import Entity, QueryResolutionError, Relation
@@ -53,7 +53,7 @@ class GraphVocabulary:
                     self._alias_index.setdefault(alias, node)
 
     @classmethod
-    def from_graph(cls, kg: KnowledgeGraph) -> "GraphVocabulary":
+    def from_graph(cls, kg: KnowledgeGraph) -> GraphVocabulary:
         return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases)
 
     # ---------------------------------------------------------------- ids for prompts / output

@@ -1,0 +1,193 @@
+"""UltRAG on a GraphStore: projections run as one_hop calls inside the store.
+
+A real FalkorDB server (the ``falkordb_server`` fixture, via the Redis protocol and via Bolt with
+the Neo4j store) holds a sample of MetaQA films; every query must give exactly the memberships
+the in-memory executor gives. A minimal name-level store (only the GraphStore protocol's
+methods) checks the same without a server, including fuzzy leaves, and the pipeline with a fake
+LLM.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kgrag import KnowledgeGraph
+from kgrag.methods.ultrag import QueryResolutionError, QueryStructureError, UltRAG
+from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
+from kgrag.methods.ultrag.vocabulary import GraphVocabulary
+from langchain_core.language_models import FakeListChatModel
+
+METAQA_KB = Path(__file__).resolve().parents[2] / "shared" / "data" / "metaqa" / \
+    "kb_reconstructed.txt"
+
+
+class NameLevelStore:
+    """Only the GraphStore protocol's name-level methods, backed by a KnowledgeGraph."""
+
+    supports_cypher = False
+
+    def __init__(self, kg: KnowledgeGraph) -> None:
+        self._kg = kg
+        self.one_hop_calls = 0
+
+    def has_node(self, name: str) -> bool:
+        return name in self._kg.node_index
+
+    def iter_node_names(self, batch_size: int = 10_000):
+        return iter(self._kg.node_names)
+
+    def list_relations(self) -> list[str]:
+        return self._kg.list_relations()
+
+    def one_hop(self, nodes, *, direction="both", relations=None, limit=None):
+        self.one_hop_calls += 1
+        return self._kg.one_hop(nodes, direction=direction, relations=relations, limit=limit)
+
+
+def films(n_triples: int = 700, seed: int = 5) -> list[tuple[str, str, str]]:
+    """All triples of random MetaQA films whose names are safe for every driver."""
+    by_head: dict[str, list] = {}
+    with open(METAQA_KB, encoding="utf-8") as f:
+        for line in f:
+            h, r, t = line.rstrip("\n").split("|")
+            by_head.setdefault(h, []).append((h, r, t))
+    heads = sorted(by_head)
+    random.Random(seed).shuffle(heads)
+    out: list[tuple[str, str, str]] = []
+    for h in heads:
+        if not any(c in x for t in by_head[h] for x in t for c in "'\"\\"):
+            out.extend(by_head[h])
+        if len(out) >= n_triples:
+            break
+    return out
+
+
+def sample_queries(kg: KnowledgeGraph, n: int, seed: int = 0) -> list[str]:
+    """Chains, inverse steps and intersections drawn from the graph (all with answers)."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        e = rng.randrange(kg.num_edges)
+        h, r, t = (int(kg.heads[e]), int(kg.rels[e]), int(kg.tails[e]))
+        name = kg.node_names
+        rel = kg.relation_names
+        kind = len(out) % 3
+        if kind == 0:
+            out.append(f'"{name[t]}" -> {rel[r]}_inv -> {rel[r]}')
+        elif kind == 1:
+            out.append(f'"{name[h]}" -> {rel[r]}')
+        else:  # two edges into the same node t, then back out along the first relation
+            into_t = kg.in_order[kg.in_indptr[t]:kg.in_indptr[t + 1]]
+            e2 = int(into_t[rng.randrange(len(into_t))])
+            h2, r2 = int(kg.heads[e2]), int(kg.rels[e2])
+            out.append(f'AND("{name[h]}" -> {rel[r]}, "{name[h2]}" -> {rel[r2]}) -> {rel[r]}_inv')
+    return out
+
+
+def as_dict(entities) -> dict[str, float]:
+    return {e.name: round(e.score, 5) for e in entities}
+
+
+@pytest.fixture(scope="module")
+def film_kg() -> KnowledgeGraph:
+    return KnowledgeGraph.from_triples(films())
+
+
+def test_name_level_store_matches_in_memory_on_sampled_queries(film_kg):
+    store = NameLevelStore(film_kg)
+    on_store = UltRAG(store, linking="exact", top_k=10_000)
+    in_memory = UltRAG(film_kg, linking="exact", top_k=10_000)
+    for query in sample_queries(film_kg, 30):
+        expected = as_dict(in_memory.execute(query))
+        assert expected  # every sampled query has answers
+        assert as_dict(on_store.execute(query)) == expected, query
+    assert store.one_hop_calls > 0
+
+
+@pytest.mark.parametrize("projection", ["max", "noisy_or", "sum"])
+def test_fuzzy_leaves_match_in_memory(film_kg, projection):
+    store = NameLevelStore(film_kg)
+    vocab = GraphVocabulary(store.list_relations(), [])
+    movies = sorted({film_kg.node_names[h] for h in film_kg.heads.tolist()})[:6]
+    weights = [1.0, 0.7, 0.5, 0.3, 0.2, 0.1]
+    leaf = dict(zip(movies, weights))
+    query = "OR(x -> has_genre, x -> release_year)"
+    got = StoreQueryExecutor(store, vocab, projection=projection).execute_names(
+        query, [leaf, leaf])
+    from kgrag.methods.ultrag import SymbolicFuzzyExecutor, fuzzy_set
+
+    x = fuzzy_set({film_kg.node_index[m]: w for m, w in leaf.items()}, film_kg.num_nodes)
+    dense = SymbolicFuzzyExecutor(film_kg, projection=projection).execute(query, [x, x])
+    expected = {film_kg.node_names[i]: float(dense[i]) for i in np.flatnonzero(dense)}
+    assert got.keys() == expected.keys()
+    for name, value in expected.items():
+        assert got[name] == pytest.approx(value, abs=1e-5)
+
+
+def test_store_limits_and_errors(film_kg):
+    store = NameLevelStore(film_kg)
+    method = UltRAG(store, linking="exact")
+    with pytest.raises(QueryStructureError, match="NOT"):
+        method.execute(f'NOT("{film_kg.node_names[0]}" -> has_genre)')
+    with pytest.raises(QueryResolutionError, match="Q ids"):
+        method.execute("Q3 -> has_genre")
+    with pytest.raises(QueryResolutionError, match="relation"):
+        method.execute(f'"{film_kg.node_names[0]}" -> P999')
+    with pytest.raises(ValueError, match="in-memory"):
+        UltRAG(store, subgraph_k=100)
+    with pytest.raises(TypeError, match="GraphStore"):
+        UltRAG(object())
+    genre = film_kg.relation_index["has_genre"]
+    capped = UltRAG(store, linking="exact", max_frontier=2)
+    many = capped.run(f'"Drama" -> P{genre}_inv -> P{genre}')
+    assert many.truncated
+
+
+def test_pipeline_on_a_store_with_a_fake_llm(film_kg):
+    store = NameLevelStore(film_kg)
+    movie = film_kg.node_names[int(film_kg.heads[0])]
+    genre = film_kg.relation_index["has_genre"]
+    llm = FakeListChatModel(responses=[f'<query>"{movie}" -> P{genre}</query>',
+                                       "<answers>\nDrama\n</answers>"])
+    method = UltRAG(store, llm=llm, linking="exact")
+    prompt = method.query_prompt("What genre is it?", seeds=[movie])
+    assert f'"{movie}": {movie}' in prompt and "P0: " in prompt
+    answer = method.answer("What genre is it?")
+    assert answer.usage.calls == 2
+    expected = {t.tail for t in film_kg.one_hop([movie], direction="out",
+                                                 relations=["has_genre"])}
+    assert {e.name for e in answer.retrieval.items} == expected
+    assert all(e.metadata["entity_id"] == e.name for e in answer.retrieval.items)
+
+
+@pytest.fixture(scope="module")
+def falkor_stores(falkordb_server, film_kg):
+    from falkordb import FalkorDB
+    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.neo4j import Neo4jGraphStore
+
+    key = "ultrag_films"
+    FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph(key).query(
+        "MATCH (n) DETACH DELETE n")
+    redis_store = FalkorDBGraphStore.from_url("127.0.0.1", falkordb_server.port, graph=key)
+    redis_store.load_triples(film_kg, progress=False)
+    bolt = Neo4jGraphStore.from_uri(falkordb_server.bolt_uri, node_label="UltRAGFilm",
+                                    batch_size=100)
+    bolt._write("MATCH (n:UltRAGFilm) DETACH DELETE n")
+    bolt.load_triples(film_kg, progress=False, batch_size=100)
+    yield {"falkordb": redis_store, "neo4j-bolt": bolt}
+    bolt._write("MATCH (n:UltRAGFilm) DETACH DELETE n")
+    redis_store.close()
+    bolt.close()
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("kind", ["falkordb", "neo4j-bolt"])
+def test_real_database_store_matches_in_memory(falkor_stores, film_kg, kind):
+    on_store = UltRAG(falkor_stores[kind], linking="exact", top_k=10_000)
+    in_memory = UltRAG(film_kg, linking="exact", top_k=10_000)
+    for query in sample_queries(film_kg, 12, seed=1):
+        assert as_dict(on_store.execute(query)) == as_dict(in_memory.execute(query)), query
