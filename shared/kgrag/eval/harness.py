@@ -1,0 +1,271 @@
+"""One question through one method: build the method for a mode, run it, report an :class:`Outcome`.
+
+A *question runner* is built once per (method, dataset, mode) by :func:`build_question_runner`
+and called per question. Modes:
+
+* ``oracle`` -- the method's LLM-free entry point fed the artifact a perfect LLM would write
+  (:mod:`kgrag.eval.oracles`); KG datasets only (needs gold relation paths).
+* ``llm-free`` -- the method's own LLM-free retrieval from the question text (ByoKG-RAG's
+  LLM-free mode, GraphRAFT without an LLM, KET-RAG's keyword-only index). SimGRAG and UltRAG
+  have none: their first step is an LLM writing a pattern / query.
+* ``llm`` -- ``method.answer(question)`` with the given LLM (any LangChain / LlamaIndex model or
+  callable), scored on the answers and on the retrieval behind them.
+
+Methods run at their defaults; ``params`` overrides constructor arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kgrag.context.types import Answer, RetrievalResult, Subgraph, Triple, Usage
+from kgrag.eval.datasets import QAExample
+from kgrag.eval.oracles import (
+    ByoKGOracleLLM,
+    GraphRAFTOracleSelector,
+    require_gold_path,
+    simgrag_pattern,
+    ultrag_query,
+)
+
+MODES = ("oracle", "llm-free", "llm")
+
+
+@dataclass
+class Outcome:
+    """What one question produced, before scoring."""
+
+    #: answer candidates, best first (``None`` when the method does not rank answers)
+    ranked: list[str] | None = None
+    #: ranking metrics computed by the runner itself (e.g. tie-aware ones over a score vector)
+    rank_metrics: dict[str, float] | None = None
+    #: entity names in the retrieved context, or the context as text
+    context_names: set[str] | None = None
+    context_text: str | None = None
+    #: the final answer text (``llm`` mode)
+    answer_text: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    items: int = 0
+    context_chars: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def context_names(items: Iterable[Any]) -> set[str]:
+    """Entity names in retrieved items (triples, paths, subgraphs, scored entities)."""
+    names: set[str] = set()
+    for item in items:
+        if isinstance(item, Triple):
+            names.update((item.head, item.tail))
+        elif isinstance(item, Subgraph):
+            for t in item.triples:
+                names.update((t.head, t.tail))
+        elif isinstance(getattr(item, "nodes", None), tuple):
+            names.update(item.nodes)
+        elif isinstance(getattr(item, "name", None), str):
+            names.add(item.name)
+    return names
+
+
+def outcome_from_retrieval(result: RetrievalResult, seconds: float, *,
+                           ranked: list[str] | None = None) -> Outcome:
+    """An :class:`Outcome` whose context is ``result``: names for graph items, text for chunks."""
+    text = result.metadata.get("context")
+    if not isinstance(text, str):
+        text = result.context
+    names = context_names(result.items)
+    return Outcome(ranked=ranked, context_names=names if names else None,
+                   context_text=None if names else text, usage=result.usage,
+                   items=len(result.items), context_chars=len(text), seconds=seconds)
+
+
+def outcome_from_answer(answer: Answer, seconds: float) -> Outcome:
+    out = outcome_from_retrieval(answer.retrieval, seconds, ranked=list(answer.answers))
+    out.answer_text = answer.text
+    out.usage = answer.usage
+    return out
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+QuestionRunner = Callable[[QAExample, str], Outcome]
+
+
+# ---------------------------------------------------------------------- per method
+def _byokg(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+    from kgrag.methods.byokg import ByoKGRAG
+
+    base = ByoKGRAG(kg, embedder=embedder, **params)
+    shared = {"linker": base.linker, "scorer": base.scorer}
+    if mode == "oracle":
+        oracle = ByoKGOracleLLM()
+        method = ByoKGRAG(kg, llm=oracle, embedder=embedder, **shared, **params)
+
+        def run(ex: QAExample, question: str) -> Outcome:
+            require_gold_path(ex)
+            oracle.example = ex
+            result, s = _timed(lambda: method.retrieve(question))
+            return outcome_from_retrieval(result, s)
+        return run
+    if mode == "llm-free":
+        method = ByoKGRAG(kg, llm=None, embedder=embedder, **shared, **params)
+
+        def run(ex: QAExample, question: str) -> Outcome:
+            result, s = _timed(lambda: method.retrieve(question))
+            return outcome_from_retrieval(result, s,
+                                          ranked=list(result.metadata.get("answer_candidates", [])))
+        return run
+    method = ByoKGRAG(kg, llm=llm, embedder=embedder, **shared, **params)
+    return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
+
+
+def _simgrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+    from kgrag.methods.simgrag import SimGRAG
+
+    if mode == "llm-free":
+        raise ValueError("SimGRAG has no LLM-free mode (an LLM writes the query pattern); "
+                         "use --mode oracle or --mode llm")
+    params = {"node_vectors": embedder.embed_documents(list(kg.node_names)), **params}
+    method = SimGRAG(kg, llm=llm if mode == "llm" else None, embedder=embedder, **params)
+    if mode == "llm":
+        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
+
+    def run(ex: QAExample, question: str) -> Outcome:
+        triples, answer_node = simgrag_pattern(ex)
+        result, s = _timed(lambda: method.retrieve_pattern(triples, question))
+        ranked = [sub.metadata["mapping"].get(answer_node, "") for sub in result.items]
+        out = outcome_from_retrieval(result, s, ranked=[r for r in dict.fromkeys(ranked) if r])
+        out.extra = {"pattern": [list(t) for t in triples],
+                     "complete": bool(result.metadata.get("complete", True))}
+        return out
+    return run
+
+
+def _ultrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, k: int) -> QuestionRunner:
+    from kgrag.eval.ranking import tie_aware_metrics
+    from kgrag.graph.memory import normalize_name
+    from kgrag.methods.ultrag import UltRAG
+
+    if mode == "llm-free":
+        raise ValueError("UltRAG has no LLM-free mode (an LLM writes the logical query); "
+                         "use --mode oracle or --mode llm")
+    method = UltRAG(kg, llm if mode == "llm" else None, embedder=embedder, **params)
+    if mode == "llm":
+        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
+
+    def run(ex: QAExample, question: str) -> Outcome:
+        require_gold_path(ex)
+        topic = kg.node_index.get(normalize_name(ex.entities[0]))
+        if topic is None:
+            return Outcome(ranked=[], context_names=set(), extra={"error": "topic not in graph"})
+        query = ultrag_query(kg.relation_index, topic, ex.relation_path)
+        start = time.perf_counter()
+        execution = method.run(query)
+        items = method.ranked(execution.scores)
+        seconds = time.perf_counter() - start
+        gold = [kg.node_index[a] for a in map(normalize_name, ex.answers) if a in kg.node_index]
+        # the filtered setting of the paper's tables: the topic is not an answer unless gold
+        metrics = tie_aware_metrics(execution.scores, gold, ks=(1, k),
+                                    exclude=[] if topic in gold else [topic])
+        names = [e.name for e in items]
+        return Outcome(ranked=names, rank_metrics=metrics, context_names=set(names),
+                       items=len(items), context_chars=sum(len(n) + 1 for n in names),
+                       seconds=seconds, extra={"query": query})
+    return run
+
+
+def _graphraft(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+    from kgrag.methods.graphraft.pipeline import GraphRAFT
+
+    if mode == "llm":
+        method = GraphRAFT(kg, llm=llm, embedder=embedder, **params)
+        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
+    if mode == "llm-free":
+        method = GraphRAFT(kg, embedder=embedder, **params)
+
+        def run_free(ex: QAExample, question: str) -> Outcome:
+            result, s = _timed(lambda: method.retrieve(question))
+            return outcome_from_retrieval(result, s, ranked=[i.name for i in result.items])
+        return run_free
+    selector = GraphRAFTOracleSelector()
+    method = GraphRAFT(kg, embedder=embedder, selector=selector, **params)
+
+    def run(ex: QAExample, question: str) -> Outcome:
+        # the steps of GraphRAFT.retrieve, with the gold topic entity in place of L0's reply
+        require_gold_path(ex)
+        selector.example = ex
+        start = time.perf_counter()
+        entities = method.link(list(ex.entities))
+        cands = method.candidates(entities)
+        picked = selector.select(question, cands, method.beam_width) if cands else []
+        nodes = method.assemble_context(question, [cands[i] for i in picked])
+        seconds = time.perf_counter() - start
+        names = [n.name for n in nodes]
+        return Outcome(ranked=names, context_names=set(names), items=len(nodes),
+                       context_chars=sum(len(n) + 1 for n in names), seconds=seconds,
+                       extra={"candidates": len(cands), "gold_query_enumerated": bool(picked)})
+    return run
+
+
+def _ketrag(passages: list[str], mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+    from kgrag.methods.ketrag import KETRAG, build_index
+
+    if mode == "oracle":
+        raise ValueError("KET-RAG has no oracle mode (text datasets carry no gold relation path); "
+                         "use --mode llm-free or --mode llm")
+    index_params = {"budget": 0.0, **{k: v for k, v in params.items()
+                                      if k not in _KETRAG_RETRIEVAL_PARAMS()}}
+    retrieval = {k: v for k, v in params.items() if k in _KETRAG_RETRIEVAL_PARAMS()}
+    index = build_index(passages, embedder=embedder, progress=True, **index_params)
+    method = KETRAG(index, llm=llm if mode == "llm" else None, embedder=embedder, **retrieval)
+    if mode == "llm":
+        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
+    return lambda ex, q: outcome_from_retrieval(*_timed(lambda: method.retrieve(q)))
+
+
+def _KETRAG_RETRIEVAL_PARAMS() -> tuple[str, ...]:
+    from kgrag.methods.ketrag import KETRAGConfig
+
+    return tuple(KETRAGConfig.RETRIEVAL_PARAMS)
+
+
+def build_question_runner(method: str, mode: str, resource: Any, *, llm: Any = None,
+                          embedder: Any = None, params: dict | None = None,
+                          k: int = 10) -> QuestionRunner:
+    """The per-question function for ``method`` in ``mode`` over ``resource``.
+
+    ``resource`` is the :class:`~kgrag.KnowledgeGraph` for KG methods and the passage list for
+    KET-RAG. ``llm`` is needed (only) for ``mode="llm"``.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "llm" and llm is None:
+        from kgrag.errors import LLMNotConfiguredError
+
+        raise LLMNotConfiguredError("--mode llm needs an LLM: pass llm= (any LangChain chat "
+                                    "model, LlamaIndex LLM or callable prompt -> text)")
+    params = dict(params or {})
+    if method == "byokg":
+        return _byokg(resource, mode, llm, embedder, params)
+    if method == "simgrag":
+        return _simgrag(resource, mode, llm, embedder, params)
+    if method == "ultrag":
+        return _ultrag(resource, mode, llm, embedder, params, k)
+    if method == "graphraft":
+        return _graphraft(resource, mode, llm, embedder, params)
+    if method == "ketrag":
+        return _ketrag(resource, mode, llm, embedder, params)
+    raise ValueError(f"unknown method {method!r}")
+
+
+def as_float_dict(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: float(np.round(v, 6)) for k, v in metrics.items()}

@@ -1,0 +1,148 @@
+"""Oracles: what a perfect LLM would hand each method, built from a question's gold relation path.
+
+The evaluation's oracle mode measures retrieval alone: instead of asking an LLM, it gives each
+method the artifact a correct LLM would have written, through the method's own LLM-free entry
+point, and scores what retrieval then returns. The artifacts (from the method engineers' oracle
+benchmarks, gathered here so every run shares one definition):
+
+* **ByoKG-RAG** -- :class:`ByoKGOracleLLM`, a scripted KG-Linker: the gold topic entity and the
+  gold relation path written plainly (no direction markers, as an LLM reading the schema would);
+  in the agentic step it selects the gold relations, then says FINISH.
+* **SimGRAG** -- :func:`simgrag_pattern`: the topic entity as written in the question, one
+  ``UNKNOWN <type> <i>`` placeholder per hop, each relation as a short natural phrase, in the
+  direction the relation is stored.
+* **UltRAG** -- :func:`ultrag_query`: the DSL ``Q<topic id> -> P<r1> -> P<r2>_inv ...``.
+* **GraphRAFT** -- :class:`GraphRAFTOracleSelector`: with the gold topic entity linked, choose
+  the enumerated candidate whose relations equal the gold path (GraphRAFT's templates are
+  undirected and reach at most two hops, so a 3-hop gold path is never enumerated and the oracle
+  then selects nothing; the context is the method's vector top-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kgrag.eval.datasets import QAExample
+
+#: How a question writer names MetaQA's relations (not the KB's identifiers).
+METAQA_PHRASES = {
+    "starred_actors": "starring", "directed_by": "director", "written_by": "writer",
+    "has_genre": "genre", "in_language": "language", "release_year": "release year",
+    "has_tags": "tag", "has_imdb_rating": "imdb rating", "has_imdb_votes": "imdb votes",
+}
+#: MetaQA question-type words -> the placeholder type a pattern writer would use.
+METAQA_TYPES = {"movie": "movie", "actor": "actor", "director": "person", "writer": "person",
+                "genre": "genre", "language": "language", "year": "year", "tags": "tag",
+                "tag": "tag", "imdbrating": "rating", "imdbvotes": "votes", "rating": "rating",
+                "votes": "votes"}
+
+
+def relation_phrase(relation: str) -> str:
+    """``directed_by`` -> ``director`` (MetaQA's table), else underscores to spaces."""
+    return METAQA_PHRASES.get(relation, relation.replace("_", " "))
+
+
+def require_gold_path(example: QAExample) -> None:
+    if not example.entities or not example.relation_path:
+        raise ValueError(f"question {example.id or example.question!r} has no gold topic entity "
+                         "and relation path: the oracle mode needs MetaQA or PathQuestion")
+
+
+# ---------------------------------------------------------------------- SimGRAG
+def simgrag_pattern(example: QAExample) -> tuple[list[tuple[str, str, str]], str]:
+    """The oracle pattern triples and the placeholder that stands for the answer.
+
+    >>> from kgrag.eval.datasets import metaqa_relation_path
+    >>> ex = QAExample("who directed [Paprika]", ("Satoshi Kon",), ("Paprika",),
+    ...                metaqa_relation_path("movie_to_director"), "movie_to_director")
+    >>> simgrag_pattern(ex)
+    ([('Paprika', 'director', 'UNKNOWN person 1')], 'UNKNOWN person 1')
+    """
+    require_gold_path(example)
+    types: list[str] = []
+    if "_to_" in example.qtype:
+        types = [METAQA_TYPES.get(t, t) for t in example.qtype.split("_to_")]
+    nodes = [example.entities[0]]
+    counts: dict[str, int] = {}
+    for i in range(len(example.relation_path)):
+        kind = types[i + 1] if len(types) > i + 1 else "entity"
+        counts[kind] = counts.get(kind, 0) + 1
+        nodes.append(f"UNKNOWN {kind} {counts[kind]}")
+    triples = []
+    for i, step in enumerate(example.relation_path):
+        rel = relation_phrase(step.relation)
+        a, b = nodes[i], nodes[i + 1]
+        triples.append((a, rel, b) if step.direction == "out" else (b, rel, a))
+    return triples, nodes[-1]
+
+
+# ---------------------------------------------------------------------- UltRAG
+def ultrag_query(relation_index: Any, topic_id: int, steps: Sequence[Any]) -> str:
+    """The DSL a perfect LLM would write: the topic's id projected along the gold path.
+
+    ``relation_index`` maps relation names to ids (``KnowledgeGraph.relation_index``).
+    """
+    text = f"Q{topic_id}"
+    for step in steps:
+        if step.relation not in relation_index:
+            raise ValueError(f"gold relation {step.relation!r} is not in the graph")
+        text += f" -> P{relation_index[step.relation]}" + ("_inv" if step.direction == "in" else "")
+    return text
+
+
+# ---------------------------------------------------------------------- ByoKG-RAG
+class ByoKGOracleLLM:
+    """A scripted LLM answering ByoKG-RAG's prompts as a perfect model would, for ``example``.
+
+    Set :attr:`example` before each question. Prompts are told apart by their headings (the
+    KG-Linker, the agentic relation choice, the agentic entity choice), as in
+    ``benchmarks/byokg_metaqa_recall.py``.
+    """
+
+    LINKER_HEADING = "Given a question, the graph schema"
+    RELATIONS_HEADING = "Choose the relations"
+    EMPTY_CONTEXT = "Graph context:\n(none yet"
+
+    def __init__(self) -> None:
+        self.example: QAExample | None = None
+
+    def __call__(self, prompt: str) -> str:
+        ex = self.example
+        if ex is None:
+            raise RuntimeError("ByoKGOracleLLM: set .example before retrieving")
+        if self.LINKER_HEADING in prompt:
+            if self.EMPTY_CONTEXT not in prompt:  # iteration 2: the context is already there
+                return "<entities>\nFINISH\n</entities>"
+            path = " -> ".join(step.relation for step in ex.relation_path)
+            topics = "\n".join(ex.entities)
+            return (f"<entities>\n{topics}\n</entities>\n<paths>\n{path}\n</paths>\n"
+                    "<answers>\n</answers>")
+        if self.RELATIONS_HEADING in prompt:
+            gold = "\n".join(dict.fromkeys(step.relation for step in ex.relation_path))
+            return f"<selected>\n{gold}\n</selected>"
+        return "<next-entities>\nFINISH\n</next-entities>"
+
+
+# ---------------------------------------------------------------------- GraphRAFT
+class GraphRAFTOracleSelector:
+    """Selects the candidate queries whose relation sequence equals the gold path.
+
+    GraphRAFT's templates match undirected, so directions are ignored. Only candidates starting
+    at the gold topic entity count; 2path candidates (two named entities) never match a gold
+    path from one topic. Set :attr:`example` before each question.
+    """
+
+    def __init__(self) -> None:
+        self.example: QAExample | None = None
+
+    def select(self, question: str, candidates: Sequence[Any], m: int) -> list[int]:
+        ex = self.example
+        if ex is None:
+            raise RuntimeError("GraphRAFTOracleSelector: set .example before retrieving")
+        gold = tuple(step.relation for step in ex.relation_path)
+        topics = {t.casefold() for t in ex.entities}
+        picked = [i for i, c in enumerate(candidates)
+                  if c.pattern.family != "2path" and tuple(c.pattern.relations) == gold
+                  and c.pattern.source.casefold() in topics]
+        return picked[:m]

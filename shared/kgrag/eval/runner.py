@@ -1,0 +1,326 @@
+"""The evaluation runner behind ``kgrag eval``: one method on one dataset in one mode.
+
+:func:`evaluate` samples ``limit`` questions (seeded), runs them one by one and appends one JSON
+line per question to ``<out_dir>/<method>__<dataset>__<mode>.jsonl`` (flushed after every line),
+then writes the summary ``<...>.json``. A rerun skips the question ids already in the JSONL, so
+an interrupted run resumes where it stopped; a half-written last line (killed mid-write) is cut
+off before appending. Change ``limit``/``seed``/parameters -> use another ``out_dir``: records
+are keyed by question id only.
+
+Per question (see :func:`score`): Hits@1, Hits@k and MRR when the method ranks answer
+candidates; answer recall of the retrieved context always (entity names, or the context text for
+text methods); exact match and token F1 when the method wrote an answer (``llm`` mode); LLM
+calls, tokens and latency.
+
+Which method runs on which dataset is :data:`METHOD_DATASETS`; :data:`DATASETS` says where each
+dataset lives under ``data_root`` (default ``../shared/data``, or ``$KGRAG_DATA``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgrag.eval.datasets import QAExample, load_metaqa, load_pathquestion
+from kgrag.eval.harness import MODES, Outcome, build_question_runner
+from kgrag.eval.metrics import answer_recall, exact_match, hits_at_k, reciprocal_rank, token_f1
+
+KG_DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2h", "pq-3h")
+TEXT_DATASETS = ("musique", "hotpotqa")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a dataset's questions and its graph (or corpus) are, relative to ``data_root``."""
+
+    name: str
+    kind: str  # "kg" or "text"
+    load_examples: Callable[[Path, int | None, int], list[QAExample]]
+    resource_key: str
+    load_resource: Callable[[Path], Any]
+
+
+def _metaqa_graph(root: Path) -> Any:
+    from kgrag import KnowledgeGraph
+
+    return KnowledgeGraph.from_csv(root / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
+
+
+def _pq_graph(kb: str) -> Callable[[Path], Any]:
+    def load(root: Path) -> Any:
+        from kgrag import KnowledgeGraph
+
+        return KnowledgeGraph.from_csv(root / "pathquestion" / kb, sep="\t", header=False)
+    return load
+
+
+def _metaqa(hop: int) -> Callable[[Path, int | None, int], list[QAExample]]:
+    return lambda root, limit, seed: load_metaqa(root / "metaqa", hop, limit=limit, seed=seed)
+
+
+def _pq(file: str) -> Callable[[Path, int | None, int], list[QAExample]]:
+    return lambda root, limit, seed: load_pathquestion(root / "pathquestion" / file, limit=limit,
+                                                       seed=seed)
+
+
+def _musique_examples(root: Path, limit: int | None, seed: int) -> list[QAExample]:
+    from kgrag.eval.corpora import load_musique
+
+    return load_musique(root / "musique", limit=limit, seed=seed).examples
+
+
+def _musique_passages(root: Path) -> list[str]:
+    from kgrag.eval.corpora import load_musique
+
+    return load_musique(root / "musique").passages
+
+
+def _hotpot_examples(root: Path, limit: int | None, seed: int) -> list[QAExample]:
+    from kgrag.eval.corpora import load_hotpotqa
+
+    return load_hotpotqa(root / "hotpotqa", limit=limit, seed=seed).examples
+
+
+def _hotpot_passages(root: Path) -> list[str]:
+    from kgrag.eval.corpora import load_hotpotqa
+
+    return load_hotpotqa(root / "hotpotqa").passages
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    **{f"metaqa-{h}hop": DatasetSpec(f"metaqa-{h}hop", "kg", _metaqa(h), "metaqa", _metaqa_graph)
+       for h in (1, 2, 3)},
+    "pq-2h": DatasetSpec("pq-2h", "kg", _pq("PQ-2H.txt"), "pq-2h", _pq_graph("2H-kb.txt")),
+    "pq-3h": DatasetSpec("pq-3h", "kg", _pq("PQ-3H.txt"), "pq-3h", _pq_graph("3H-kb.txt")),
+    "musique": DatasetSpec("musique", "text", _musique_examples, "musique", _musique_passages),
+    "hotpotqa": DatasetSpec("hotpotqa", "text", _hotpot_examples, "hotpotqa", _hotpot_passages),
+}
+
+#: method -> (datasets it applies to, modes it has)
+METHOD_DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "byokg": (KG_DATASETS, ("oracle", "llm-free", "llm")),
+    "simgrag": (KG_DATASETS, ("oracle", "llm")),
+    "ultrag": (KG_DATASETS, ("oracle", "llm")),
+    "graphraft": (KG_DATASETS, ("oracle", "llm-free", "llm")),
+    "ketrag": (TEXT_DATASETS, ("llm-free", "llm")),
+}
+
+
+def applicable(method: str, dataset: str, mode: str) -> bool:
+    datasets, modes = METHOD_DATASETS.get(method, ((), ()))
+    return dataset in datasets and mode in modes
+
+
+def check_applicable(method: str, dataset: str, mode: str) -> None:
+    if method not in METHOD_DATASETS:
+        raise ValueError(f"unknown method {method!r} (one of {', '.join(METHOD_DATASETS)})")
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r} (one of {', '.join(DATASETS)})")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    datasets, modes = METHOD_DATASETS[method]
+    if dataset not in datasets:
+        raise ValueError(f"{method} does not apply to {dataset} (it runs on {', '.join(datasets)})")
+    if mode not in modes:
+        raise ValueError(f"{method} has no {mode} mode (modes: {', '.join(modes)})")
+
+
+def default_data_root() -> Path:
+    return Path(os.environ.get("KGRAG_DATA", "../shared/data"))
+
+
+#: graphs / corpora loaded in this process, by (data_root, resource key)
+_RESOURCES: dict[tuple[str, str], Any] = {}
+
+
+def load_resource(spec: DatasetSpec, data_root: Path) -> Any:
+    key = (str(Path(data_root).resolve()), spec.resource_key)
+    if key not in _RESOURCES:
+        if len(_RESOURCES) >= 3:
+            _RESOURCES.clear()
+        _RESOURCES[key] = spec.load_resource(Path(data_root))
+    return _RESOURCES[key]
+
+
+# ---------------------------------------------------------------------- scoring
+def score(outcome: Outcome, gold: tuple[str, ...], k: int = 10) -> dict[str, float]:
+    """Per-question metrics (fractions in [0, 1]); absent keys = not applicable."""
+    metrics: dict[str, float] = {}
+    if outcome.rank_metrics is not None:
+        metrics["hits@1"] = float(outcome.rank_metrics["hits@1"])
+        metrics[f"hits@{k}"] = float(outcome.rank_metrics.get(f"hits@{k}", 0.0))
+        metrics["mrr"] = float(outcome.rank_metrics["mrr"])
+    elif outcome.ranked is not None:
+        metrics["hits@1"] = hits_at_k(outcome.ranked, gold, 1)
+        metrics[f"hits@{k}"] = hits_at_k(outcome.ranked, gold, k)
+        metrics["mrr"] = reciprocal_rank(outcome.ranked, gold)
+    if outcome.context_names is not None:
+        metrics["answer_recall"] = answer_recall(outcome.context_names, gold)
+    elif outcome.context_text is not None:
+        metrics["answer_recall"] = answer_recall(outcome.context_text, gold)
+    if outcome.answer_text is not None:
+        candidates = [outcome.answer_text, *(outcome.ranked or [])]
+        metrics["em"] = max(exact_match(c, gold) for c in candidates)
+        metrics["f1"] = token_f1(outcome.answer_text, gold)
+    return metrics
+
+
+def record(ex: QAExample, outcome: Outcome, metrics: dict[str, float], top: int = 10) -> dict:
+    return {
+        "id": ex.id, "question": ex.question, "qtype": ex.qtype, "gold": list(ex.answers),
+        "ranked": (outcome.ranked or [])[:top] if outcome.ranked is not None else None,
+        "answer": outcome.answer_text,
+        "context_items": outcome.items, "context_chars": outcome.context_chars,
+        "metrics": {key: round(v, 6) for key, v in metrics.items()},
+        "llm": outcome.usage.as_dict(),
+        "latency_ms": round(1000 * outcome.seconds, 3),
+        **({"extra": outcome.extra} if outcome.extra else {}),
+    }
+
+
+# ---------------------------------------------------------------------- JSONL
+def read_records(path: Path) -> list[dict]:
+    """Complete records of a JSONL file; a torn last line is cut off the file."""
+    if not path.exists():
+        return []
+    records: list[dict] = []
+    good_bytes = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # written partly when the run was killed
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+    if good_bytes < path.stat().st_size:
+        with path.open("r+b") as fh:
+            fh.truncate(good_bytes)
+    return records
+
+
+def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
+    """Means over questions: metrics in percent, cost and latency per question."""
+    keys = ["hits@1", f"hits@{k}", "mrr", "answer_recall", "em", "f1"]
+    metrics = {}
+    for key in keys:
+        values = [r["metrics"][key] for r in records if key in r["metrics"]]
+        if values:
+            metrics[key] = round(100 * statistics.fmean(values), 2)
+    lat = [r["latency_ms"] for r in records]
+    calls = [r["llm"]["calls"] for r in records]
+    tokens = [r["llm"]["total_tokens"] for r in records]
+    return {
+        "evaluated": len(records),
+        "metrics": metrics,
+        "full_recall": round(100 * statistics.fmean(
+            r["metrics"].get("answer_recall", 0.0) == 1.0 for r in records), 2) if records else None,
+        "llm_calls_per_question": round(statistics.fmean(calls), 3) if calls else 0.0,
+        "tokens_per_question": round(statistics.fmean(tokens), 1) if tokens else 0.0,
+        "latency_ms_mean": round(statistics.fmean(lat), 2) if lat else None,
+        "latency_ms_median": round(statistics.median(lat), 2) if lat else None,
+        "context_items_mean": round(statistics.fmean(r["context_items"] for r in records), 1)
+        if records else None,
+        "context_chars_mean": round(statistics.fmean(r["context_chars"] for r in records), 1)
+        if records else None,
+    }
+
+
+TABLE_HEADER = ("| method | dataset | mode | n | Hits@1 | Hits@{k} | MRR | answer recall | EM | F1 | "
+                "LLM calls/q | latency ms (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def markdown_row(summary: dict[str, Any], k: int = 10) -> str:
+    m = summary["metrics"]
+
+    def cell(key: str) -> str:
+        return f"{m[key]:.1f}" if key in m else "–"
+    return (f"| {summary['method']} | {summary['dataset']} | {summary['mode']} | "
+            f"{summary['evaluated']} | {cell('hits@1')} | {cell(f'hits@{k}')} | {cell('mrr')} | "
+            f"{cell('answer_recall')} | {cell('em')} | {cell('f1')} | "
+            f"{summary['llm_calls_per_question']:g} | {summary['latency_ms_median']} |")
+
+
+def markdown_table(summaries: list[dict[str, Any]], k: int = 10) -> str:
+    return "\n".join([TABLE_HEADER.format(k=k), *(markdown_row(s, k) for s in summaries)])
+
+
+# ---------------------------------------------------------------------- evaluate
+def evaluate(method_name: str, dataset_name: str, *, mode: str = "oracle", llm: Any = None,
+             limit: int | None = 500, seed: int = 0, out_dir: str | os.PathLike[str] = "eval-out",
+             data_root: str | os.PathLike[str] | None = None, embedder: Any = None,
+             cache_dir: str | os.PathLike[str] | None = None, params: dict | None = None,
+             k: int = 10, progress: bool = True) -> dict[str, Any]:
+    """Run ``method_name`` on a seeded sample of ``dataset_name``; write JSONL + summary JSON.
+
+    Returns the summary (also written to ``<out_dir>/<method>__<dataset>__<mode>.json``, with
+    its markdown table row under ``"markdown_row"``). ``embedder``: any embedder (``None`` =
+    packaged MiniLM); ``cache_dir`` keeps its name embeddings on disk. ``params`` go to the
+    method's constructor (KET-RAG: index or retrieval parameters).
+    """
+    check_applicable(method_name, dataset_name, mode)
+    spec = DATASETS[dataset_name]
+    root = Path(data_root) if data_root is not None else default_data_root()
+    random.seed(seed)
+    np.random.seed(seed)
+    examples = spec.load_examples(root, limit, seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{method_name}__{dataset_name}__{mode}"
+    jsonl = out / f"{stem}.jsonl"
+    done = {r["id"] for r in read_records(jsonl)}
+    todo = [ex for ex in examples if ex.id not in done]
+
+    setup_seconds = 0.0
+    if todo:
+        from kgrag.eval.embedding import EvalEmbedder
+
+        started = time.perf_counter()
+        resource = load_resource(spec, root)
+        emb = EvalEmbedder(embedder, cache_dir)
+        run_one = build_question_runner(method_name, mode, resource, llm=llm, embedder=emb,
+                                        params=params, k=k)
+        setup_seconds = time.perf_counter() - started
+        bar = _progress(todo, f"{method_name} {dataset_name} {mode}", progress)
+        with jsonl.open("a", encoding="utf-8") as fh:
+            for ex in bar:
+                outcome = run_one(ex, ex.question)
+                line = record(ex, outcome, score(outcome, ex.answers, k))
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.flush()
+
+    wanted = {ex.id for ex in examples}
+    records = [r for r in read_records(jsonl) if r["id"] in wanted]
+    summary = {
+        "method": method_name, "dataset": dataset_name, "mode": mode,
+        "limit": limit, "seed": seed, "questions": len(examples), "k": k,
+        **summarize(records, k=k),
+        "params": {key: repr(v) for key, v in (params or {}).items()},
+        "setup_seconds_last_run": round(setup_seconds, 1),
+        "jsonl": str(jsonl),
+    }
+    summary["markdown_row"] = markdown_row(summary, k)
+    (out / f"{stem}.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
+    return summary
+
+
+def _progress(items: list, desc: str, enabled: bool) -> Any:
+    if not enabled:
+        return items
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm ships with the dependencies
+        return items
+    return tqdm(items, desc=desc, unit="q", file=sys.stderr)
