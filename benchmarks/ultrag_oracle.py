@@ -7,7 +7,9 @@ executor runs it over the whole KG and we score the gold answers in the resultin
 MRR, Hits@1 and Hits@10 with exact expected values under random tie-breaking
 (:func:`kgrag.eval.ranking.tie_aware_metrics`), in the filtered setting (the topic entity is
 removed from the ranking unless it is an answer). This mirrors the paper's Table 6 ("ground-truth
-queries"), with the symbolic instead of the neural executor.
+queries"), with the symbolic instead of the neural executor. ``answers_*`` are the answer-set
+Hits / precision / recall / F1 of the LLM-free margin arbitrator over the top 50 entities
+(the paper's answer-set metrics, with the margin arbitrator standing in for the LLM).
 
 Usage::
 
@@ -30,10 +32,10 @@ from pathlib import Path
 import numpy as np
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
-from kgrag.eval.ranking import tie_aware_metrics
+from kgrag.eval.ranking import answer_set_metrics, tie_aware_metrics
 from kgrag.graph.memory import normalize_name
-from kgrag.methods.ultrag import SymbolicFuzzyExecutor, parse_query
-from kgrag.methods.ultrag.executor import one_hot
+from kgrag.methods.ultrag import MarginArbitrator, SymbolicFuzzyExecutor, parse_query
+from kgrag.methods.ultrag.executor import one_hot, top_k
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -55,6 +57,7 @@ def oracle_query(kg: KnowledgeGraph, topic: int, steps) -> str:
 
 def evaluate(name: str, kg: KnowledgeGraph, examples, progress_every: int = 2000) -> dict:
     executor = SymbolicFuzzyExecutor(kg)
+    arbitrator = MarginArbitrator(margin=0.05, max_answers=50)
     totals: dict[str, list[float]] = defaultdict(list)
     by_type: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     times_ms = []
@@ -73,6 +76,14 @@ def evaluate(name: str, kg: KnowledgeGraph, examples, progress_every: int = 2000
             missing_gold += 1
         metrics = tie_aware_metrics(scores, gold, ks=(1, 10),
                                     exclude=[] if topic in gold else [topic])
+        # LLM-free end to end: the margin arbitrator over the top 50 (topic removed)
+        if topic not in gold:
+            scores[topic] = 0
+        ids, values = top_k(scores, 50)
+        answers = arbitrator.arbitrate(ex.question, "", [(str(i), kg.node_names[i], float(v))
+                                                         for i, v in zip(ids, values)])
+        for key, value in answer_set_metrics(answers, [kg.node_names[g] for g in gold]).items():
+            metrics[f"answers_{key}"] = value
         for key, value in metrics.items():
             totals[key].append(value)
             by_type[ex.qtype][key].append(value)

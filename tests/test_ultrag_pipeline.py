@@ -274,3 +274,26 @@ def test_decider_rounds_requery_when_the_answer_set_is_empty():
     single = UltRAG(kg, llm=FakeListChatModel(responses=["m03 -> likes"]), linking="exact")
     empty = single.retrieve("q")  # UltRAG-OTS: one round, an empty result is returned as is
     assert empty.items == [] and empty.usage.calls == 1 and "error" not in empty.metadata
+
+
+# ------------------------------------------------- case 15: relation back-off (extension, off)
+def test_relation_backoff_is_off_by_default_and_recovers_a_mislabelled_relation():
+    kg = KnowledgeGraph.from_triples([
+        ("Paprika", "directed_by", "Satoshi Kon"), ("Paprika", "release_year", "2006"),
+        ("Akira", "directed_by", "Katsuhiro Otomo"), ("Akira", "written_by", "Izo Hashimoto")])
+    from kgrag.methods.ultrag import QueryResolutionError
+
+    with pytest.raises(QueryResolutionError, match="director"):
+        UltRAG(kg, linking="exact").execute('"Paprika" -> director')
+    lenient = UltRAG(kg, linking="exact", relation_backoff=80)
+    assert [e.name for e in lenient.execute('"Paprika" -> director')] == ["Satoshi Kon"]
+    assert [e.name for e in lenient.execute('"Satoshi Kon" -> "directed"_inv')] == ["Paprika"]
+    with pytest.raises(QueryResolutionError):
+        lenient.execute('"Paprika" -> P99')  # an id out of range is not guessed
+    with pytest.raises(QueryResolutionError):
+        lenient.execute('"Paprika" -> budget')  # nothing close enough
+    llm = FakeListChatModel(responses=['"Akira" -> writer'])
+    result = UltRAG(kg, llm=llm, linking="exact", relation_backoff=80).retrieve("Who wrote it?")
+    assert [e.name for e in result.items] == ["Izo Hashimoto"]
+    assert result.metadata["relation_backoff"] == {"writer": "written_by"}
+    assert result.usage.calls == 1  # accepted without a re-ask

@@ -119,6 +119,9 @@ class UltRAG(KGMethod):
         ``"raise"`` (:class:`~kgrag.errors.LLMOutputError`).
     max_frontier [ours; 10,000]: on a GraphStore, the most entities one projection expands
         (see :mod:`kgrag.methods.ultrag.store_executor`).
+    relation_backoff [ours; off]: a rapidfuzz score (0-100, e.g. 85); an unknown relation label
+        then resolves to the closest relation name instead of failing (recorded in
+        ``metadata["relation_backoff"]``). ``P`` ids out of range still fail.
 
     ``graph`` may also be any :class:`~kgrag.graph.base.GraphStore` (Neo4j, FalkorDB): queries
     then run as one ``one_hop`` call per projection inside the database, leaves are given by
@@ -153,6 +156,7 @@ class UltRAG(KGMethod):
         seppr_steps: int = PAPER_STEPS,
         on_invalid_query: str = "empty",
         max_frontier: int = 10_000,
+        relation_backoff: float | None = None,
     ) -> None:
         in_memory = isinstance(graph, KnowledgeGraph)
         if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
@@ -174,8 +178,9 @@ class UltRAG(KGMethod):
         self.kg: KnowledgeGraph | None = graph if in_memory else None
         self.store = graph
         self.llm = optional_llm(llm)
-        self.vocabulary = (GraphVocabulary.from_graph(graph) if in_memory
-                           else GraphVocabulary(graph.list_relations(), []))
+        self.vocabulary = (
+            GraphVocabulary.from_graph(graph, relation_backoff=relation_backoff) if in_memory
+            else GraphVocabulary(graph.list_relations(), [], relation_backoff=relation_backoff))
         self.linking = linking
         self.sigma = sigma
         self.link_k = link_k
@@ -188,7 +193,8 @@ class UltRAG(KGMethod):
         self.max_frontier = max_frontier
         if executor is None:
             self._executor_factory: Callable[[KnowledgeGraph], QueryExecutor] = (
-                lambda kg: SymbolicFuzzyExecutor(kg, **self.executor_options))
+                lambda kg: SymbolicFuzzyExecutor(kg, vocabulary=GraphVocabulary.from_graph(
+                    kg, relation_backoff=relation_backoff), **self.executor_options))
             self._executor: QueryExecutor | None = None
         elif callable(executor) and not hasattr(executor, "execute"):
             self._executor_factory = executor  # type: ignore[assignment]
@@ -271,6 +277,15 @@ class UltRAG(KGMethod):
                     raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
                 entries.append((quote(name), name))
         return entries
+
+    def relation_substitutions(self, query: Query) -> dict[str, str]:
+        """``{token: relation name}`` for relation tokens resolved only by back-off."""
+        out = {}
+        for rel in relations(query):
+            if not self.vocabulary.is_exact(rel):
+                rel_id, _ = self.vocabulary.resolve_relation(rel)
+                out[rel.name] = self.vocabulary.relation_names[rel_id]
+        return out
 
     def _resolve_leaf(self, leaf: Any, required: bool) -> Any:
         """Node id (in-memory graph) or name (GraphStore) of a leaf; ``None`` when unknown."""
@@ -454,6 +469,9 @@ class UltRAG(KGMethod):
                 metadata["subgraph_nodes"] = execution.subgraph_nodes
             if execution.truncated:
                 metadata["truncated"] = True
+            swaps = self.relation_substitutions(execution.query)
+            if swaps:
+                metadata["relation_backoff"] = swaps
         if error is not None:
             metadata["error"] = error
         return RetrievalResult(question, list(items), self.name, usage, metadata)

@@ -11,7 +11,9 @@ strings, so :class:`GraphVocabulary` fixes one id scheme per graph:
 
 Resolution of a relation token tries, in order: the id table, the exact relation name (with the
 inverse suffix glued back on first, so a graph relation literally named ``x_inv`` still matches),
-then the name with the suffix removed as an inverse traversal. Entity tokens: unquoted
+then the name with the suffix removed as an inverse traversal. Optionally (``relation_backoff``,
+off by default -- the notes' "soft extra (a)", our extension) an unknown relation *label* falls
+back to the lexically closest relation name (``"director"`` -> ``directed_by``). Entity tokens: unquoted
 ``Q<digits>`` ids, then exact node names, then aliases (case-insensitive last). Anything else is
 a :class:`~kgrag.methods.ultrag.query.QueryResolutionError` -- or, for quoted mentions, is left to
 the entity linker.
@@ -34,7 +36,8 @@ class GraphVocabulary:
 
     def __init__(self, relation_names: Sequence[str], node_names: Sequence[str],
                  node_index: dict[str, int] | None = None,
-                 aliases: dict[str, list[str]] | None = None) -> None:
+                 aliases: dict[str, list[str]] | None = None, *,
+                 relation_backoff: float | None = None) -> None:
         self.relation_names = list(relation_names)
         self.relation_index = {r: i for i, r in enumerate(self.relation_names)}
         self.node_names = node_names
@@ -44,6 +47,9 @@ class GraphVocabulary:
             _P_ID.match(r) for r in self.relation_names)
         self.entity_ids_are_names = len(node_names) > 0 and all(
             _Q_ID.match(n) for n in node_names)
+        #: off (``None``) by default; a score in 0-100 enables lexical relation back-off
+        self.relation_backoff = relation_backoff
+        self._relation_keys: list[str] | None = None
         self._alias_index: dict[str, int] = {}
         self._folded_index: dict[str, int] | None = None
         for name, names in (aliases or {}).items():
@@ -53,8 +59,8 @@ class GraphVocabulary:
                     self._alias_index.setdefault(alias, node)
 
     @classmethod
-    def from_graph(cls, kg: KnowledgeGraph) -> GraphVocabulary:
-        return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases)
+    def from_graph(cls, kg: KnowledgeGraph, **options: float | None) -> GraphVocabulary:
+        return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases, **options)
 
     # ---------------------------------------------------------------- ids for prompts / output
     def relation_id(self, rel: int) -> str:
@@ -72,11 +78,38 @@ class GraphVocabulary:
             if glued is not None:  # the graph has a relation literally named like this
                 return glued, False
         found = self._lookup_relation(name)
+        if found is None and self.relation_backoff is not None:
+            found = self.backoff_relation(name)
         if found is None:
             raise QueryResolutionError(
                 f"unknown relation {name!r}: not a relation id (P0..P{len(self.relation_names) - 1})"
                 " or a relation name of this graph")
         return found, relation.inverse
+
+    def is_exact(self, relation: Relation) -> bool:
+        """Whether the token names a relation without back-off."""
+        if relation.inverse and self._lookup_relation(relation.name + relation.suffix) is not None:
+            return True
+        return self._lookup_relation(relation.name) is not None
+
+    def backoff_relation(self, token: str) -> int | None:
+        """The relation whose label best matches ``token`` lexically, if it scores at least
+        ``relation_backoff`` (0-100, rapidfuzz ``partial_ratio`` on case-folded word keys, so
+        "director" finds "directed by" and "writer" finds "written by"; ties: first relation)."""
+        from rapidfuzz import fuzz, process
+
+        from kgrag.linking import name_key
+
+        if _P_ID.match(token) and not self.relation_ids_are_names:
+            return None  # an id out of range is an error, not a label to guess from
+        if self._relation_keys is None:
+            self._relation_keys = [name_key(r) for r in self.relation_names]
+        key = name_key(token)
+        if len(key) < 4 or not self._relation_keys:  # "by", "of": too short to mean anything
+            return None
+        best = process.extractOne(key, self._relation_keys, scorer=fuzz.partial_ratio,
+                                  processor=None, score_cutoff=self.relation_backoff)
+        return None if best is None else int(best[2])
 
     def _lookup_relation(self, token: str) -> int | None:
         if self.relation_ids_are_names:
