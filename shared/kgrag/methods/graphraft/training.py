@@ -44,6 +44,45 @@ class LabelledQuestion:
     label: Candidate | None
 
 
+def read_qa_pairs(path: str | Path, *, limit: int | None = None, seed: int = 0) -> list[QAPair]:
+    """Training questions from a file: JSONL or MetaQA's format, detected from the first line.
+
+    * JSONL: one ``{"question": ..., "answers": [...], "entities": [...]?}`` object per line
+      (:func:`kgrag.eval.load_jsonl`);
+    * MetaQA: ``question with [topic entity]\tanswer1|answer2`` per line; the bracketed names
+      become the pair's entities and the brackets are removed from the question.
+
+    ``limit`` takes a seeded random sample (file order kept). Raises
+    :class:`~kgrag.errors.GraphFormatError` naming the line of a malformed record.
+    """
+    import re
+
+    from kgrag.errors import GraphFormatError
+    from kgrag.eval import load_jsonl
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if first.startswith("{"):
+        return [QAPair(ex.question, ex.answers, ex.entities)
+                for ex in load_jsonl(path, limit=limit, seed=seed)]
+    pairs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        question, sep, answers = line.partition("\t")
+        if not sep or not answers.strip():
+            raise GraphFormatError("expected 'question\\tanswer1|answer2' (MetaQA format) or a "
+                                   "JSON object", path=str(path), line=number)
+        topics = tuple(re.findall(r"\[([^\]]+)\]", question))
+        pairs.append(QAPair(re.sub(r"\[([^\]]+)\]", r"\1", question).strip(),
+                            tuple(a.strip() for a in answers.split("|") if a.strip()), topics))
+    if limit is not None and limit < len(pairs):
+        keep = sorted(random.Random(seed).sample(range(len(pairs)), limit))
+        pairs = [pairs[i] for i in keep]
+    return pairs
+
+
 def sample_ranks(n: int, k: int = 5, alpha: float = 0.1, rng: random.Random | None = None) -> list[int]:
     """``k`` distinct ranks in ``[0, n)`` drawn as ``int(n * u ** (1/alpha))`` (top-heavy)."""
     rng = rng or random.Random(0)
