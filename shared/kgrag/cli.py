@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "kgrag.methods.ultrag.cli",
     "kgrag.graph.db_cli",
     "kgrag.methods.ketrag.cli",
+    "kgrag.methods.graphraft.cli",
 ]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.

@@ -27,6 +27,7 @@ from kgrag.graph.memory import KnowledgeGraph
 DEMO_STEP_MODULES: list[str] = [
     "kgrag.methods.ultrag.cli",
     "kgrag.methods.ketrag.demo",
+    "kgrag.methods.graphraft.cli",
 ]
 
 #: Environment variable that points the demo at another triples file.
