@@ -294,3 +294,20 @@ def test_graph_tools_text(kg):
     assert "Jamaica -> language_spoken -> English -> countries_spoken_in -> USA" in \
         tools.shortest_path_text("Jamaica", "USA")
     assert "cannot run openCypher" in tools.run_cypher_text("MATCH (n) RETURN n")
+
+
+def test_capped_paths_round_robin_over_direction_patterns():
+    # MetaQA merges the film "2010" and the year 2010 into one node: walking release_year in
+    # both directions from it reaches every film of 2010, which must not crowd out 1984.
+    kg = KnowledgeGraph.from_triples(
+        [("52 Pick-Up", "starred_actors", "Roy Scheider"), ("2010", "starred_actors", "Roy Scheider"),
+         ("2010", "release_year", "1984")] + [(f"Film {i}", "release_year", "2010") for i in range(6)]
+        + [("Zed Movie", "starred_actors", "Roy Scheider"), ("Zed Movie", "release_year", "1999")])
+    resolver = RelationResolver(kg.list_relations())
+    path = "starred_actors -> starred_actors -> release_year"
+    full = follow_metapath(kg, ["52 Pick-Up"], path, resolver=resolver)
+    assert {p.target for p in full.paths} == {"1984", "1999"} | {f"Film {i}" for i in range(6)}
+    for store in (kg, DelegatingStore(kg)):
+        capped = follow_metapath(store, ["52 Pick-Up"], path, resolver=resolver, max_paths=4)
+        # two walks of each direction pattern (graph order alone would give 1984 + 3 films)
+        assert {p.target for p in capped.paths} == {"1984", "1999", "Film 0", "Film 1"}

@@ -12,7 +12,8 @@ straight back over the edge it just used (that would only return to where it cam
 **Results.** Complete walks only, as in the paper. Because many walks often reach the same end
 node (several co-actors lead to the same film), one walk is kept per ``(source, end node)`` --
 the answer set is unchanged and the context stays small -- and at most ``max_paths`` per
-metapath, walks from better-linked sources first. When a metapath cannot be executed in full
+metapath: walks from better-linked sources first, and within a source round-robin over the
+walks' direction patterns (see :func:`_fair_order`). When a metapath cannot be executed in full
 (a wrong last relation, a dead end), its **longest executable prefix** is returned instead and
 marked partial: the entities it reaches are still useful context for the next iteration.
 
@@ -127,8 +128,23 @@ def _walks_kg(kg: KnowledgeGraph, sources: Sequence[str], steps: Sequence[PathSt
     order = np.lexsort((np.arange(len(nodes)), source_rank))
     nodes, edges, fwd = nodes[order], edges[order], fwd[order]
     _, first = np.unique(nodes[:, 0] * kg.num_nodes + nodes[:, -1], return_index=True)
-    first = np.sort(first)[:max_paths]
+    first = np.sort(first)
+    if len(first) > max_paths:
+        first = first[_fair_order(source_rank[order][first], fwd[first])][:max_paths]
     return [kg._make_path(nodes[i], edges[i], fwd[i]) for i in first.tolist()]
+
+
+def _fair_order(source_rank: np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """Order for capping: best source first, and within a source round-robin over the walks'
+    direction patterns, so one ambiguous hub (MetaQA's film "2010" is also the year 2010) cannot
+    crowd the expected walks out of the first ``max_paths``."""
+    pattern = (forward.astype(np.int64) << np.arange(forward.shape[1], dtype=np.int64)).sum(axis=1)
+    group = source_rank.astype(np.int64) * (1 << forward.shape[1]) + pattern
+    order = np.argsort(group, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
+    rank_in_group = np.empty(len(group), np.int64)
+    rank_in_group[order] = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    return np.lexsort((np.arange(len(group)), pattern, rank_in_group, source_rank))
 
 
 def _walks_store(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
@@ -144,8 +160,10 @@ def _walks_store(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
         if _walk_key(p) not in seen:
             seen.add(_walk_key(p))
             out.append(p)
-            if len(out) >= max_paths:
-                break
+    if len(out) > max_paths and out:
+        ranks = np.fromiter((rank.get(p.source, len(rank)) for p in out), np.int64, len(out))
+        fwd = np.asarray([p.forward for p in out], dtype=bool).reshape(len(out), -1)
+        out = [out[i] for i in _fair_order(ranks, fwd)[:max_paths].tolist()]
     return out
 
 
