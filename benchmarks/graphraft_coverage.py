@@ -1,0 +1,221 @@
+"""GraphRAFT template coverage on MetaQA and PathQuestion, and a training-data export run.
+
+**Coverage** (``coverage`` step). With the gold topic entity as the only linked entity, every
+1hop / 2hop / 2path candidate is enumerated with its gold hits (the paper's label synthesis,
+App. A.2 and §4.1). Per dataset we report
+
+* ``coverage``: the fraction of questions for which *some* candidate returns all gold answers --
+  the ceiling any query selector (L1) can reach with these templates;
+* ``label_kept``: the fraction the training-label rule keeps (best candidate by most hits, then
+  fewest results, with recall 1 and precision >= 0.1; reference-code rule);
+* ``label_on_gold_path``: the fraction whose kept label follows the dataset's annotated relation
+  path (MetaQA question type, PathQuestion path) -- a label can also reach the answers by
+  coincidence (e.g. a 1-hop ``gender`` edge answering a 3-hop question that ends in ``gender``);
+* candidate counts, which template family the label comes from, and enumeration time.
+
+**Export** (``export`` step). Fine-tuning data (``selector.jsonl`` for L1, ``answer.jsonl`` for
+L2) for a seeded 1,000-question MetaQA sample (a third from each of 1/2/3-hop), using the gold
+topic entities (no LLM). Node-name embeddings (packaged MiniLM) for context ordering and the
+vector top-up are computed once and cached under ``benchmarks/.cache/embeddings``. The exported
+files go to ``benchmarks/.cache/graphraft_export/`` (not committed); counts and timings go to
+the results JSON.
+
+Usage (from the repo root)::
+
+    python benchmarks/graphraft_coverage.py                 # both steps, 500 questions per set
+    python benchmarks/graphraft_coverage.py --step coverage --limit 300
+    python benchmarks/graphraft_coverage.py --step export --export-limit 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from kgrag import KnowledgeGraph
+from kgrag.eval import load_metaqa, load_pathquestion
+from kgrag.graph.memory import normalize_name
+from kgrag.methods.graphraft.backend import MemoryBackend
+from kgrag.methods.graphraft.enumeration import best_label
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results"
+CACHE = ROOT / "benchmarks" / ".cache"
+
+
+def metaqa_kg() -> KnowledgeGraph:
+    return KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|")
+
+
+def pathquestion_kg(kb: str) -> KnowledgeGraph:
+    return KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
+
+
+def datasets(limit: int, seed: int):
+    """``(name, graph key, examples)`` per question set."""
+    for hop in (1, 2, 3):
+        yield f"MetaQA-{hop}hop", "metaqa", load_metaqa(DATA / "metaqa", hop, limit=limit, seed=seed)
+    for name, qfile, kb in (("PQ-2H", "PQ-2H.txt", "2H-kb.txt"), ("PQ-3H", "PQ-3H.txt", "3H-kb.txt")):
+        yield name, kb, load_pathquestion(DATA / "pathquestion" / qfile, limit=limit, seed=seed)
+
+
+def load_graph(key: str) -> KnowledgeGraph:
+    return metaqa_kg() if key == "metaqa" else pathquestion_kg(key)
+
+
+def _pct(xs: list[float]) -> float:
+    return round(100.0 * sum(xs) / max(len(xs), 1), 2)
+
+
+def coverage(kg: KnowledgeGraph, examples) -> dict:
+    backend = MemoryBackend(kg)
+    covered, kept, linked, gold_in_kg, faithful = [], [], [], [], []
+    n_cands, times = [], []
+    label_family: Counter[str] = Counter()
+    covering_family: Counter[str] = Counter()
+    for ex in examples:
+        topics = [t for t in ex.entities if kg.has_node(t)]
+        linked.append(bool(topics))
+        gold = sorted({normalize_name(a) for a in ex.answers})
+        gold_in_kg.append(all(kg.has_node(a) for a in gold))
+        started = time.perf_counter()
+        cands = backend.enumerate(topics, gold=gold) if topics else []
+        times.append(time.perf_counter() - started)
+        n_cands.append(len(cands))
+        full = [c for c in cands if c.hits == len(gold)]
+        covered.append(bool(full))
+        for fam in {c.pattern.family for c in full}:
+            covering_family[fam] += 1
+        label = best_label(cands, len(gold))
+        kept.append(label is not None)
+        # the label follows the annotated relation path (not a coincidental answer match)
+        gold_path = tuple(step.relation for step in ex.relation_path)
+        faithful.append(label is not None and label.pattern.relations == gold_path)
+        if label is not None:
+            label_family[label.pattern.family] += 1
+    ms = sorted(1000 * t for t in times)
+    return {
+        "questions": len(examples),
+        "topic_in_kg_pct": _pct(linked),
+        "all_gold_in_kg_pct": _pct(gold_in_kg),
+        "coverage_pct": _pct(covered),
+        "label_kept_pct": _pct(kept),
+        "label_on_gold_path_pct": _pct(faithful),
+        "candidates_mean": round(statistics.fmean(n_cands), 1) if n_cands else 0.0,
+        "candidates_median": statistics.median(n_cands) if n_cands else 0,
+        "candidates_max": max(n_cands, default=0),
+        "covering_family_pct": {f: _pct([1] * covering_family[f] + [0] * (len(examples) - covering_family[f]))
+                                for f in ("1hop", "2hop", "2path")},
+        "label_family": dict(label_family),
+        "enumeration_ms_mean": round(statistics.fmean(ms), 2) if ms else 0.0,
+        "enumeration_ms_p50": round(ms[len(ms) // 2], 2) if ms else 0.0,
+        "enumeration_ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 2) if ms else 0.0,
+    }
+
+
+def run_coverage(limit: int, seed: int) -> dict:
+    out: dict = {}
+    loaded: tuple[str, KnowledgeGraph] | None = None
+    for name, key, examples in datasets(limit, seed):
+        if loaded is None or loaded[0] != key:
+            started = time.perf_counter()
+            loaded = (key, load_graph(key))
+            print(f"loaded {key} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        kg = loaded[1]
+        result = coverage(kg, examples)
+        result["graph"] = {"nodes": kg.num_nodes, "edges": kg.num_edges, "relations": kg.num_relations}
+        out[name] = result
+        print(name, json.dumps({k: result[k] for k in ("questions", "coverage_pct", "label_kept_pct",
+                                                       "label_on_gold_path_pct", "candidates_mean")}),
+              file=sys.stderr)
+    return out
+
+
+def run_export(limit: int, seed: int) -> dict:
+    from kgrag.embed import CachedEmbedder, LookupEmbedder, default_embedder
+    from kgrag.methods.graphraft.pipeline import GraphRAFT
+    from kgrag.methods.graphraft.training import QAPair, export_training_data
+
+    kg = metaqa_kg()
+    per_hop = [limit // 3 + (1 if i < limit % 3 else 0) for i in range(3)]
+    examples = [ex for hop, n in zip((1, 2, 3), per_hop)
+                for ex in load_metaqa(DATA / "metaqa", hop, limit=n, seed=seed)]
+    pairs = [QAPair(ex.question_text, ex.answers, ex.entities) for ex in examples]
+
+    import torch
+
+    # one intra-op thread: single-question MiniLM calls gain nothing from more, and on a shared
+    # 2-core machine their spin-waits made each call ~50x slower (measured)
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    minilm = default_embedder()
+    names = list(kg.node_names)
+    vectors = CachedEmbedder(minilm, CACHE / "embeddings", min_texts=500).embed_documents(names)
+    embedder = LookupEmbedder(dict(zip(names, vectors)), fallback=minilm, name=minilm.name
+                              if hasattr(minilm, "name") else "all-MiniLM-L6-v2")
+    method = GraphRAFT(kg, embedder=embedder)
+    method.linker.dense_index  # build the FAISS index of node names now, not inside the timing
+    setup_s = time.perf_counter() - started
+
+    out_dir = CACHE / "graphraft_export"
+    started = time.perf_counter()
+    counts = export_training_data(method, pairs, out_dir, seed=seed, progress=True)
+    export_s = time.perf_counter() - started
+
+    selector = [json.loads(line) for line in (out_dir / "selector.jsonl").open(encoding="utf-8")]
+    answer = [json.loads(line) for line in (out_dir / "answer.jsonl").open(encoding="utf-8")]
+    label_family = Counter(r["messages"][1]["content"].count("-[r") for r in selector)
+    return {
+        "sample": {"questions": len(pairs), "per_hop": dict(zip(("1hop", "2hop", "3hop"), per_hop)),
+                   "seed": seed, "entities": "gold topic entities (no LLM)"},
+        "counts": counts,
+        "kept_pct": round(100 * counts["kept"] / max(counts["questions"], 1), 2),
+        "label_relations": {f"{k}-relation query": v for k, v in sorted(label_family.items())},
+        "answer_targets_mean": round(statistics.fmean(
+            len(r["messages"][1]["content"].split("|")) for r in answer), 2) if answer else 0.0,
+        "answer_prompt_chars_mean": round(statistics.fmean(
+            len(r["messages"][0]["content"]) for r in answer), 1) if answer else 0.0,
+        "files_bytes": {p.name: p.stat().st_size for p in sorted(out_dir.glob("*.jsonl"))},
+        "setup_seconds": round(setup_s, 1),
+        "export_seconds": round(export_s, 1),
+        "export_ms_per_question": round(1000 * export_s / max(len(pairs), 1), 1),
+        "llm_calls": 0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--step", choices=("coverage", "export", "all"), default="all")
+    parser.add_argument("--limit", type=int, default=500, help="questions per set (coverage)")
+    parser.add_argument("--export-limit", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    env = {"python": platform.python_version(), "machine": platform.machine(),
+           "cpus": os.cpu_count(), "numpy": np.__version__}
+    if args.step in ("coverage", "all"):
+        result = {"command": f"python benchmarks/graphraft_coverage.py --step coverage "
+                             f"--limit {args.limit} --seed {args.seed}",
+                  "environment": env, "datasets": run_coverage(args.limit, args.seed)}
+        (RESULTS / "graphraft_coverage.json").write_text(json.dumps(result, indent=2) + "\n")
+    if args.step in ("export", "all"):
+        result = {"command": f"python benchmarks/graphraft_coverage.py --step export "
+                             f"--export-limit {args.export_limit} --seed {args.seed}",
+                  "environment": env, "export": run_export(args.export_limit, args.seed)}
+        (RESULTS / "graphraft_export.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
