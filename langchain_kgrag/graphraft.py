@@ -24,5 +24,6 @@ class GraphRAFTRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "GraphRAFTRetriever":
-        """Build over a ``KnowledgeGraph``; ``params`` go to :class:`~kgrag.methods.graphraft.pipeline.GraphRAFT`."""
+        """Build over a ``KnowledgeGraph`` or a Cypher store (``Neo4jGraphStore``,
+        ``FalkorDBGraphStore``); ``params`` go to :class:`~kgrag.methods.graphraft.pipeline.GraphRAFT`."""
         return cls(method=GraphRAFT(graph, llm=llm, embedder=embedder, **params))

@@ -14,6 +14,7 @@ class GraphRAFTRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "GraphRAFTRetriever":
+        """Build over a ``KnowledgeGraph`` or a Cypher store; ``params`` go to ``GraphRAFT``."""
         return cls(GraphRAFT(graph, llm=llm, embedder=embedder, **params))
 
 

@@ -206,6 +206,14 @@ def test_pipeline_on_a_store_equals_memory(stores, tmp_path):
     assert [(i.name, i.metadata["patterns"]) for i in a.items] == \
            [(i.name, i.metadata["patterns"]) for i in b.items]
     assert b.metadata["selected_cypher"][0][1]["n1"] == film
+    # the framework adapters take the store as their graph
+    from langchain_kgrag import GraphRAFTRetriever
+
+    retriever = GraphRAFTRetriever.from_graph(store, embedder=embedder, linker=in_memory.linker)
+    docs = retriever.invoke(question)
+    assert [d.metadata["entity"] for d in docs] == [i.name for i in b.items]
+    tool = retriever.as_tool()
+    assert tool.name == "graph_query_search" and film in tool.invoke({"query": question})
     rng = random.Random(4)
     pairs = []
     for entities in _entity_sets(kg, 4, seed=13):
