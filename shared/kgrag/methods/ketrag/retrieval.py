@@ -45,6 +45,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.replace("|", "/").split())
 
 
+def source_line_tokens(index: KETIndex, sub: int, tokenizer: TextTokenizer) -> int:
+    """Tokens of sub-chunk ``sub``'s ``id|text`` line, counted once per index and tokenizer.
+
+    A line never changes, so its count is memoised on the index object (not saved): the
+    tokenizer, the slowest step of a query, runs only for sub-chunks never shown before.
+    """
+    memo = index.__dict__.setdefault("_line_tokens", {}).get(tokenizer.name)
+    if memo is None:
+        memo = np.full(index.num_sub_chunks, -1, dtype=np.int64)
+        index.__dict__["_line_tokens"][tokenizer.name] = memo
+    if memo[sub] < 0:
+        memo[sub] = tokenizer.count(_source_line(index, sub))
+    return int(memo[sub])
+
+
 def _top(scores: np.ndarray, n: int) -> np.ndarray:
     """Indices of the ``n`` highest scores, best first, ties to the lower index."""
     n = min(n, len(scores))
@@ -158,7 +173,8 @@ def keyword_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETR
         pool_arr = pool_arr[np.lexsort((pool_arr, -sub_scores[pool_arr]))]
     for s in pool_arr.tolist():
         item = _source_item(index, s, float(sub_scores[s]), "keyword", keyword=via[s])
-        if not meter.add(section, _source_line(index, s), item):
+        if not meter.add(section, _source_line(index, s), item, source_line_tokens(index, s,
+                                                                                   tokenizer)):
             break
     if not section.lines:
         return Section(KEYWORD_SOURCES_HEADER), stats
@@ -247,7 +263,8 @@ def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRA
                 seen.add(sub)
                 item = _source_item(index, sub, float(ent_scores[s]), "entity",
                                     entity=kg.node_names[s])
-                if not rest.add(sources, _source_line(index, sub), item):
+                if not rest.add(sources, _source_line(index, sub), item,
+                                source_line_tokens(index, sub, tokenizer)):
                     done = True
                     break
             if done:
