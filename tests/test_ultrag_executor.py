@@ -399,7 +399,7 @@ def test_fuzzy_semantics_on_the_sparse_path(fan_in, fraction, monkeypatch):
     monkeypatch.setattr(executor_module, "SPARSE_FRACTION", fraction)
     a, b, c, d = _ids(fan_in, "a", "b", "c", "d")
     x = fuzzy_set({a: 0.6, b: 0.4}, fan_in.num_nodes)
-    for mode, expected in (("max", 0.6), ("noisy_or", 0.76)):
+    for mode, expected in (("max", 0.6), ("noisy_or", 0.76), ("sum", 1.0)):
         out = SymbolicFuzzyExecutor(fan_in, projection=mode).execute("Q0 -> r", [x])
         assert out[c] == pytest.approx(expected, abs=1e-6) and out[d] == pytest.approx(0.6)
     kg = KnowledgeGraph.from_triples([("x", "r", "c"), ("y", "s", "c"), ("y", "s", "e")])
@@ -411,3 +411,26 @@ def test_fuzzy_semantics_on_the_sparse_path(fan_in, fraction, monkeypatch):
     assert either[c2] == pytest.approx(0.7) and either[e2] == pytest.approx(0.4)
     cut = SymbolicFuzzyExecutor(kg, threshold=0.45).execute("OR(Q0 -> r, Q1 -> s)", sets)
     assert cut[c2] == pytest.approx(0.5) and cut[e2] == 0  # the 0.4 branch is cut
+
+
+@settings(max_examples=100, deadline=None)
+@given(graph_and_query(), st.sampled_from(["max", "noisy_or", "sum"]),
+       st.sampled_from(["product", "godel", "lukasiewicz"]), st.randoms(use_true_random=False))
+def test_fuzzy_sparse_and_dense_paths_agree(case, projection, logic, rnd):
+    n, edges, query, leaf_sets = case
+    kg = KnowledgeGraph.from_arrays(
+        np.array([h for h, _, _ in edges]), np.array([int(r[1]) for _, r, _ in edges]),
+        np.array([t for _, _, t in edges]), [f"n{i}" for i in range(n)], ["r0", "r1", "r2"])
+    fuzzy = [fuzzy_set({i: rnd.choice([0.1, 0.25, 0.5, 0.9, 1.0]) for i in s}, kg.num_nodes)
+             for s in leaf_sets]
+    ex = SymbolicFuzzyExecutor(kg, projection=projection, logic=logic, threshold=0.05)
+    saved = executor_module.SPARSE_FRACTION
+    try:
+        results = []
+        for fraction in (10**6, 1):  # everything dense, then everything sparse
+            executor_module.SPARSE_FRACTION = fraction
+            results.append(ex.execute(query, fuzzy))
+    finally:
+        executor_module.SPARSE_FRACTION = saved
+    assert np.allclose(results[0], results[1], atol=1e-6)
+    assert results[0].min() >= 0 and results[0].max() <= 1

@@ -182,6 +182,57 @@ class RelationMatrices:
         return self
 
 
+class FuzzySet:
+    """A fuzzy set held sparsely (sorted ``ids`` + ``values``) or densely (a vector).
+
+    Small sets -- at most ``1/SPARSE_FRACTION`` of the nodes, the usual case for seeds, linked
+    mentions and most intermediate results -- stay sparse, so a query over a few entities costs
+    nothing proportional to |V| until the final vector is materialised.
+    """
+
+    __slots__ = ("dense", "ids", "values")
+
+    def __init__(self, ids: np.ndarray | None = None, values: np.ndarray | None = None,
+                 dense: np.ndarray | None = None) -> None:
+        self.ids = ids
+        self.values = values
+        self.dense = dense
+
+    @classmethod
+    def from_pairs(cls, ids: np.ndarray, values: np.ndarray, num_nodes: int) -> FuzzySet:
+        """Sparse when small, dense otherwise; ``ids`` sorted and unique, zeros dropped."""
+        keep = values != 0
+        ids, values = ids[keep], values[keep].astype(FUZZY_DTYPE, copy=False)
+        if len(ids) * SPARSE_FRACTION <= num_nodes:
+            return cls(ids.astype(np.int64, copy=False), values)
+        dense = np.zeros(num_nodes, dtype=FUZZY_DTYPE)
+        dense[ids] = values
+        return cls(dense=dense)
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.dense is None
+
+    def is_empty(self) -> bool:
+        return len(self.ids) == 0 if self.dense is None else not np.any(self.dense)
+
+    def to_dense(self, num_nodes: int) -> np.ndarray:
+        if self.dense is not None:
+            return self.dense
+        out = np.zeros(num_nodes, dtype=FUZZY_DTYPE)
+        out[self.ids] = self.values
+        return out
+
+    def at(self, ids: np.ndarray) -> np.ndarray:
+        """Memberships of the (sorted) ``ids`` (0 where absent)."""
+        if self.dense is not None:
+            return self.dense[ids]
+        if len(self.ids) == 0:
+            return np.zeros(len(ids), dtype=FUZZY_DTYPE)
+        pos = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return np.where(self.ids[pos] == ids, self.values[pos], 0).astype(FUZZY_DTYPE)
+
+
 class SparseRelationProjector:
     """Exact relation projection on per-relation CSR matrices (symbolic, no learning)."""
 
@@ -193,28 +244,40 @@ class SparseRelationProjector:
         self.num_nodes = kg.num_nodes
 
     def project(self, x: np.ndarray, relation: int, inverse: bool) -> np.ndarray:
-        return self.project_sparse(x, relation, inverse)[0]
+        return self.project_set(FuzzySet(dense=np.asarray(x, dtype=FUZZY_DTYPE)), relation,
+                                inverse).to_dense(self.num_nodes)
 
-    def project_sparse(self, x: np.ndarray, relation: int, inverse: bool,
-                       support: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """:meth:`project` that also takes and returns the support (sorted non-zero ids).
-
-        Knowing the support lets a small frontier skip every O(|V|) pass; ``None`` means
-        "not known" (a large or dense set), and the support is then found from ``x``.
-        """
+    def project_set(self, x: FuzzySet, relation: int, inverse: bool) -> FuzzySet:
+        """:meth:`project` on a :class:`FuzzySet`; a small frontier never touches all nodes."""
         block = self.matrices.block(relation, inverse)
-        out = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
-        empty = np.empty(0, np.int64)
+        empty = FuzzySet(np.empty(0, np.int64), np.empty(0, FUZZY_DTYPE))
         if len(block.rows) == 0:
-            return out, empty
-        active, weights = self._active_rows(x, block.rows, support)
+            return empty
+        active, weights = self._active_rows(x, block.rows)
         if len(active) == 0:
-            return out, empty
+            return empty
         sub = block.matrix[active]  # CSR row selection: only the edges leaving the support
         weights = weights.astype(FUZZY_DTYPE, copy=False)
         targets = sub.indices
+        crisp = bool(np.all(weights == 1))
+        if len(targets) * SPARSE_FRACTION <= self.num_nodes:  # reduce per target by sorting
+            if self.mode == "max" and crisp:
+                ids = np.unique(targets)
+                return FuzzySet(ids.astype(np.int64), np.ones(len(ids), FUZZY_DTYPE))
+            w = np.repeat(weights, np.diff(sub.indptr))
+            order = np.argsort(targets, kind="stable")
+            sorted_targets, w = targets[order], w[order]
+            ids, starts = np.unique(sorted_targets, return_index=True)
+            if self.mode == "max":
+                values = np.maximum.reduceat(w, starts)
+            elif self.mode == "sum":
+                values = np.minimum(np.add.reduceat(w, starts), 1)
+            else:
+                values = self._noisy_or(w, starts)
+            return FuzzySet.from_pairs(ids.astype(np.int64), values, self.num_nodes)
+        out = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
         if self.mode == "max":
-            if np.all(weights == 1):  # crisp: reachability, no reduction needed
+            if crisp:  # reachability, no reduction needed
                 out[targets] = 1
             else:
                 np.maximum.at(out, targets, np.repeat(weights, np.diff(sub.indptr)))
@@ -222,32 +285,34 @@ class SparseRelationProjector:
             np.minimum(sub.T @ weights, 1, out=out)
         else:  # noisy-OR: 1 - prod(1 - x) = 1 - exp(sum log(1 - x)), exact ones kept exact
             logs = np.log1p(-np.minimum(weights.astype(np.float64), 1 - 1e-12))
-            acc = sub.T @ logs
-            out[:] = -np.expm1(acc)
+            out[:] = -np.expm1(sub.T @ logs)
             certain = sub.T @ (weights >= 1).astype(FUZZY_DTYPE)
             out[certain > 0] = 1
-        if len(targets) * SPARSE_FRACTION <= self.num_nodes:
-            found = np.unique(targets).astype(np.int64)
-            return out, found[out[found] != 0]
-        return out, None
+        return FuzzySet(dense=out)
 
     @staticmethod
-    def _active_rows(x: np.ndarray, rows: np.ndarray, support: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def _noisy_or(w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """``1 - prod(1 - w)`` per segment; a segment containing a 1 is exactly 1."""
+        logs = np.log1p(-np.minimum(w.astype(np.float64), 1 - 1e-12))
+        values = -np.expm1(np.add.reduceat(logs, starts))
+        values[np.maximum.reduceat(w, starts) >= 1] = 1
+        return values.astype(FUZZY_DTYPE)
+
+    @staticmethod
+    def _active_rows(x: FuzzySet, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions in ``rows`` of the nodes with non-zero membership, and those memberships.
 
-        A small support (the usual case: a few seed or linked entities) is looked up in the
-        relation's sorted row list; a large one gathers ``x`` over the rows instead.
+        A sparse set is looked up in the relation's sorted row list; a dense one gathers its
+        vector over the rows.
         """
-        if support is None:
-            support = np.flatnonzero(x != 0)  # on a bool mask: far faster than on floats
-        if len(support) * 8 < len(rows):
-            pos = np.searchsorted(rows, support)
-            pos[pos == len(rows)] = 0
-            hit = rows[pos] == support
-            return pos[hit], x[support[hit]]
-        xr = x[rows]
-        active = np.flatnonzero(xr != 0)
+        if x.is_sparse:
+            if len(x.ids) == 0:
+                return np.empty(0, np.int64), np.empty(0, FUZZY_DTYPE)
+            pos = np.minimum(np.searchsorted(rows, x.ids), len(rows) - 1)
+            hit = rows[pos] == x.ids
+            return pos[hit], x.values[hit]
+        xr = x.dense[rows]
+        active = np.flatnonzero(xr != 0)  # on a bool mask: far faster than on floats
         return active, xr[active]
 
 
@@ -314,9 +379,9 @@ class FuzzyQueryExecutor:
         for node in _projections(query):
             self.vocabulary.resolve_relation(node.relation)
         position = iter(range(len(sets)))
-        return self._eval(query, sets, position)[0]
+        return self._eval(query, sets, position).to_dense(self.num_nodes)
 
-    def _check_set(self, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    def _check_set(self, x: Any) -> FuzzySet:
         if isinstance(x, tuple):  # sparse leaf: (node ids, memberships), no O(|V|) scan
             ids, values = (np.asarray(x[0], dtype=np.int64), np.asarray(x[1], dtype=FUZZY_DTYPE))
             if ids.shape != values.shape or ids.ndim != 1:
@@ -325,10 +390,10 @@ class FuzzyQueryExecutor:
                 raise ValueError("a sparse leaf set names a node id outside the graph")
             if not np.all((values >= 0) & (values <= 1)):
                 raise ValueError("leaf memberships must be finite and in [0, 1]")
-            dense = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
-            dense[ids] = values
-            support = np.unique(ids[values > 0])
-            return dense, (support if len(support) * SPARSE_FRACTION <= self.num_nodes else None)
+            order = np.lexsort((-values, ids))  # by id; a repeated id keeps its largest value
+            ids, values = ids[order], values[order]
+            first = np.r_[True, ids[1:] != ids[:-1]] if len(ids) else np.empty(0, bool)
+            return FuzzySet.from_pairs(ids[first], values[first], self.num_nodes)
         x = np.asarray(x, dtype=FUZZY_DTYPE)
         if x.shape != (self.num_nodes,):
             raise ValueError(f"a leaf set must have shape ({self.num_nodes},), got {x.shape}")
@@ -336,68 +401,73 @@ class FuzzyQueryExecutor:
         values = x[support]
         if not np.all((values > 0) & (values <= 1)):
             raise ValueError("leaf memberships must be finite and in [0, 1]")
-        return x, (support if len(support) * SPARSE_FRACTION <= self.num_nodes else None)
+        if len(support) * SPARSE_FRACTION <= self.num_nodes:
+            return FuzzySet(support.astype(np.int64), values)
+        return FuzzySet(dense=x)
 
-    def _project(self, x: np.ndarray, support: np.ndarray | None, relation: Relation
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    def _project(self, x: FuzzySet, relation: Relation) -> FuzzySet:
         rel, inverse = self.vocabulary.resolve_relation(relation)
         if isinstance(self.projector, SparseRelationProjector):
-            y, out_support = self.projector.project_sparse(x, rel, inverse, support)
-        else:  # a plugged-in (e.g. neural) projector: validate what it returns
-            y = np.asarray(self.projector.project(x, rel, inverse), dtype=FUZZY_DTYPE)
-            if y.shape != (self.num_nodes,):
-                raise ValueError(f"the projector returned shape {y.shape}, expected "
+            y = self.projector.project_set(x, rel, inverse)
+        else:  # a plugged-in (e.g. neural) projector: dense in, validated dense out
+            out = np.asarray(self.projector.project(x.to_dense(self.num_nodes), rel, inverse),
+                             dtype=FUZZY_DTYPE)
+            if out.shape != (self.num_nodes,):
+                raise ValueError(f"the projector returned shape {out.shape}, expected "
                                  f"({self.num_nodes},)")
-            y = np.nan_to_num(np.clip(y, 0, 1), nan=0.0).astype(FUZZY_DTYPE, copy=False)
-            out_support = None
+            y = FuzzySet(dense=np.nan_to_num(np.clip(out, 0, 1), nan=0.0).astype(
+                FUZZY_DTYPE, copy=False))
         if self.threshold > 0:
-            if out_support is None:
-                y[y < self.threshold] = 0
+            if y.is_sparse:
+                keep = y.values >= self.threshold
+                y = FuzzySet(y.ids[keep], y.values[keep])
             else:
-                low = y[out_support] < self.threshold
-                y[out_support[low]] = 0
-                out_support = out_support[~low]
-        return y, out_support
+                y.dense[y.dense < self.threshold] = 0
+        return y
 
-    def _combine(self, operands: list[tuple[np.ndarray, np.ndarray | None]],
+    def _combine(self, operands: list[FuzzySet],
                  op: Callable[[np.ndarray, np.ndarray], np.ndarray], conjunctive: bool
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Fold ``op`` over the operands, on their supports when all are known and small."""
-        supports = [sup for _, sup in operands]
-        if all(sup is not None for sup in supports):
-            ids = supports[0]
-            for sup in supports[1:]:
-                ids = (np.intersect1d(ids, sup, assume_unique=True) if conjunctive
-                       else np.union1d(ids, sup))
-            values = operands[0][0][ids]
-            for x, _ in operands[1:]:
-                values = op(values, x[ids])
-            out = np.zeros(self.num_nodes, dtype=FUZZY_DTYPE)
-            out[ids] = values
-            return out, ids[values != 0]
-        result = operands[0][0]
-        for x, _ in operands[1:]:
-            result = op(result, x)
-        return result.astype(FUZZY_DTYPE, copy=False), None
+                 ) -> FuzzySet:
+        """Fold ``op`` over the operands.
 
-    def _eval(self, node: Any, sets: list[tuple[np.ndarray, np.ndarray | None]],
-              position: Any) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(memberships, support or None)`` of ``node``."""
+        AND only needs the entities in every sparse operand (each t-norm is 0 when one side
+        is 0); OR of sparse operands needs the union of their ids (each t-conorm keeps the
+        other side when one side is 0). Otherwise the fold runs on dense vectors.
+        """
+        sparse = [x for x in operands if x.is_sparse]
+        if conjunctive and sparse:
+            ids = sparse[0].ids
+            for x in sparse[1:]:
+                ids = np.intersect1d(ids, x.ids, assume_unique=True)
+        elif not conjunctive and len(sparse) == len(operands):
+            ids = operands[0].ids
+            for x in operands[1:]:
+                ids = np.union1d(ids, x.ids)
+        else:
+            result = operands[0].to_dense(self.num_nodes)
+            for x in operands[1:]:
+                result = op(result, x.to_dense(self.num_nodes))
+            return FuzzySet(dense=result.astype(FUZZY_DTYPE, copy=False))
+        values = operands[0].at(ids)
+        for x in operands[1:]:
+            values = op(values, x.at(ids))
+        return FuzzySet.from_pairs(ids, np.asarray(values, dtype=FUZZY_DTYPE), self.num_nodes)
+
+    def _eval(self, node: Any, sets: list[FuzzySet], position: Any) -> FuzzySet:
         if isinstance(node, Entity):
             return sets[next(position)]
         if isinstance(node, Projection):
-            x, support = self._eval(node.operand, sets, position)
-            return self._project(x, support, node.relation)
+            return self._project(self._eval(node.operand, sets, position), node.relation)
         if isinstance(node, Negation):
-            x, _ = self._eval(node.operand, sets, position)
-            return (1 - x).astype(FUZZY_DTYPE), None
+            x = self._eval(node.operand, sets, position).to_dense(self.num_nodes)
+            return FuzzySet(dense=(1 - x).astype(FUZZY_DTYPE))
         operands = [self._eval(q, sets, position) for q in node.operands]
         if isinstance(node, Intersection):
-            result, support = self._combine(operands, self._and, conjunctive=True)
-            empty = (len(support) == 0) if support is not None else not np.any(result)
-            if self.soft_and and empty and all(np.any(x) for x, _ in operands):
-                return np.mean([x for x, _ in operands], axis=0).astype(FUZZY_DTYPE), None
-            return result, support
+            result = self._combine(operands, self._and, conjunctive=True)
+            if self.soft_and and result.is_empty() and not any(x.is_empty() for x in operands):
+                mean = np.mean([x.to_dense(self.num_nodes) for x in operands], axis=0)
+                return FuzzySet(dense=mean.astype(FUZZY_DTYPE))
+            return result
         if isinstance(node, Union_):
             return self._combine(operands, self._or, conjunctive=False)
         raise QueryStructureError(f"not a query node: {node!r}")  # pragma: no cover
