@@ -119,3 +119,21 @@ def test_last_position_logits_equal_full_forward(scorer, candidates):
     finally:
         scorer._logits_to_keep = None
     assert abs(fast - full).max() < 1e-4
+
+
+def test_chat_prompt_template_reproduces_the_training_prompt(scorer):
+    from kgrag.methods.graphraft.decoding import chat_prompt_template
+
+    tokenizer = scorer.tokenizer
+    saved = getattr(tokenizer, "chat_template", None)
+    # the rendered prompt has literal braces of its own, which the template must escape
+    tokenizer.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{ {{ m['content'] }} }"
+                               "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+    try:
+        template = chat_prompt_template(tokenizer)
+        question = "Which {weird} drug treats strongyloidiasis?"
+        expected = tokenizer.apply_chat_template([{"role": "user", "content": question}],
+                                                 tokenize=False, add_generation_prompt=True)
+        assert template.format(question=question) == expected
+    finally:
+        tokenizer.chat_template = saved

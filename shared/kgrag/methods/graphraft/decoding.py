@@ -211,3 +211,24 @@ class TransformersTokenScorer:
             except (TypeError, ValueError):
                 self._logits_to_keep = False
         return self._logits_to_keep
+
+
+def chat_prompt_template(tokenizer: object, system: str | None = None) -> str:
+    """A ``prompt_template`` for :class:`TransformersTokenScorer` from a tokenizer's chat template.
+
+    The query selector is fine-tuned on chat records (user = question, assistant = query; see
+    :mod:`~kgrag.methods.graphraft.training`), so at inference the candidate must be scored right
+    after the same rendered prompt: the user turn plus the assistant header. This renders the
+    chat template once around a placeholder and escapes every other brace, so
+    ``template.format(question=q)`` reproduces the training prompt for any question.
+    """
+    marker = "\x00QUESTION\x00"
+    messages = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": marker}]
+    rendered = tokenizer.apply_chat_template(  # type: ignore[attr-defined]
+        messages, tokenize=False, add_generation_prompt=True)
+    if marker not in rendered:
+        raise KgragError("the tokenizer's chat template dropped the user message")
+    before, after = rendered.split(marker, 1)
+    escape = lambda s: s.replace("{", "{{").replace("}", "}}")  # noqa: E731
+    return escape(before) + "{question}" + escape(after)
