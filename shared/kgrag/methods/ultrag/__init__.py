@@ -16,6 +16,7 @@ from kgrag.methods.ultrag.arbitrator import (
 )
 from kgrag.methods.ultrag.executor import (
     FuzzyQueryExecutor,
+    FuzzySet,
     Projector,
     QueryExecutor,
     RelationMatrices,
@@ -46,14 +47,15 @@ from kgrag.methods.ultrag.query import (
     to_tuple_text,
 )
 from kgrag.methods.ultrag.seppr import induced_subgraph, seppr_nodes, seppr_scores
+from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 __all__ = [
-    "Arbitrator", "Entity", "Execution", "FuzzyQueryExecutor", "GraphVocabulary",
+    "Arbitrator", "Entity", "Execution", "FuzzyQueryExecutor", "FuzzySet", "GraphVocabulary",
     "Intersection", "LLMArbitrator", "MarginArbitrator", "Negation", "Projection", "Projector",
     "Query", "QueryError", "QueryExecutor", "QueryResolutionError", "QueryStructureError",
     "QuerySyntaxError", "Relation", "RelationMatrices", "SoftmaxLeafLinker",
-    "SparseRelationProjector", "SymbolicFuzzyExecutor", "UltRAG", "Union_", "eq2_probabilities",
+    "SparseRelationProjector", "StoreQueryExecutor", "SymbolicFuzzyExecutor", "UltRAG", "Union_", "eq2_probabilities",
     "execute", "extract_query_text", "fuzzy_set", "induced_subgraph", "leaves", "one_hot",
     "parse_answers", "parse_query", "postfix", "seppr_nodes", "seppr_scores", "to_dsl",
     "to_tuple_text", "top_k",
