@@ -264,3 +264,23 @@ def test_llm_free_mode(kg, shared_parts):
     assert any(getattr(i, "relations", None) == ("language_spoken",) for i in result.items)
     with pytest.raises(LLMNotConfiguredError, match="llm="):
         method.answer("What language is spoken in Jamaica?")
+
+
+def test_scoring_variant_with_a_user_cross_encoder(kg, shared_parts):
+    """"ByoKG-RAG (scoring)": the graph reranker replaces the agentic traversal (no extra calls)."""
+    seen = []
+
+    def cross_encoder(query, texts):
+        seen.append(len(texts))
+        # championships are 3 hops from Stan Kasten: outside the L = 2 neighbourhood
+        return [2.0 if "championships" in t else (1.0 if "leader" in t else 0.0) for t in texts]
+
+    llm, _ = scripted(["<entities>Stan Kasten</entities>", "<entities>FINISH</entities>"])
+    result = make(kg, llm, shared_parts, triplet_retrieval="scoring", reranker=cross_encoder,
+                  scoring_top_k=3).retrieve(KASTEN_Q)
+    assert result.usage.calls == 2 and seen  # KG-Linker calls only
+    triples = [i for i in result.items if hasattr(i, "relation")]
+    assert {t.relation for t in triples} == {"business.board_member.leader_of",
+                                              "organization.leadership.person",
+                                              "organization.leadership.organization"}
+    assert result.metadata["iterations"][0]["scored_triples"] == 3
