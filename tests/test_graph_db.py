@@ -117,10 +117,12 @@ def db_graphs(falkordb_server):
     prop.load_triples(datasets["random"], progress=False)
     out[("random", "falkordb-relprop")] = (memory["random"], prop)
     opened.append(prop)
-    _reset_falkordb(falkordb_server, "falkordb")  # the graph every Bolt query uses
     for name, label in (("metaqa", "MetaQA"), ("random", "Rand")):
         bolt = Neo4jGraphStore.from_uri(falkordb_server.bolt_uri, node_label=label,
                                         batch_size=BOLT_BATCH)
+        # every Bolt query uses graph key "falkordb", shared with other test modules: clear
+        # only this label
+        bolt._write(f"MATCH (n:`{label}`) DETACH DELETE n")
         bolt.load_triples(memory[name], progress=False, batch_size=BOLT_BATCH)
         out[(name, "neo4j-bolt")] = (memory[name], bolt)
         opened.append(bolt)
@@ -370,8 +372,10 @@ def _graph_with_isolated_node():
 
 def test_backtick_names_are_refused_on_falkordb_and_quoted_for_neo4j(db_graphs):
     _, store = db_graphs[("random", "falkordb")]
+    before = store.counts()
     with pytest.raises(ValueError, match="backtick"):
         store.load_triples([("a", "evil`] DELETE (n) //", "b")], progress=False)
+    assert store.counts() == before  # refused before anything was written
     _, bolt = db_graphs[("random", "neo4j-bolt")]
     assert bolt._quote("a`b") == "`a``b`"
     with pytest.raises(ValueError):

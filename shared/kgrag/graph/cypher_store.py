@@ -224,14 +224,41 @@ class CypherGraphStore:
     def _relation_counts(self) -> dict[str, int]:
         """``{relation: edge count}`` read from the data (cached; :meth:`refresh` clears it)."""
         if self._relation_counts_cache is None:
-            pattern, _ = self._rel("e", None)
-            rows = self._read(
-                f"MATCH {self._node('h')}-{pattern}->{self._node('t')}"
-                f"{self._where(self._has_name('h', 't'))} "
-                f"RETURN {self._rel_name('e')} AS r, count(*) AS c")
-            self._relation_counts_cache = {
-                str(r): int(c) for r, c in rows if r is not None}
+            counts = self._typed_relation_counts() if self._rel_prop is None else None
+            if counts is None:  # one grouped scan (relation property mode, or no procedure)
+                pattern, _ = self._rel("e", None)
+                rows = self._read(
+                    f"MATCH {self._node('h')}-{pattern}->{self._node('t')}"
+                    f"{self._where(self._has_name('h', 't'))} "
+                    f"RETURN {self._rel_name('e')} AS r, count(*) AS c")
+                counts = {str(r): int(c) for r, c in rows if r is not None}
+            self._relation_counts_cache = counts
         return self._relation_counts_cache
+
+    def _typed_relation_counts(self) -> dict[str, int] | None:
+        """Per relationship type, one count over a typed pattern.
+
+        Much faster than grouping one untyped scan by ``type(e)`` (FalkorDB resolves an untyped
+        edge against every relation matrix: 7 s vs 0.15 s per 100k edges). ``None`` when the
+        server has no ``db.relationshipTypes()``.
+        """
+        try:
+            types = [str(r[0]) for r in self._read("CALL db.relationshipTypes()")]
+        except GraphDatabaseError as exc:
+            log.info("db.relationshipTypes() unavailable (%s); counting in one scan", exc)
+            return None
+        counts: dict[str, int] = {}
+        for rel in types:
+            try:
+                quoted = self._quote(rel)
+            except ValueError as exc:
+                log.warning("relationship type %r skipped: %s", rel, exc)
+                continue
+            rows = self._read(f"MATCH {self._node('h')}-[e:{quoted}]->{self._node('t')}"
+                              f"{self._where(self._has_name('h', 't'))} RETURN count(e)")
+            if rows and int(rows[0][0]):
+                counts[rel] = int(rows[0][0])
+        return counts
 
     def refresh(self) -> None:
         """Forget cached relation statistics (call after the database changed)."""

@@ -122,17 +122,20 @@ def load_triples(
             for i in range(0, source.num_nodes, batch_size):
                 add(store._write(node_q, {"names": source.node_names[i:i + batch_size]}))
         for batch in _batches(triples, batch_size):
+            by_relation: dict[str, list[list[str]]] = defaultdict(list)
+            for h, r, t in batch:
+                by_relation[r].append([h, t])
+            # quote every relation first: a name the server cannot take fails before any write
+            quoted = ({r: store._quote(r) for r in by_relation}
+                      if store.relation_property is None else {})
             names = sorted({h for h, _, _ in batch} | {t for _, _, t in batch})
             add(store._write(node_q, {"names": names}))
             if store.relation_property is None:
-                by_relation: dict[str, list[list[str]]] = defaultdict(list)
-                for h, r, t in batch:
-                    by_relation[r].append([h, t])
                 for relation, pairs in by_relation.items():
                     add(store._write(
                         f"UNWIND $pairs AS p MATCH {store._node('h', 'p[0]')} "
                         f"MATCH {store._node('t', 'p[1]')} "
-                        f"MERGE (h)-[:{store._quote(relation)}]->(t)", {"pairs": pairs}))
+                        f"MERGE (h)-[:{quoted[relation]}]->(t)", {"pairs": pairs}))
             else:
                 add(store._write(
                     f"UNWIND $rows AS p MATCH {store._node('h', 'p[0]')} "
