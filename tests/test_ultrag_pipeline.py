@@ -241,6 +241,7 @@ def test_entity_linking_mode_pipeline_with_quoted_mentions():
     assert answer.answers == ["Bob"]
 
 
+@pytest.mark.slow
 def test_real_minilm_links_a_paraphrased_mention(minilm):
     kg = KnowledgeGraph.from_triples([
         ("Geoffrey Hinton", "works_at", "University of Toronto"),

@@ -12,7 +12,11 @@ One question costs exactly two LLM calls when the first query parses:
 
 :meth:`UltRAG.execute` runs a query written by code, with no LLM at all::
 
-    UltRAG(kg).execute('"Tokyo Godfathers" -> directed_by')
+    UltRAG(kg, linking="exact").execute('"Tokyo Godfathers" -> directed_by')
+
+The graph is an in-memory :class:`~kgrag.KnowledgeGraph` (array executor, SEPPR, any custom
+executor) or any GraphStore such as a Neo4j database (projections run in the store; see
+:mod:`kgrag.methods.ultrag.store_executor`).
 """
 
 from __future__ import annotations
