@@ -35,6 +35,7 @@ COMMAND_MODULES: list[str] = [
     "kgrag.graph.db_cli",
     "kgrag.methods.ketrag.cli",
     "kgrag.methods.graphraft.cli",
+    "kgrag.eval.cli",
 ]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
