@@ -35,6 +35,7 @@ COMMAND_MODULES: list[str] = [
     "kgrag.graph.db_cli",
     "kgrag.methods.ketrag.cli",
     "kgrag.methods.graphraft.cli",
+    "kgrag.methods.byokg.cli",
     "kgrag.eval.cli",
 ]
 

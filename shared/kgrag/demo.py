@@ -28,6 +28,7 @@ DEMO_STEP_MODULES: list[str] = [
     "kgrag.methods.ultrag.cli",
     "kgrag.methods.ketrag.demo",
     "kgrag.methods.graphraft.cli",
+    "kgrag.methods.byokg.cli",
 ]
 
 #: Environment variable that points the demo at another triples file.
