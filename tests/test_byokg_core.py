@@ -311,3 +311,21 @@ def test_capped_paths_round_robin_over_direction_patterns():
         capped = follow_metapath(store, ["52 Pick-Up"], path, resolver=resolver, max_paths=4)
         # two walks of each direction pattern (graph order alone would give 1984 + 3 films)
         assert {p.target for p in capped.paths} == {"1984", "1999", "Film 0", "Film 1"}
+
+
+def test_cli_command_and_demo_step(capsys):
+    from kgrag.cli import main
+    from kgrag.demo import run_demo
+    from kgrag.methods.byokg.cli import demo_steps
+
+    from pathlib import Path
+
+    movies = str(Path(__file__).resolve().parents[1] / "examples" / "data" / "movies.tsv")
+    status = main(["byokg", movies, "Where was the director of Tokyo Godfathers born?",
+                   "--entity", "Tokyo Godfathers", "--path", "directed_by -> born_in", "--linking", "fuzzy"])
+    out = capsys.readouterr().out
+    assert status == 0 and "Tokyo Godfathers -> directed_by -> Satoshi Kon -> born_in -> Sapporo" in out
+    lines = []
+    run_demo(lines.append, steps=demo_steps())
+    assert any("-> born_in -> Sapporo" in line for line in lines)
+    assert any("LLM calls: 2" in line for line in lines)
