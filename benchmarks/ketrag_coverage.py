@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from kgrag.embed import CachedEmbedder, default_embedder
 from kgrag.eval.metrics import answer_recall
 from kgrag.methods.ketrag import build_index

@@ -29,10 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ketrag_coverage import load_hotpotqa  # noqa: E402
-from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder  # noqa: E402
-
-from kgrag.methods.ketrag import build_index  # noqa: E402
+from ketrag_coverage import load_hotpotqa
+from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder
+from kgrag.methods.ketrag import build_index
 
 CACHE = ROOT / "benchmarks" / ".cache" / "ketrag_cost"
 RESULTS = ROOT / "benchmarks" / "results" / "ketrag_index_cost.json"

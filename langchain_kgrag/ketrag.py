@@ -9,10 +9,12 @@ document's own metadata. Retrieval makes no LLM call; the LLM is used once per q
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from kgrag.methods.ketrag import KETRAG
+
 from langchain_kgrag.base import KGRetriever
 
 
@@ -28,7 +30,7 @@ class KETRAGRetriever(KGRetriever):
 
     @classmethod
     def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
-                       **params: Any) -> "KETRAGRetriever":
+                       **params: Any) -> KETRAGRetriever:
         """Index LangChain ``Document`` s (or strings); ``budget=0`` needs no LLM.
 
         ``params``: any :class:`~kgrag.methods.ketrag.KETRAGConfig` field, ``cache_dir``,
@@ -38,6 +40,6 @@ class KETRAGRetriever(KGRetriever):
 
     @classmethod
     def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
-             **retrieval_params: Any) -> "KETRAGRetriever":
+             **retrieval_params: Any) -> KETRAGRetriever:
         """Open an index directory written by ``retriever.method.save(directory)``."""
         return cls(method=KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params))

@@ -8,10 +8,12 @@ The query engine answers with KET-RAG's answer prompt (one LLM call per question
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from kgrag.methods.ketrag import KETRAG
+
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
@@ -37,18 +39,18 @@ class KETRAGRetriever(KGRetriever):
 
     @classmethod
     def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
-                       **params: Any) -> "KETRAGRetriever":
+                       **params: Any) -> KETRAGRetriever:
         return cls(KETRAG.from_documents(documents, llm=llm, embedder=embedder, **params))
 
     @classmethod
     def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
-                                **params: Any) -> "KETRAGRetriever":
+                                **params: Any) -> KETRAGRetriever:
         return cls.from_documents(vector_store_index_documents(index), llm=llm,
                                   embedder=embedder, **params)
 
     @classmethod
     def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
-             **retrieval_params: Any) -> "KETRAGRetriever":
+             **retrieval_params: Any) -> KETRAGRetriever:
         return cls(KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params))
 
 
@@ -57,16 +59,16 @@ class KETRAGQueryEngine(KGQueryEngine):
 
     @classmethod
     def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
-                       **params: Any) -> "KETRAGQueryEngine":
+                       **params: Any) -> KETRAGQueryEngine:
         return cls(method=KETRAG.from_documents(documents, llm=llm, embedder=embedder, **params))
 
     @classmethod
     def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
-                                **params: Any) -> "KETRAGQueryEngine":
+                                **params: Any) -> KETRAGQueryEngine:
         return cls.from_documents(vector_store_index_documents(index), llm=llm,
                                   embedder=embedder, **params)
 
     @classmethod
     def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
-             **retrieval_params: Any) -> "KETRAGQueryEngine":
+             **retrieval_params: Any) -> KETRAGQueryEngine:
         return cls(method=KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params))

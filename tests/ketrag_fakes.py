@@ -17,12 +17,6 @@ import threading
 from typing import Any
 
 import numpy as np
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
-
 from kgrag.methods.ketrag.prompts import (
     ANSWER_MARKER,
     GLEANING_MARKER,
@@ -31,6 +25,11 @@ from kgrag.methods.ketrag.prompts import (
     TEXT_START,
 )
 from kgrag.text.sentences import split_sentences
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
 
 _NOT_NAMES = {"The", "It", "He", "She", "They", "A", "An", "In", "This", "Which", "What", "Who",
               "Where", "When", "Its", "His", "Her", "There", "Data", "Question", "Answer"}

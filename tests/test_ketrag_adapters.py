@@ -5,17 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
-from llama_index.core import Document as LlamaDocument
-from llama_index.core import VectorStoreIndex
-from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
-from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.schema import NodeWithScore
-
-from kgrag.text import count_tokens
-from langchain_kgrag.ketrag import KETRAGRetriever as LCKETRAGRetriever
-from llama_index_kgrag.ketrag import KETRAGQueryEngine, KETRAGRetriever as LIKETRAGRetriever
 from ketrag_fakes import (
     HashingEmbedder,
     RecordChatModel,
@@ -23,7 +12,19 @@ from ketrag_fakes import (
     RecordResponder,
     chain_answer,
 )
+from kgrag.text import count_tokens
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from llama_index.core import Document as LlamaDocument
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.schema import NodeWithScore
 from test_ketrag_index import CITY_DOCS, SMALL
+
+from langchain_kgrag.ketrag import KETRAGRetriever as LCKETRAGRetriever
+from llama_index_kgrag.ketrag import KETRAGQueryEngine
+from llama_index_kgrag.ketrag import KETRAGRetriever as LIKETRAGRetriever
 
 QUESTION = "Which country was Ada Lovelace born in?"
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import ketrag_fakes
+import pytest
 from kgrag.methods.ketrag import KETIndex
 from kgrag.methods.ketrag.cli import load_llm, read_documents
 from test_ketrag_index import CITY_DOCS

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
+from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordLlamaLLM, RecordResponder
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.methods.ketrag import KETRAG, build_index
@@ -28,7 +28,6 @@ from kgrag.methods.ketrag.knn import (
     semantic_neighbors,
 )
 from kgrag.methods.ketrag.parsing import parse_records
-from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordLlamaLLM, RecordResponder
 
 # Ten one-chunk documents (chunk_size=30 tokens, splits=1 -> two sub-chunks each).
 CITY_DOCS = [

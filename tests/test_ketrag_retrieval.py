@@ -5,9 +5,8 @@ from __future__ import annotations
 import filecmp
 import json
 
-import numpy as np
 import pytest
-
+from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder
 from kgrag.errors import GraphLoadError, LLMNotConfiguredError
 from kgrag.methods.ketrag import KETRAG, KETIndex, build_index
 from kgrag.methods.ketrag.retrieval import (
@@ -17,7 +16,6 @@ from kgrag.methods.ketrag.retrieval import (
     keyword_channel,
 )
 from kgrag.text import count_tokens, default_tokenizer
-from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder
 from test_ketrag_index import CITY_DOCS, SMALL
 
 TOK = default_tokenizer()

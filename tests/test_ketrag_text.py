@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kgrag.text import (
     ENGLISH_STOPWORDS,
     chunk_and_split,

@@ -10,7 +10,7 @@ and hyphens split words ("France's" -> "france"; "well-known" -> "well", "known"
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from kgrag.text.stopwords import ENGLISH_STOPWORDS
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import lru_cache
+from functools import cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -90,7 +90,7 @@ class WordPieceTokenizer:
         return [len(e.ids) for e in encodings]
 
 
-@lru_cache(maxsize=None)
+@cache
 def default_tokenizer() -> TextTokenizer:
     """The packaged MiniLM WordPiece tokenizer, or :class:`RegexTokenizer` if it is not installed."""
     try:

@@ -11,4 +11,4 @@ from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.index import KETIndex
 from kgrag.methods.ketrag.pipeline import KETRAG, parse_answer
 
-__all__ = ["KETIndex", "KETRAG", "KETRAGConfig", "build_index", "parse_answer"]
+__all__ = ["KETRAG", "KETIndex", "KETRAGConfig", "build_index", "parse_answer"]

@@ -84,7 +84,7 @@ class KETRAGConfig:
             if not ok:
                 raise ValueError(message)
 
-    def replace(self, **changes: Any) -> "KETRAGConfig":
+    def replace(self, **changes: Any) -> KETRAGConfig:
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise TypeError(f"unknown KET-RAG parameter(s): {', '.join(sorted(unknown))}")
@@ -96,7 +96,7 @@ class KETRAGConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "KETRAGConfig":
+    def from_dict(cls, data: dict[str, Any]) -> KETRAGConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -10,7 +10,8 @@ number of chunks, completion tokens with the number of chunk tokens.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,10 +44,10 @@ def project(beta: float, *, pagerank: np.ndarray, chunk_tokens: np.ndarray,
     chosen = select_key_chunks(pagerank, beta, method=selection, seed=seed)
     out: dict[str, Any] = {
         "beta": beta,
-        "key_chunks": int(len(chosen)),
-        "first_extraction_calls": int(len(chosen)),
+        "key_chunks": len(chosen),
+        "first_extraction_calls": len(chosen),
         "first_extraction_prompt_tokens": int(prompt_tokens[chosen].sum()),
-        "max_gleaning_calls": int(len(chosen)) * max_gleanings,
+        "max_gleaning_calls": len(chosen) * max_gleanings,
         "chunk_tokens": int(chunk_tokens[chosen].sum()),
     }
     measured = measured_totals(llm_stats)
@@ -84,7 +85,7 @@ def cost_report(*, beta: float, n_chunks: int, key_chunks: np.ndarray, pagerank:
     return {
         "beta": beta,
         "chunks": n_chunks,
-        "key_chunks": int(len(key_chunks)),
+        "key_chunks": len(key_chunks),
         "failed_chunks": failed_chunks,
         "llm": {"by_kind": llm_stats, "total": measured_totals(llm_stats),
                 "provider_reported": provider_usage or {}},

@@ -18,10 +18,11 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from kgrag.errors import LLMOutputError
 from kgrag.methods.ketrag.parsing import ParsedRecords, parse_records

@@ -103,8 +103,8 @@ class KETIndex:
             "chunks": self.num_chunks,
             "sub_chunks": self.num_sub_chunks,
             "keywords": self.keyword_graph.num_keywords,
-            "knn_edges": int(len(self.knn_edges)),
-            "key_chunks": int(len(self.key_chunks)),
+            "knn_edges": len(self.knn_edges),
+            "key_chunks": len(self.key_chunks),
             "entities": self.skeleton.graph.num_nodes,
             "relations": self.skeleton.graph.num_edges,
         }
@@ -161,7 +161,7 @@ class KETIndex:
         return target
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str]) -> "KETIndex":
+    def load(cls, directory: str | os.PathLike[str]) -> KETIndex:
         root = Path(directory)
         if not root.is_dir():
             raise GraphLoadError(f"{root} is not a directory")

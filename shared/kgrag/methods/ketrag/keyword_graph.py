@@ -17,8 +17,8 @@ rebuilds it on demand. Identical sentence texts are embedded once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp

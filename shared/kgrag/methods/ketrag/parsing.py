@@ -10,6 +10,7 @@ caller can re-ask once.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from kgrag.errors import LLMOutputError
@@ -50,7 +51,7 @@ class ParsedRecords:
     def count(self) -> int:
         return len(self.entities) + len(self.relations)
 
-    def extend(self, other: "ParsedRecords") -> None:
+    def extend(self, other: ParsedRecords) -> None:
         self.entities.extend(other.entities)
         self.relations.extend(other.relations)
         self.rejected += other.rejected
@@ -102,7 +103,7 @@ def parse_record_line(line: str) -> EntityRecord | RelationRecord | str | None:
                 return None
         if isinstance(strength, bool) or not isinstance(strength, (int, float)):
             return None
-        if strength != strength:  # NaN
+        if not math.isfinite(strength):  # NaN / infinity
             return None
         desc = value[5] if isinstance(value[5], str) else None
         if not (source and label and target) or desc is None:

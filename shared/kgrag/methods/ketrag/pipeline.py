@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class KETRAG(KGMethod):
     def from_documents(cls, documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
                        cache_dir: str | Path | None = None, progress: bool = True,
                        tokenizer: TextTokenizer | str | None = None,
-                       config: KETRAGConfig | None = None, **params: Any) -> "KETRAG":
+                       config: KETRAGConfig | None = None, **params: Any) -> KETRAG:
         """Index ``documents`` and return the method (``params``: any :class:`KETRAGConfig` field)."""
         from kgrag.embed import as_embedder
 
@@ -89,7 +90,7 @@ class KETRAG(KGMethod):
 
     @classmethod
     def load(cls, directory: str | Path, *, llm: Any = None, embedder: Any = None,
-             tokenizer: TextTokenizer | str | None = None, **retrieval_params: Any) -> "KETRAG":
+             tokenizer: TextTokenizer | str | None = None, **retrieval_params: Any) -> KETRAG:
         """Load an index saved with :meth:`save` (no pickle)."""
         return cls(KETIndex.load(directory), llm=llm, embedder=embedder, tokenizer=tokenizer,
                    **retrieval_params)

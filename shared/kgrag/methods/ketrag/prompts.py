@@ -13,7 +13,7 @@ knowledge graph that any kgrag graph operation can walk.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 #: Marks the passage inside an extraction prompt (the fake test LLMs look for these too).
 TEXT_START = "<<<TEXT"

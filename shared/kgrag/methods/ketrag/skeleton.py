@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class Skeleton:
         return self.graph.num_nodes
 
     @classmethod
-    def empty(cls) -> "Skeleton":
+    def empty(cls) -> Skeleton:
         kg = KnowledgeGraph.from_arrays(np.empty(0, np.int32), np.empty(0, np.int32),
                                         np.empty(0, np.int32), [], [])
         return cls(kg, [], [], [], np.zeros(0), [])
@@ -91,7 +91,7 @@ class Skeleton:
         }, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: str | Path) -> "Skeleton":
+    def load(cls, directory: str | Path) -> Skeleton:
         root = Path(directory)
         graph = KnowledgeGraph.load(root / "graph")
         try:
@@ -219,6 +219,3 @@ def entity_embedding_texts(skeleton: Skeleton) -> list[str]:
     return [f"{name}: {skeleton.graph.node_descriptions.get(name, '')}".rstrip(": ").strip()
             for name in skeleton.graph.node_names]
 
-
-def to_jsonable(value: Any) -> Any:  # small helper for manifests
-    return value.tolist() if isinstance(value, np.ndarray) else value
