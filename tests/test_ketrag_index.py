@@ -288,3 +288,18 @@ def test_from_documents_accepts_langchain_and_llamaindex_documents():
     m = KETRAG.from_documents(docs, embedder=HashingEmbedder(), budget=0, **SMALL)
     assert [d["metadata"].get("src") for d in m.index.documents] == ["a", "b", None]
     assert m.index.num_chunks == 3
+
+
+def test_runaway_summaries_are_capped():
+    from kgrag.methods.ketrag.skeleton import MAX_MERGED_CHARS
+
+    responder = RecordResponder()
+
+    def verbose(prompt):
+        reply = responder(prompt)
+        return reply if responder.calls[-1][0] != "summarize" else "blah " * 10_000
+
+    index = build_index(CITY_DOCS, llm=verbose, embedder=HashingEmbedder(), budget=1.0, **SMALL)
+    descriptions = index.skeleton.graph.node_descriptions.values()
+    assert max(len(d) for d in descriptions) == MAX_MERGED_CHARS
+    assert responder.kinds()["summarize"] >= 1

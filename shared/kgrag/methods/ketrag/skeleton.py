@@ -9,7 +9,8 @@ Merging rules (GraphRAG's, adapted to labelled edges):
 * Relations are merged per ordered pair (source, target); the label is the most frequent one,
   the weight is the sum of the strengths.
 * An entity's or relation's distinct descriptions are merged by one LLM summary call when there
-  are several and a summarizer is given (GraphRAG's behaviour), else joined with spaces.
+  are several and a summarizer is given (GraphRAG's behaviour), else joined with spaces; the
+  result is capped at :data:`MAX_MERGED_CHARS` characters.
 * Provenance: every entity and edge keeps the ids of the chunks it was extracted from; retrieval
   rewires them to those chunks' sub-chunks (the paper's rewiring step).
 
@@ -29,6 +30,9 @@ import numpy as np
 from kgrag.errors import GraphLoadError
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.ketrag.extraction import ChunkExtraction
+
+#: Longest merged description kept (about 400 tokens).
+MAX_MERGED_CHARS = 2000
 
 Summarizer = Callable[[str, str, list[str]], str]
 """``summarize(kind, name, descriptions) -> merged description``."""
@@ -116,8 +120,10 @@ def _merge_description(kind: str, name: str, descriptions: Sequence[str],
     if len(descs) == 1:
         return descs[0]
     if summarize is not None:
-        return " ".join(summarize(kind, name, list(descs)).split())
-    return " ".join(descs)
+        merged = " ".join(str(summarize(kind, name, list(descs))).split())
+    else:
+        merged = " ".join(descs)
+    return merged[:MAX_MERGED_CHARS]  # a runaway summary must not swamp the context tables
 
 
 def build_skeleton(extractions: Sequence[ChunkExtraction],
