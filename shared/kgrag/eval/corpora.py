@@ -9,8 +9,10 @@ KET-RAG indexes. Formats (see the ``SOURCE.md`` next to the data):
   paper evaluated, so it is the default.
 * MuSiQue ``hipporag_train100``: ``musique_train.json`` = ``[{id, question, answer,
   answer_aliases, answerable, question_decomposition, paragraphs}]``;
-  ``musique_train_corpus.json`` = ``[{title, text}]``. The question type is the hop count
-  (``2hop``, ``3hop``, ``4hop``) taken from the id prefix.
+  ``musique_train_corpus.json`` = ``[{title, text}]``.
+
+For both, the question type is MuSiQue's composition type from the id prefix (``2hop``,
+``3hop1``, ``3hop2``, ``4hop1`` ...).
 * HotpotQA ``hipporag_train100``: ``hotpotqa_train.json`` = original distractor records
   ``{_id, question, answer, type, level, supporting_facts, context}``;
   ``hotpotqa_train_corpus.json`` = ``{title: [sentences]}``.
@@ -22,6 +24,7 @@ the KET-RAG coverage benchmark does.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,8 +64,9 @@ def _answers(answer: Any, aliases: Any = ()) -> tuple[str, ...]:
 
 
 def _hop_type(qid: str) -> str:
+    """MuSiQue's composition type from the id: ``2hop``, ``3hop1``, ``4hop3`` ..."""
     head = qid.split("__", 1)[0]
-    return head if head.endswith("hop") else ""
+    return head if re.fullmatch(r"\d+hop\d*", head) else ""
 
 
 def load_musique(root: str | Path, *, subset: str = "ketrag_500", limit: int | None = None,

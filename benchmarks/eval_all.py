@@ -1,0 +1,198 @@
+"""Every applicable method x dataset pair in oracle and LLM-free modes, and docs/results.md.
+
+Runs :func:`kgrag.eval.runner.evaluate` for each pair of :data:`METHOD_DATASETS` (modes
+``oracle`` and ``llm-free`` where the method has them) on a seeded sample of ``--limit``
+questions. Per-question JSONL goes to ``benchmarks/.cache/eval/`` (git-ignored; reruns resume
+from it), summaries to ``benchmarks/results/eval/<method>__<dataset>__<mode>.json`` and the
+table to ``docs/results.md``. Node-name and passage embeddings are cached under
+``benchmarks/.cache/embeddings``.
+
+Usage (from the repo root)::
+
+    python benchmarks/eval_all.py --limit 300
+    python benchmarks/eval_all.py --limit 300 --only ultrag,simgrag      # some methods
+    python benchmarks/eval_all.py --table-only                            # rebuild the doc
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+JSONL_DIR = ROOT / "benchmarks" / ".cache" / "eval"
+CACHE = ROOT / "benchmarks" / ".cache" / "embeddings"
+RESULTS = ROOT / "benchmarks" / "results" / "eval"
+DOC = ROOT / "docs" / "results.md"
+
+#: the order runs go in: quick ones first
+ORDER = ["ultrag", "simgrag", "graphraft", "byokg", "ketrag"]
+DATASET_ORDER = ["pq-2h", "pq-3h", "metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "musique",
+                 "hotpotqa"]
+
+#: numbers reported by the papers on the same datasets (percent)
+PAPER = {
+    ("simgrag", "metaqa-1hop"): "98.0 Hits@1 (end to end, Llama 3 70B)",
+    ("simgrag", "metaqa-2hop"): "98.4 Hits@1",
+    ("simgrag", "metaqa-3hop"): "97.8 Hits@1",
+    ("simgrag", "pq-2h"): "88.7 Hits@1",
+    ("simgrag", "pq-3h"): "78.6 Hits@1",
+    ("ketrag", "musique"): "Keyword-RAG (beta=0) coverage 50.8 (low-cost, l=1200, m=3); "
+                           "KET-RAG-P 77.0",
+    ("ketrag", "hotpotqa"): "Keyword-RAG coverage 60.2; KET-RAG-P 81.6 (their 500-question "
+                            "sample, not ours)",
+}
+
+
+def run(limit: int, seed: int, only: set[str] | None) -> None:
+    import torch
+
+    # single-question inference: more threads only add contention on a shared 2-core machine
+    torch.set_num_threads(1)
+    from kgrag.eval.runner import METHOD_DATASETS, evaluate
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for method in ORDER:
+        if only and method not in only:
+            continue
+        datasets, modes = METHOD_DATASETS[method]
+        for dataset in sorted(datasets, key=DATASET_ORDER.index):
+            for mode in ("oracle", "llm-free"):
+                if mode not in modes:
+                    continue
+                started = time.perf_counter()
+                summary = evaluate(method, dataset, mode=mode, limit=limit, seed=seed,
+                                   out_dir=JSONL_DIR, data_root=DATA, cache_dir=CACHE)
+                summary["wall_seconds_last_run"] = round(time.perf_counter() - started, 1)
+                summary["jsonl"] = os.path.relpath(summary["jsonl"], ROOT)
+                summary["command"] = (f"python benchmarks/eval_all.py --limit {limit} --seed {seed}"
+                                      f" --only {method}")
+                summary["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+                name = f"{method}__{dataset}__{mode}.json"
+                (RESULTS / name).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+                print(summary["markdown_row"], f"({summary['wall_seconds_last_run']} s)",
+                      flush=True)
+
+
+def load_summaries() -> list[dict]:
+    rows = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(RESULTS.glob("*.json"))]
+    return sorted(rows, key=lambda s: (ORDER.index(s["method"]), DATASET_ORDER.index(s["dataset"]),
+                                       s["mode"] != "oracle"))
+
+
+def write_doc(summaries: list[dict]) -> None:
+    from kgrag.eval.runner import markdown_row
+
+    limits = sorted({s["limit"] for s in summaries})
+    lines = [
+        "# Results: every method on every dataset it applies to",
+        "",
+        "Measured with the evaluation harness (`kgrag.eval`, `kgrag eval`). No LLM was available,",
+        "so two modes are reported:",
+        "",
+        "* **oracle** -- each method gets, through its LLM-free entry point, what a perfect LLM",
+        "  would have written for the question, built from the gold relation path (MetaQA's",
+        "  question type, PathQuestion's annotated path): ByoKG-RAG a scripted KG-Linker naming",
+        "  the topic entity and the gold path; SimGRAG the gold path as a pattern",
+        "  (`retrieve_pattern`); UltRAG the DSL query `Q<topic> -> P<r1> -> ...` (`run`);",
+        "  GraphRAFT the gold topic entity linked and the enumerated candidate whose relations",
+        "  equal the gold path selected (none for 3-hop paths: its templates reach 2 hops). This",
+        "  measures retrieval with the LLM's part done perfectly; a real LLM can only lose.",
+        "* **llm-free** -- the method's own retrieval from the question text without an LLM",
+        "  (ByoKG-RAG's LLM-free mode, GraphRAFT without an LLM, KET-RAG's keyword-only index =",
+        "  the paper's Keyword-RAG). SimGRAG and UltRAG have none (an LLM writes their pattern /",
+        "  query); KET-RAG has no oracle (text datasets have no gold path).",
+        "",
+        "Metrics (percent, mean over questions): **Hits@1 / Hits@10 / MRR** over the method's",
+        "ranked answer candidates (SimGRAG: the node matched to the answer placeholder per",
+        "subgraph, best GSD first; UltRAG: executor scores, tie-aware expected values, topic",
+        "removed unless gold (the filtered setting); GraphRAFT: context nodes in retrieval order;",
+        "ByoKG-RAG llm-free: its answer candidates; ByoKG-RAG oracle has no ranking, as the",
+        "ranking is the final LLM call's job); **answer recall** = share of gold answers among the",
+        "entities of the retrieved context (KET-RAG: occurring in the context text, the paper's",
+        "coverage); EM/F1 need an LLM answer (not run here). Latency is the retrieval call per",
+        "question on a shared 2-core machine (1 torch thread).",
+        "",
+        f"Sample: a seeded random sample (seed 0) of {', '.join(map(str, limits))} questions per",
+        "dataset (all questions when the set is smaller: HotpotQA has 100). MetaQA and PQ are",
+        "the vanilla test files in `../shared/data`; MuSiQue is KET-RAG's own 500-question sample",
+        "(`musique/ketrag_500`, 6,761 paragraphs); HotpotQA is HippoRAG's 100 training questions",
+        "(994 paragraphs), not the KET-RAG paper's sample.",
+        "",
+        markdown_table_header(),
+        *(markdown_row(s) for s in summaries),
+        "",
+        "## Next to the papers' numbers",
+        "",
+        "| method | dataset | ours (mode: metric) | paper |",
+        "|---|---|---|---|",
+    ]
+    by_key = {(s["method"], s["dataset"], s["mode"]): s for s in summaries}
+    for (method, dataset), paper in PAPER.items():
+        mode = "llm-free" if method == "ketrag" else "oracle"
+        s = by_key.get((method, dataset, mode))
+        metric = "answer_recall" if method == "ketrag" else "hits@1"
+        ours = f"{mode}: {s['metrics'][metric]:.1f} {metric}" if s and metric in s["metrics"] else "not run"
+        lines.append(f"| {method} | {dataset} | {ours} | {paper} |")
+    lines += [
+        "",
+        "The SimGRAG paper's numbers are end-to-end Hits@1 with Llama 3 70B writing the pattern",
+        "and the answer (its repository counts a hit when a gold answer is a substring of the",
+        "output); our oracle row is the retrieval-side ceiling of the same pipeline. KET-RAG's",
+        "llm-free mode is the paper's Keyword-RAG (skeleton budget beta = 0) at the low-cost",
+        "setting (l = 1200, m = 3, L = 12,000 tokens), and coverage is our answer recall of the",
+        "context text; the full KET-RAG (beta > 0) needs an LLM to extract the skeleton.",
+        "",
+        "The other papers report on other datasets, so there is nothing to set side by side:",
+        "ByoKG-RAG on WebQSP/CWQ/CronQuestions/MedQA/Northwind (e.g. WebQSP-IH Hit 86.6, CWQ-IH",
+        "73.6 with Sonnet-3.5); UltRAG on GTSQA/KGQAGen over Wikidata/WikiKG2 (oracle-query",
+        "UltraQuery MRR 99.83 / 99.91 / 98.89 / 96.07 for 1-4 hops on WikiKG2, Table 6, neural",
+        "executor; ours is the symbolic executor); GraphRAFT on STaRK-prime/mag (prime Hit@1",
+        "63.71, MRR 68.99, with fine-tuned L1/L2 models).",
+        "",
+        "## Reproduce",
+        "",
+        "```bash",
+        (f"python benchmarks/eval_all.py --limit {limits[-1] if limits else 300}"
+         "            # all pairs; resumes from benchmarks/.cache/eval"),
+        "kgrag eval --method simgrag --dataset metaqa-2hop --limit 300 --mode oracle \\",
+        "    --cache-dir benchmarks/.cache/embeddings --out /tmp/eval   # one pair",
+        "```",
+        "",
+        (f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
+         f"Python {platform.python_version()}."),
+        "",
+    ]
+    DOC.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {DOC}", file=sys.stderr)
+
+
+def markdown_table_header() -> str:
+    from kgrag.eval.runner import TABLE_HEADER
+
+    return TABLE_HEADER.format(k=10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default="", help="comma-separated methods")
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if not args.table_only:
+        run(args.limit, args.seed, set(filter(None, args.only.split(","))) or None)
+    write_doc(load_summaries())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

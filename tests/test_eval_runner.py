@@ -1,0 +1,222 @@
+"""The evaluation runner: oracles per method, scoring, resumable JSONL, the LLM mode, the CLI.
+
+Runs on a tiny PathQuestion-format dataset written to a temporary data root (the real loaders
+read it), plus KET-RAG on a tiny MuSiQue-format corpus. Embedding-based methods use the real
+packaged MiniLM (session fixture).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kgrag.eval import runner as runner_module
+from kgrag.eval.harness import Outcome
+from kgrag.eval.runner import evaluate, read_records, score
+from langchain_core.language_models import FakeListChatModel
+
+PEOPLE = [("Alice", "Paris", "France"), ("Bob", "Berlin", "Germany"), ("Carol", "Rome", "Italy"),
+          ("Dan", "Madrid", "Spain"), ("Eve", "Lisbon", "Portugal"), ("Frank", "Vienna", "Austria")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Single-question MiniLM calls: one intra-op thread (many threads spin on a busy machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture()
+def data_root(tmp_path):
+    """``pathquestion/{2H-kb.txt, PQ-2H.txt}`` and ``musique/ketrag_500`` in PQ / KET-RAG format."""
+    pq = tmp_path / "pathquestion"
+    pq.mkdir()
+    kb = []
+    for person, city, country in PEOPLE:
+        kb += [f"{person}\tplace_of_birth\t{city}", f"{city}\tcountry\t{country}"]
+    kb += ["Alice\tspouse\tBob", "Carol\tspouse\tDan", "Paris\tcapital_of\tFrance"]
+    (pq / "2H-kb.txt").write_text("\n".join(kb) + "\n", encoding="utf-8")
+    questions = [f"in which country was {p.lower()} born\t{c}()\t{p}#place_of_birth#{city}#country#{c}"
+                 for p, city, c in PEOPLE]
+    (pq / "PQ-2H.txt").write_text("\n".join(questions) + "\n", encoding="utf-8")
+    mq = tmp_path / "musique" / "ketrag_500"
+    mq.mkdir(parents=True)
+    qa = [{"id": f"2hop__{i}", "question": f"Which country is {city} in?", "answer": c}
+          for i, (_, city, c) in enumerate(PEOPLE[:3])]
+    (mq / "qa-pairs.json").write_text(json.dumps(qa), encoding="utf-8")
+    (mq / "document.txt").write_text(
+        "\n".join(f"{city} is a large city in {c}, known for its museums." for _, city, c in PEOPLE)
+        + "\nThe weather in the mountains is cold in winter.\n", encoding="utf-8")
+    return tmp_path
+
+
+def lines(path):
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_ultrag_oracle_writes_jsonl_and_summary(data_root, tmp_path):
+    out = tmp_path / "out"
+    summary = evaluate("ultrag", "pq-2h", mode="oracle", limit=10, out_dir=out,
+                       data_root=data_root, progress=False)
+    records = lines(out / "ultrag__pq-2h__oracle.jsonl")
+    assert [r["id"] for r in records] == [f"PQ-2H-{i}" for i in range(1, 7)]
+    assert all(r["metrics"]["hits@1"] == 1.0 and r["ranked"][0] == r["gold"][0] for r in records)
+    assert records[0]["extra"]["query"].endswith("-> P1")  # Q<Alice> -> P<place_of_birth> -> P<country>
+    assert summary["evaluated"] == 6 and summary["metrics"]["hits@1"] == 100.0
+    assert summary["metrics"]["answer_recall"] == 100.0 and summary["llm_calls_per_question"] == 0
+    saved = json.loads((out / "ultrag__pq-2h__oracle.json").read_text())
+    assert saved["markdown_row"].startswith("| ultrag | pq-2h | oracle | 6 | 100.0 |")
+
+
+def test_interrupted_run_resumes_without_duplicates(data_root, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    real = runner_module.build_question_runner
+    calls = []
+
+    def interrupting(*args, **kwargs):
+        run = real(*args, **kwargs)
+
+        def wrapped(ex, question):
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            calls.append(ex.id)
+            return run(ex, question)
+        return wrapped
+
+    monkeypatch.setattr(runner_module, "build_question_runner", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate("ultrag", "pq-2h", mode="oracle", limit=10, out_dir=out, data_root=data_root,
+                 progress=False)
+    jsonl = out / "ultrag__pq-2h__oracle.jsonl"
+    assert [r["id"] for r in lines(jsonl)] == calls == ["PQ-2H-1", "PQ-2H-2", "PQ-2H-3"]
+    with jsonl.open("a", encoding="utf-8") as fh:  # killed in the middle of writing a line
+        fh.write('{"id": "PQ-2H-4", "quest')
+    monkeypatch.setattr(runner_module, "build_question_runner", real)
+    summary = evaluate("ultrag", "pq-2h", mode="oracle", limit=10, out_dir=out,
+                       data_root=data_root, progress=False)
+    ids = [r["id"] for r in lines(jsonl)]
+    assert ids == [f"PQ-2H-{i}" for i in range(1, 7)] and len(set(ids)) == 6
+    assert summary["evaluated"] == 6
+    # a third run has nothing left to do and rebuilds the same summary from the file
+    again = evaluate("ultrag", "pq-2h", mode="oracle", limit=10, out_dir=out, data_root=data_root,
+                     progress=False)
+    assert again["metrics"] == summary["metrics"] and len(lines(jsonl)) == 6
+
+
+def test_read_records_cuts_a_torn_last_line(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "b"}\n{"id": ', encoding="utf-8")
+    assert [r["id"] for r in read_records(path)] == ["a", "b"]
+    assert path.read_text(encoding="utf-8") == '{"id": "a"}\n{"id": "b"}\n'
+
+
+def test_llm_mode_with_a_scripted_chat_model(data_root, tmp_path):
+    replies = []
+    for i, (person, _, country) in enumerate(PEOPLE):
+        replies.append(f'<query>"{person}" -> place_of_birth -> country</query>')
+        replies.append("Narnia" if i == 0 else country)  # the arbitrator gets one wrong
+    llm = FakeListChatModel(responses=replies)
+    summary = evaluate("ultrag", "pq-2h", mode="llm", llm=llm, limit=10, out_dir=tmp_path / "o",
+                       data_root=data_root, params={"linking": "exact"}, progress=False)
+    assert summary["llm_calls_per_question"] == 2
+    assert summary["metrics"]["em"] == pytest.approx(100 * 5 / 6, abs=0.01)
+    assert summary["metrics"]["hits@1"] == pytest.approx(100 * 5 / 6, abs=0.01)
+    # the retrieval behind the answers found every gold country
+    assert summary["metrics"]["answer_recall"] == 100.0
+    first = lines(tmp_path / "o" / "ultrag__pq-2h__llm.jsonl")[0]
+    assert first["answer"] == "Narnia" and first["metrics"]["f1"] == 0.0
+
+
+def test_llm_mode_needs_an_llm(data_root, tmp_path):
+    from kgrag.errors import LLMNotConfiguredError
+
+    with pytest.raises(LLMNotConfiguredError):
+        evaluate("ultrag", "pq-2h", mode="llm", limit=2, out_dir=tmp_path, data_root=data_root,
+                 progress=False)
+
+
+@pytest.mark.parametrize("method, dataset, mode", [
+    ("simgrag", "pq-2h", "llm-free"), ("ultrag", "musique", "oracle"),
+    ("ketrag", "hotpotqa", "oracle"), ("nope", "pq-2h", "oracle"), ("byokg", "pq-9h", "oracle"),
+])
+def test_inapplicable_pairs_are_refused(method, dataset, mode, tmp_path):
+    with pytest.raises(ValueError):
+        evaluate(method, dataset, mode=mode, limit=1, out_dir=tmp_path, progress=False)
+
+
+@pytest.mark.parametrize("method", ["simgrag", "graphraft", "byokg"])
+def test_oracle_mode_finds_the_gold_answers(method, data_root, tmp_path, minilm):
+    summary = evaluate(method, "pq-2h", mode="oracle", limit=3, out_dir=tmp_path,
+                       data_root=data_root, embedder=minilm, progress=False)
+    assert summary["evaluated"] == 3
+    assert summary["metrics"]["answer_recall"] == 100.0
+    if method == "byokg":  # the scripted KG-Linker was asked (linker + agentic steps)
+        assert summary["llm_calls_per_question"] >= 1 and "hits@1" not in summary["metrics"]
+    else:
+        assert summary["metrics"]["hits@1"] == 100.0
+    if method == "graphraft":  # the gold 2-hop query was among the candidates and chosen
+        for r in lines(tmp_path / "graphraft__pq-2h__oracle.jsonl"):
+            assert r["extra"]["gold_query_enumerated"] and r["ranked"][0] == r["gold"][0]
+
+
+def test_llm_free_modes_run_and_score(data_root, tmp_path, minilm):
+    byokg = evaluate("byokg", "pq-2h", mode="llm-free", limit=3, out_dir=tmp_path,
+                     data_root=data_root, embedder=minilm, progress=False)
+    assert {"hits@1", "mrr", "answer_recall"} <= set(byokg["metrics"])
+    assert byokg["llm_calls_per_question"] == 0
+    ket = evaluate("ketrag", "musique", mode="llm-free", limit=3, out_dir=tmp_path,
+                   data_root=data_root, embedder=minilm, progress=False)
+    records = lines(tmp_path / "ketrag__musique__llm-free.jsonl")
+    assert len(records) == 3 and all(r["context_chars"] > 0 for r in records)
+    assert ket["metrics"]["answer_recall"] == 100.0  # the whole tiny corpus fits in the context
+    assert "hits@1" not in ket["metrics"]
+
+
+def test_score_uses_the_ranking_the_context_and_the_answer():
+    outcome = Outcome(ranked=["x", "Paris"], context_names={"Paris", "Rome"},
+                      answer_text="The city of Paris")
+    m = score(outcome, ("Paris", "Lyon"), k=10)
+    assert m["hits@1"] == 0.0 and m["hits@10"] == 1.0 and m["mrr"] == 0.5
+    assert m["answer_recall"] == 0.5
+    assert m["em"] == 1.0  # "Paris" among the answers
+    assert 0.0 < m["f1"] < 1.0
+    text = score(Outcome(context_text="... born in Paris, France ..."), ("France",))
+    assert text == {"answer_recall": 1.0}
+
+
+def test_cli_runs_a_pair_and_prints_the_table(data_root, tmp_path, capsys):
+    from kgrag.cli import main
+
+    out = tmp_path / "cli"
+    status = main(["eval", "--method", "ultrag", "--dataset", "pq-2h", "--limit", "4",
+                   "--data-root", str(data_root), "--out", str(out), "--no-progress"])
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "| ultrag | pq-2h | oracle | 4 | 100.0 |" in printed
+    assert len(lines(out / "ultrag__pq-2h__oracle.jsonl")) == 4
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--method", "simgrag", "--dataset", "pq-2h", "--mode", "llm-free"], "no llm-free mode"),
+    (["--method", "ketrag", "--dataset", "metaqa-1hop"], "does not apply"),
+    (["--method", "ultrag", "--dataset", "pq-2h", "--mode", "llm"], "needs --llm"),
+    (["--method", "ultrag", "--dataset", "pq-2h", "--param", "no-equals"], "key=value"),
+    (["--method", "ultrag", "--dataset", "pq-2h", "--llm", "nomodule"], "module:factory"),
+    (["--dataset", "pq-2h"], "required"),
+])
+def test_cli_user_errors_exit_2_with_one_line(argv, message, capsys, tmp_path):
+    from kgrag.cli import main
+
+    assert main(["eval", *argv, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_params_are_python_literals():
+    from kgrag.eval.cli import parse_params
+
+    assert parse_params(["k=5", "injective='prefer'", "name=plain text", "flag=True"]) == {
+        "k": 5, "injective": "prefer", "name": "plain text", "flag": True}
