@@ -73,19 +73,24 @@ def context_names(items: Iterable[Any]) -> set[str]:
 
 
 def outcome_from_retrieval(result: RetrievalResult, seconds: float, *,
-                           ranked: list[str] | None = None) -> Outcome:
-    """An :class:`Outcome` whose context is ``result``: names for graph items, text for chunks."""
+                           ranked: list[str] | None = None, as_text: bool = False) -> Outcome:
+    """An :class:`Outcome` whose context is ``result``: names for graph items, text for chunks.
+
+    ``as_text`` scores the rendered context text even when it holds graph items (KET-RAG's
+    context mixes entities and text chunks; its coverage is about the text).
+    """
     text = result.metadata.get("context")
     if not isinstance(text, str):
         text = result.context
-    names = context_names(result.items)
+    names = set() if as_text else context_names(result.items)
     return Outcome(ranked=ranked, context_names=names if names else None,
                    context_text=None if names else text, usage=result.usage,
                    items=len(result.items), context_chars=len(text), seconds=seconds)
 
 
-def outcome_from_answer(answer: Answer, seconds: float) -> Outcome:
-    out = outcome_from_retrieval(answer.retrieval, seconds, ranked=list(answer.answers))
+def outcome_from_answer(answer: Answer, seconds: float, *, as_text: bool = False) -> Outcome:
+    out = outcome_from_retrieval(answer.retrieval, seconds, ranked=list(answer.answers),
+                                 as_text=as_text)
     out.answer_text = answer.text
     out.usage = answer.usage
     return out
@@ -223,16 +228,16 @@ def _ketrag(passages: list[str], mode: str, llm: Any, embedder: Any, params: dic
         raise ValueError("KET-RAG has no oracle mode (text datasets carry no gold relation path); "
                          "use --mode llm-free or --mode llm")
     index_params = {"budget": 0.0, **{k: v for k, v in params.items()
-                                      if k not in _KETRAG_RETRIEVAL_PARAMS()}}
-    retrieval = {k: v for k, v in params.items() if k in _KETRAG_RETRIEVAL_PARAMS()}
+                                      if k not in _ketrag_retrieval_params()}}
+    retrieval = {k: v for k, v in params.items() if k in _ketrag_retrieval_params()}
     index = build_index(passages, embedder=embedder, progress=True, **index_params)
     method = KETRAG(index, llm=llm if mode == "llm" else None, embedder=embedder, **retrieval)
     if mode == "llm":
-        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
-    return lambda ex, q: outcome_from_retrieval(*_timed(lambda: method.retrieve(q)))
+        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)), as_text=True)
+    return lambda ex, q: outcome_from_retrieval(*_timed(lambda: method.retrieve(q)), as_text=True)
 
 
-def _KETRAG_RETRIEVAL_PARAMS() -> tuple[str, ...]:
+def _ketrag_retrieval_params() -> tuple[str, ...]:
     from kgrag.methods.ketrag import KETRAGConfig
 
     return tuple(KETRAGConfig.RETRIEVAL_PARAMS)
