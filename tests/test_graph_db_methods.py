@@ -7,10 +7,16 @@ entities' neighbourhood on a store) are compared with :class:`NameLevel`, the in
 seen only through the GraphStore protocol -- the code path a database store takes. The
 in-memory graph has name-ordered ids, so the stores' name-ordered caps and tie-breaks coincide
 with it. KET-RAG builds its own graph from text, so it has no database path to test here.
+
+Embeddings come from a deterministic character-trigram embedder: what is tested is the store,
+and MiniLM on a CPU shared by many test runs would dominate the runtime.
 """
 
 from __future__ import annotations
 
+import zlib
+
+import numpy as np
 import pytest
 from langchain_core.language_models import FakeListChatModel
 
@@ -64,6 +70,24 @@ def graphs(falkordb_server):
 
 
 DB_KINDS = ["falkordb", "neo4j-bolt"]
+
+
+def _trigrams(text: str, dim: int = 512) -> np.ndarray:
+    vector = np.zeros(dim, dtype=np.float32)
+    padded = f"  {text.lower()} "
+    for i in range(len(padded) - 2):
+        vector[zlib.crc32(padded[i:i + 3].encode()) % dim] += 1.0
+    # a small text-seeded jitter, so that two texts never tie (ties would be broken by the
+    # order names come out of a store, which is not what these tests compare)
+    jitter = np.random.default_rng(zlib.crc32(text.encode())).random(dim).astype(np.float32)
+    return vector + 0.01 * jitter
+
+
+@pytest.fixture(scope="module")
+def trigram_embedder():
+    from kgrag.embed import LookupEmbedder
+
+    return LookupEmbedder({"": np.ones(512)}, fallback=_trigrams, name="trigrams")
 PROTOCOL = ("counts", "has_node", "iter_node_names", "list_relations", "one_hop", "follow_path",
             "shortest_paths", "k_hop_subgraph", "schema_summary", "degree")
 
@@ -87,12 +111,12 @@ def _docs(docs) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("kind", DB_KINDS)
-def test_byokg_langchain_retriever_on_database(graphs, kind, minilm):
+def test_byokg_langchain_retriever_on_database(graphs, kind, trigram_embedder):
     from langchain_kgrag.byokg import ByoKGRetriever
 
     def run(graph):
         retriever = ByoKGRetriever.from_graph(
-            graph, llm=FakeListChatModel(responses=KASTEN_SCRIPT), embedder=minilm)
+            graph, llm=FakeListChatModel(responses=KASTEN_SCRIPT), embedder=trigram_embedder)
         docs = retriever.invoke(KASTEN_Q)
         return _docs(docs), retriever.last_result.usage.calls
 
@@ -104,11 +128,11 @@ def test_byokg_langchain_retriever_on_database(graphs, kind, minilm):
 
 
 @pytest.mark.parametrize("kind", DB_KINDS)
-def test_byokg_llama_index_retriever_llm_free_on_database(graphs, kind, minilm):
+def test_byokg_llama_index_retriever_llm_free_on_database(graphs, kind, trigram_embedder):
     from llama_index_kgrag.byokg import ByoKGRetriever
 
     def run(graph):
-        nodes = ByoKGRetriever.from_graph(graph, embedder=minilm).retrieve(
+        nodes = ByoKGRetriever.from_graph(graph, embedder=trigram_embedder).retrieve(
             "What language is spoken in Jamaica?")
         return [(n.node.get_content(), round(n.score or 0.0, 5)) for n in nodes]
 
@@ -139,7 +163,7 @@ def test_simgrag_retriever_on_database(graphs, kind):
 
 
 @pytest.mark.parametrize("kind", DB_KINDS)
-def test_graphraft_on_database_pushes_queries_down(graphs, kind, minilm):
+def test_graphraft_on_database_pushes_queries_down(graphs, kind, trigram_embedder):
     from kgrag.methods.graphraft.backend import CypherBackend
     from kgrag.methods.graphraft.pipeline import GraphRAFT
 
@@ -148,7 +172,7 @@ def test_graphraft_on_database_pushes_queries_down(graphs, kind, minilm):
     def run(graph):
         llm = FakeListChatModel(responses=["A: CYP3A4|strongyloidiasis", "5, 1",
                                            "Ivermectin|Aspirin"])
-        method = GraphRAFT(graph, llm=llm, embedder=minilm)
+        method = GraphRAFT(graph, llm=llm, embedder=trigram_embedder)
         answer = method.answer(question)
         return (method, answer.answers, [i.name for i in answer.retrieval.items],
                 answer.retrieval.metadata["selected_queries"], answer.usage.calls)
