@@ -11,9 +11,10 @@ paper's Keyword-RAG) on
 with the paper's low-cost setting (chunks of l = 1200 tokens, m = 3 splits -> 150-token
 sub-chunks, k = 2, context L = 12,000 tokens; smaller L are reported too). The baselines rank
 by cosine to the question, with the same MiniLM vectors, and fill the same budget with the same
-``id|text`` lines: ``dense-150`` over the 150-token sub-chunks (the paper's high-accuracy
-Text-RAG granularity) and ``dense-1200`` over the 1,200-token chunks (low-cost Text-RAG; a
-chunk's vector is the mean of its sub-chunk vectors).
+``id|text`` lines (:mod:`kgrag.methods.ketrag.baselines`): ``dense-150`` over the 150-token
+sub-chunks (the paper's high-accuracy Text-RAG granularity), ``dense-1200`` over the
+1,200-token chunks (low-cost Text-RAG; a chunk's vector is the mean of its sub-chunk vectors)
+and ``knng-1200`` (KNNG-RAG: each seed chunk followed by its KNN-graph neighbours).
 
 Coverage = the gold answer occurs, after SQuAD normalisation, as a whole phrase in the context
 (:func:`kgrag.eval.metrics.answer_recall`). HotpotQA also reports coverage without its yes/no
@@ -44,6 +45,7 @@ import numpy as np
 from kgrag.embed import CachedEmbedder, default_embedder
 from kgrag.eval.metrics import answer_recall
 from kgrag.methods.ketrag import build_index
+from kgrag.methods.ketrag.baselines import knng_rag, text_rag
 from kgrag.methods.ketrag.retrieval import retrieve_context
 from kgrag.text import default_tokenizer
 
@@ -72,28 +74,6 @@ def load_hotpotqa() -> tuple[list[str], list[dict]]:
 DATASETS = {"musique": load_musique, "hotpotqa": load_hotpotqa}
 
 
-def dense_context(texts: list[str], vectors: np.ndarray, q: np.ndarray, budget: int, tok,
-                  prefix: str, memo: dict[int, int]) -> str:
-    """Text-RAG: the most query-similar units as ``id|text`` lines until ``budget`` tokens.
-
-    ``memo`` caches each line's token count across questions (a line never changes), as the
-    KET-RAG retriever does for its own lines.
-    """
-    header = "-----Text sources-----\nid|text"
-    used = tok.count(header)
-    lines = [header]
-    scores = vectors @ q
-    for i in np.lexsort((np.arange(len(scores)), -scores)).tolist():
-        line = f"{prefix}{i}|{' '.join(texts[i].split())}"
-        if i not in memo:
-            memo[i] = tok.count(line)
-        if used + memo[i] > budget:
-            break
-        lines.append(line)
-        used += memo[i]
-    return "\n".join(lines)
-
-
 def run(name: str, embedder, tok) -> dict:
     docs, qa = DATASETS[name]()
     cache_files = set(CACHE.glob("*.npy")) if CACHE.exists() else set()
@@ -109,21 +89,20 @@ def run(name: str, embedder, tok) -> dict:
     is_yes_no = np.array([x["answer"].strip().lower() in ("yes", "no") for x in qa])
     rows: dict[str, dict] = {}
     latency = []
-    memo150: dict[int, int] = {}
-    memo1200: dict[int, int] = {}
     for budget in BUDGETS:
         cfg = index.config.replace(context_tokens=budget)
-        cov = {"keyword": [], "dense-150": [], "dense-1200": []}
+        cov = {"keyword": [], "dense-150": [], "dense-1200": [], "knng-1200": []}
         for x, q in zip(qa, q_vectors):
             t0 = time.perf_counter()
             # what KETRAG.retrieve does after embedding the question (vectors computed once above)
             sections, _ = retrieve_context(index, q, cfg, tok)
             kw_ctx = "\n\n".join(s.render() for s in sections)
             latency.append(time.perf_counter() - t0)
-            d150 = dense_context(index.sub_texts, index.sub_vectors, q, budget, tok, "s", memo150)
-            d1200 = dense_context(index.chunk_texts, index.chunk_vectors, q, budget, tok, "c",
-                                  memo1200)
-            for key, ctx in (("keyword", kw_ctx), ("dense-150", d150), ("dense-1200", d1200)):
+            d150, _ = text_rag(index, q, budget, tok, unit="sub_chunk")
+            d1200, _ = text_rag(index, q, budget, tok, unit="chunk")
+            knng, _ = knng_rag(index, q, budget, tok)
+            for key, ctx in (("keyword", kw_ctx), ("dense-150", d150), ("dense-1200", d1200),
+                             ("knng-1200", knng)):
                 cov[key].append(answer_recall(ctx, [x["answer"]]))
         row = {}
         for key, values in cov.items():
@@ -153,12 +132,15 @@ def run(name: str, embedder, tok) -> dict:
 
 
 def markdown(results: dict) -> str:
-    out = ["| dataset | L | keyword channel (KET-RAG, beta=0) | dense-150 | dense-1200 |",
-           "|---|---|---|---|---|"]
+    out = ["| dataset | L | keyword channel (KET-RAG, beta=0) | dense-150 | dense-1200 | KNNG-1200 |",
+           "|---|---|---|---|---|---|"]
     for name, r in results["datasets"].items():
         for budget, row in r["coverage"].items():
             cells = []
-            for key in ("keyword", "dense-150", "dense-1200"):
+            for key in ("keyword", "dense-150", "dense-1200", "knng-1200"):
+                if key not in row:
+                    cells.append("–")
+                    continue
                 c = row[key]
                 extra = f" ({c['coverage_without_yes_no']} w/o yes/no)" if "coverage_without_yes_no" in c else ""
                 cells.append(f"{c['coverage']}{extra}")

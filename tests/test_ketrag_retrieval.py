@@ -237,3 +237,23 @@ def test_query_embedder_dimension_mismatch_is_a_clear_error(city_index):
         m.retrieve("Lindenfeld")
     with pytest.raises(TypeError, match="retrieval parameter"):
         KETRAG(city_index, embedder=HashingEmbedder(), budget=0.3)
+
+
+# ---------------------------------------------------------------- in-framework baselines
+def test_text_rag_is_the_top_seeds_and_knng_rag_adds_their_neighbours(city_index):
+    from kgrag.methods.ketrag.baselines import knng_rag, text_rag
+
+    idx = city_index
+    q = HashingEmbedder().embed_query("clock guild apprentices")
+    ctx, chunks = text_rag(idx, q, 10_000, TOK)
+    scores = idx.chunk_vectors @ q
+    assert chunks == sorted(range(idx.num_chunks), key=lambda c: (-scores[c], c))
+    assert "guild" in idx.chunk_texts[chunks[0]]
+    ctx, subs = text_rag(idx, q, 60, TOK, unit="sub_chunk")
+    assert subs and count_tokens(ctx) <= 60
+    ctx, order = knng_rag(idx, q, 10_000, TOK)
+    seed = chunks[0]
+    neighbours = sorted({int(v) for u, v in idx.knn_edges.tolist() if u == seed}
+                        | {int(u) for u, v in idx.knn_edges.tolist() if v == seed})
+    assert order[: 1 + len(neighbours)] == [seed, *neighbours]
+    assert sorted(order) == list(range(idx.num_chunks))
