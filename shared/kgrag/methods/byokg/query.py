@@ -1,55 +1,28 @@
 """Graph-query retrieval (paper §3.4): run the KG-Linker's openCypher, read-only, errors as text.
 
 ``Execute-Query(Q, G)`` runs only on stores with ``supports_cypher`` (Neo4j, FalkorDB, ...).
-LLM-written Cypher is untrusted: :func:`check_read_only` refuses write and procedure clauses
-*before* anything is sent (the stores additionally run queries in read transactions), and every
-failure -- refused, syntax error, timeout -- becomes an error line in the graph context so the
-next KG-Linker iteration can correct the query (the paper leaves errors unspecified; the reference
+LLM-written Cypher is untrusted: :func:`kgrag.graph.cypher_safety.check_read_only` refuses write,
+procedure and admin clauses *before* anything is sent (the stores additionally run queries in
+read transactions), and every failure -- refused, syntax error, timeout -- becomes an error line
+in the graph context so the next KG-Linker iteration can correct the query (the paper leaves errors unspecified; the reference
 code feeds them back, which we keep).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.errors import UnsafeQueryError
+from kgrag.graph.cypher_safety import check_read_only
 
-#: Clauses that could write data, change the schema or call arbitrary procedures.
-FORBIDDEN_CLAUSES = ("CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "CALL",
-                     "LOAD", "FOREACH", "GRANT", "DENY", "REVOKE", "ALTER", "RENAME")
-_FORBIDDEN = re.compile(r"\b(" + "|".join(FORBIDDEN_CLAUSES) + r")\b", re.IGNORECASE)
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_STRINGS = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
-_IDENTIFIERS = re.compile(r"`[^`]*`")
+__all__ = ["MAX_CHARS", "MAX_ROWS", "QueryResult", "check_read_only", "execute_query"]
 
 #: Cap on rows and characters of one verbalised result (the paper has no context pruning; a
 #: runaway ``MATCH (n) RETURN n`` must not flood the prompt).
 MAX_ROWS = 50
 MAX_CHARS = 4000
-
-
-def check_read_only(query: str) -> str:
-    """Return the query stripped, or raise :class:`UnsafeQueryError` if it could write.
-
-    The check is made on an NFKC-normalised copy with comments, string literals and quoted
-    identifiers removed, so ``'CREATE'`` inside a string is allowed while ``CRE/**/ATE`` tricks
-    and full-width letters are not.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise UnsafeQueryError("empty query")
-    text = unicodedata.normalize("NFKC", query)
-    bare = _IDENTIFIERS.sub(" ", _STRINGS.sub(" ", _COMMENTS.sub("", text)))
-    match = _FORBIDDEN.search(bare)
-    if match:
-        raise UnsafeQueryError(f"refused: the query uses {match.group(1).upper()}, "
-                               "and LLM-written queries may only read")
-    if ";" in bare.strip().rstrip(";"):
-        raise UnsafeQueryError("refused: only one statement is allowed")
-    return query.strip().rstrip(";").strip()
 
 
 @dataclass
