@@ -316,3 +316,36 @@ def test_real_minilm_links_paraphrased_relation(minilm):
     result = method.retrieve_pattern([("UNKNOWN film 1", "directed by", "Satoshi Kon"),
                                       ("UNKNOWN film 1", "genre", "Animation")])
     assert result.items[0].metadata["mapping"]["UNKNOWN film 1"] == "Paprika"
+
+
+def test_large_k_flat_search_equals_faiss():
+    from kgrag.methods.simgrag.candidates import LARGE_K, NameIndex
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5000, 8)).astype(np.float32)
+    index = NameIndex(vectors, index="flat")
+    queries = rng.standard_normal((2, 8)).astype(np.float32)
+    big = index.search(queries, LARGE_K + 500)
+    squared, ids = index.index.search(queries, LARGE_K + 500)
+    for row, cands in enumerate(big):
+        assert len(cands) == LARGE_K + 500
+        assert set(cands.ids.tolist()) == set(ids[row].tolist())
+        assert np.allclose(cands.distances, np.sqrt(np.maximum(squared[row], 0)), atol=1e-4)
+    everything = index.search(queries[:1], 10_000)[0]
+    assert len(everything) == 5000
+
+
+@pytest.mark.slow
+def test_cli_pattern_command(minilm, capsys):
+    from kgrag.cli import main
+
+    graph = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "data"
+                / "movies.tsv")
+    code = main(["simgrag", graph, "--pattern",
+                 '[("UNKNOWN film 1", "directed by", "Satoshi Kon"), '
+                 '("UNKNOWN film 1", "genre", "Thriller")]'])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "graph [1]" in out and "(Perfect Blue, directed_by, Satoshi Kon)" in out.split("\n")[1]
+    assert main(["simgrag", graph, "--pattern", "not a pattern"]) == 2
+    assert main(["simgrag", graph]) == 2

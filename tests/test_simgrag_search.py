@@ -209,6 +209,18 @@ def test_budget_stops_with_incomplete_flag():
     assert result.complete is False
 
 
+def test_refinement_gives_a_wildcard_centre_a_small_domain():
+    kg = KnowledgeGraph.from_triples(K1 + [("Millennium Actress", "directed_by", "Satoshi Kon"),
+                                           ("Millennium Actress", "written_by", "Sadayuki Murai")])
+    found, result = search(
+        kg, [("UNKNOWN film 1", "director", "Satoshi Kon"), ("UNKNOWN film 1", "writer", "Keiko Nobumoto")],
+        {"Satoshi Kon": {"Satoshi Kon": 0.0}, "Keiko Nobumoto": {"Keiko Nobumoto": 0.0}},
+        {"director": {"directed_by": 0.1}, "writer": {"written_by": 0.1}}, k=3)
+    assert [m["UNKNOWN film 1"] for _, _, m in found] == ["Tokyo Godfathers"]
+    assert result.stats["refine_filters"] > 0
+    assert result.stats["root_candidates"] == 1
+
+
 def test_step_plan_counts_each_node_once_on_cycles():
     steps = plan_steps(3, [(0, 1), (1, 2), (2, 0)], root=0)
     assert [s.new for s in steps] == [True, True, False]
@@ -247,7 +259,8 @@ def search_case(draw):
     k = draw(st.integers(1, 5))
     injective = draw(st.sampled_from([True, False, "prefer"]))
     distinct = draw(st.booleans())
-    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct
+    refine = draw(st.booleans())
+    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine
 
 
 def as_sets(tables):
@@ -257,11 +270,11 @@ def as_sets(tables):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(search_case())
 def test_pruned_search_equals_brute_force(case):
-    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct = case
+    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine = case
     expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=injective,
                             distinct_subgraphs=distinct)
     result = top_k_subgraphs(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables), k,
-                             injective=injective, distinct_subgraphs=distinct)
+                             injective=injective, distinct_subgraphs=distinct, refine=refine)
     assert result.complete
     got = [(m.gsd, m.edges, m.nodes) for m in result.matches]
     assert got == expected
@@ -270,6 +283,7 @@ def test_pruned_search_equals_brute_force(case):
         assert math.isclose(sum(parts), m.gsd, abs_tol=1e-12)
     if not distinct and injective != "prefer":
         every = enumerate_matches(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
-                                  injective=injective)
+                                  injective=injective, refine=False)
         assert [(m.gsd, m.edges, m.nodes) for m in every.matches[:k]] == expected
-        assert result.stats["partials"] <= every.stats["partials"]
+        if not refine:  # like for like: branch and bound never extends more than Algorithm 1
+            assert result.stats["partials"] <= every.stats["partials"]

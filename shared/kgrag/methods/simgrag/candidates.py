@@ -6,6 +6,9 @@ are true Euclidean distances (FAISS returns squared L2; the square root is taken
 paper's unweighted sum of L2 distances whatever the embedder's normalisation.
 
 * ``index="flat"`` -- exact search (``IndexFlatL2``); the default below ``hnsw_threshold`` items.
+  For k above ``LARGE_K`` (e.g. the paper's k(n) = 16384), FAISS's per-query heap is slow, so
+  the distances to every vector are computed with one matrix product over FAISS's own storage
+  (a zero-copy view) and the k smallest taken with ``argpartition`` -- still exact.
 * ``index="hnsw"`` -- ``IndexHNSWFlat`` (M = ``hnsw_m``, efConstruction = ``ef_construction``),
   searched with efSearch = ``ef_search_factor`` × k as in the paper (8 × k(n) / 8 × k(r)).
   Approximate: the search downstream is exact only relative to these candidates.
@@ -32,6 +35,9 @@ from kgrag.methods.simgrag.pattern import Pattern, is_unknown
 from kgrag.methods.simgrag.search import CandidateSet
 
 DEFAULT_HNSW_THRESHOLD = 1_000_000
+
+#: Above this k an exact flat search selects with numpy instead of FAISS's heap.
+LARGE_K = 1024
 
 
 def _faiss() -> Any:
@@ -79,6 +85,25 @@ class NameIndex:
         self.kind = index
         self.ef_search_factor = ef_search_factor
         self.index.add(vectors)
+        self._norms: np.ndarray | None = None
+
+    def _stored(self) -> np.ndarray:
+        """The flat index's vectors as a read-only numpy view (no copy)."""
+        n, d = len(self), int(self.index.d)
+        return _faiss().rev_swig_ptr(self.index.get_xb(), n * d).reshape(n, d)
+
+    def _search_large_k(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        stored = self._stored()
+        if self._norms is None:
+            self._norms = np.einsum("ij,ij->i", stored, stored)
+        ids = np.empty((len(queries), k), dtype=np.int64)
+        squared = np.empty((len(queries), k), dtype=np.float32)
+        for row, q in enumerate(queries):
+            dist = self._norms - 2.0 * (stored @ q) + float(q @ q)
+            part = np.argpartition(dist, k - 1)[:k] if k < len(dist) else np.arange(len(dist))
+            order = part[np.lexsort((part, dist[part]))]
+            ids[row], squared[row] = order, dist[order]
+        return squared, ids
 
     def __len__(self) -> int:
         return int(self.index.ntotal)
@@ -91,7 +116,11 @@ class NameIndex:
         k = max(1, min(int(k), len(self)))
         if self.kind == "hnsw":
             self.index.hnsw.efSearch = max(k, self.ef_search_factor * k)
-        squared, ids = self.index.search(queries, k)
+            squared, ids = self.index.search(queries, k)
+        elif k > LARGE_K:
+            squared, ids = self._search_large_k(queries, k)
+        else:
+            squared, ids = self.index.search(queries, k)
         out = []
         for row_d, row_i in zip(squared, ids):
             ok = row_i >= 0

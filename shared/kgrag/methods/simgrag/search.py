@@ -193,14 +193,16 @@ class SubgraphSearch:
     benchmarks), optionally only those with GSD ``<= max_gsd``.
 
     ``max_partials`` and ``time_limit`` (seconds) bound the work; when either is hit the best
-    matches found so far are returned with ``complete=False``.
+    matches found so far are returned with ``complete=False``. ``refine`` applies exact
+    neighbourhood filtering to the candidate domains first (see :meth:`_refine`).
     """
 
     def __init__(self, kg, n_nodes: int, edges: Sequence[tuple[int, int]],
                  node_candidates: Sequence[CandidateSet | None],
                  relation_candidates: Sequence[CandidateSet | None], *, k: int | None = 3,
                  injective: bool = True, distinct_subgraphs: bool = False, prune: bool = True,
-                 require_reuse: bool = False,
+                 require_reuse: bool = False, refine: bool = True,
+                 refine_budget: int = 5_000_000,
                  max_gsd: float = math.inf, batch_max: int = 1024,
                  max_partials: int | None = 20_000_000, time_limit: float | None = None) -> None:
         if k is not None and k < 1:
@@ -230,14 +232,27 @@ class SubgraphSearch:
         self.time_limit = time_limit
         self.node_cost = [self._dense(c, kg.num_nodes) for c in node_candidates]
         self.rel_cost = [self._dense(c, kg.num_relations) for c in relation_candidates]
-        self.root, root_set = self._choose_root(node_candidates, relation_candidates)
-        self.root_candidates = root_set
+        self.degree = [0] * n_nodes
+        for u, v in self.edges:
+            self.degree[u] += 1
+            self.degree[v] += 1
+        # domain[v]: graph ids pattern node v may still take (None = every node)
+        self.domain: list[np.ndarray | None] = [None if c is None else c.ids
+                                                for c in node_candidates]
+        if all(d is None for d in self.domain):
+            self._anchor_on_relation(relation_candidates)
+        self.refined = self._refine(refine_budget) if refine else 0
+        node_sets = [None if d is None else CandidateSet(d, self.node_cost[v][d])
+                     for v, d in enumerate(self.domain)]
+        self.root = min((v for v in range(n_nodes) if node_sets[v] is not None),
+                        key=lambda v: (len(node_sets[v]), -self.degree[v], v))
+        self.root_candidates = node_sets[self.root]
         self.steps = plan_steps(n_nodes, self.edges, self.root)
         self.step_of_edge = [0] * len(self.edges)
         for s, step in enumerate(self.steps):
             self.step_of_edge[step.edge] = s
         # rest[s]: lower bound of what steps s.. still add (Eq. 9 + 10, each node counted once)
-        node_min = [0.0 if c is None else c.min_distance for c in node_candidates]
+        node_min = [0.0 if c is None else c.min_distance for c in node_sets]
         rel_min = [0.0 if c is None else c.min_distance for c in relation_candidates]
         self.rest = [0.0] * (len(self.steps) + 1)
         for s in range(len(self.steps) - 1, -1, -1):
@@ -261,19 +276,12 @@ class SubgraphSearch:
         arr[cands.ids] = cands.distances
         return arr
 
-    def _choose_root(self, node_cands, rel_cands) -> tuple[int, CandidateSet]:
-        """Fewest candidates (wildcards count as every node); ties: higher degree, lower index."""
-        degree = [0] * self.n_nodes
-        for u, v in self.edges:
-            degree[u] += 1
-            degree[v] += 1
-        known = [i for i, c in enumerate(node_cands) if c is not None]
-        if known:
-            root = min(known, key=lambda i: (len(node_cands[i]), -degree[i], i))
-            return root, node_cands[root]
-        # No known node: anchor at an end of the pattern edge whose relation candidates cover the
-        # fewest graph edges. Every match maps that end onto an endpoint of such an edge, so the
-        # restriction is exact (distance 0: the node itself is a wildcard).
+    def _anchor_on_relation(self, rel_cands) -> None:
+        """No known node: restrict one end of the most selective known-relation edge.
+
+        Every match maps that end onto an endpoint of a graph edge whose relation is a candidate,
+        so the restriction is exact (distance 0: the node itself is a wildcard).
+        """
         known_rel = [j for j, c in enumerate(rel_cands) if c is not None]
         if not known_rel:
             raise PatternError("the pattern has no known entity or relation to anchor the search; "
@@ -283,8 +291,62 @@ class SubgraphSearch:
         mask = np.isin(self.kg.rels, rel_cands[j].ids)
         ends = np.union1d(self.kg.heads[mask], self.kg.tails[mask]).astype(np.int64)
         u, v = self.edges[j]
-        root = u if (degree[u], -u) >= (degree[v], -v) else v
-        return root, CandidateSet(ends, np.zeros(len(ends)))
+        root = u if (self.degree[u], -u) >= (self.degree[v], -v) else v
+        self.domain[root] = ends
+        self.node_cost[root] = np.full(self.kg.num_nodes, np.inf)
+        self.node_cost[root][ends] = 0.0
+
+    def _neighbours(self, ids: np.ndarray, rel_cost: np.ndarray | None) -> np.ndarray:
+        """Nodes joined to one of ``ids`` by an edge (either direction) with a candidate relation."""
+        kg = self.kg
+        start = kg.out_indptr[ids]
+        e_out, _ = _expand_ranges(start, kg.out_indptr[ids + 1] - start)
+        start = kg.in_indptr[ids]
+        pos_in, _ = _expand_ranges(start, kg.in_indptr[ids + 1] - start)
+        e_in = kg.in_order[pos_in].astype(np.int64)
+        if rel_cost is not None:
+            e_out = e_out[np.isfinite(rel_cost[kg.rels[e_out]])]
+            e_in = e_in[np.isfinite(rel_cost[kg.rels[e_in]])]
+        return np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
+
+    def _refine(self, budget: int) -> int:
+        """Neighbourhood filtering of the candidate domains (exact; not in the paper).
+
+        A pattern node ``a`` next to a node ``b`` with a known domain can only map to a graph
+        node adjacent -- through a candidate relation of that pattern edge -- to some node of
+        ``b``'s domain, so every other node is dropped from ``a``'s domain (a wildcard gets a
+        finite domain at distance 0). Two passes over the pattern edges; a domain whose edges
+        to read exceed ``budget`` is not used as a filter. Returns how many filters were applied.
+        """
+        kg = self.kg
+        applied = 0
+        for _ in range(2):
+            changed = False
+            for j, (u, v) in enumerate(self.edges):
+                for a, b in ((u, v), (v, u)):
+                    ids = self.domain[b]
+                    if ids is None:
+                        continue
+                    reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
+                                + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
+                    if reads > budget:
+                        continue
+                    allowed = np.zeros(kg.num_nodes, dtype=bool)
+                    allowed[self._neighbours(ids, self.rel_cost[j])] = True
+                    applied += 1
+                    if self.domain[a] is None:
+                        self.domain[a] = np.flatnonzero(allowed).astype(np.int64)
+                        self.node_cost[a] = np.where(allowed, 0.0, np.inf)
+                        changed = True
+                        continue
+                    keep = allowed[self.domain[a]]
+                    if not keep.all():
+                        self.node_cost[a][self.domain[a][~keep]] = np.inf
+                        self.domain[a] = self.domain[a][keep]
+                        changed = True
+            if not changed:
+                break
+        return applied
 
     # ------------------------------------------------------------------ bookkeeping
     def threshold(self) -> float:
@@ -337,7 +399,8 @@ class SubgraphSearch:
         matches = [self._match(key) for key in self._results]
         return SearchResult(matches, self.complete, {
             "partials": self.partials, "batches": self.batches,
-            "root_candidates": len(cands), "seconds": time.perf_counter() - started})
+            "root_candidates": len(cands), "refine_filters": self.refined,
+            "seconds": time.perf_counter() - started})
 
     def _level(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int, started: float) -> None:
         """Extend partial matches (sorted by lower bound) by step ``s``, best batches first."""
