@@ -37,6 +37,7 @@ COMMAND_MODULES: list[str] = [
     "kgrag.methods.graphraft.cli",
     "kgrag.methods.byokg.cli",
     "kgrag.eval.cli",
+    "kgrag.methods.simgrag.cli",
 ]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.

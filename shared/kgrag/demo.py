@@ -29,6 +29,7 @@ DEMO_STEP_MODULES: list[str] = [
     "kgrag.methods.ketrag.demo",
     "kgrag.methods.graphraft.cli",
     "kgrag.methods.byokg.cli",
+    "kgrag.methods.simgrag.cli",
 ]
 
 #: Environment variable that points the demo at another triples file.
