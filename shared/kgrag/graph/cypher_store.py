@@ -143,6 +143,8 @@ class CypherGraphStore:
         self._rel_prop = self._quote(relation_property) if relation_property else None
         self._rel_type = self._quote(relationship_type) if relation_property else None
         self._relation_counts_cache: dict[str, int] | None = None
+        self._relation_types_cache: set[str] | None = None
+        self._relation_present_cache: list[str] | None = None
 
     # ------------------------------------------------------------------ backend hooks
     def _read(self, query: str, params: Mapping[str, Any] | None = None,
@@ -260,16 +262,63 @@ class CypherGraphStore:
                 counts[rel] = int(rows[0][0])
         return counts
 
+    def _relation_types(self) -> set[str]:
+        """Relation names the database knows (cached): what a query may name.
+
+        Cheap: ``db.relationshipTypes()`` (or the distinct relation property values of the one
+        relationship type). A name here may still have no edge between entity nodes; querying
+        it then finds nothing, exactly like an unknown relation in memory. Exact per-relation
+        counts (:meth:`relation_counts`) need a scan and are computed only when asked for.
+        """
+        if self._relation_types_cache is None:
+            types: set[str] | None = None
+            try:
+                if self._rel_prop is None:
+                    types = set()
+                    for (rel,) in self._read("CALL db.relationshipTypes()"):
+                        try:
+                            self._quote(str(rel))
+                        except ValueError as exc:
+                            log.warning("relationship type %r skipped: %s", rel, exc)
+                            continue
+                        types.add(str(rel))
+                else:
+                    types = {str(r[0]) for r in self._read(
+                        f"MATCH ()-[e:{self._rel_type}]->() "
+                        f"RETURN DISTINCT e.{self._rel_prop}") if r[0] is not None}
+            except GraphDatabaseError as exc:
+                log.info("relation types from a scan (%s)", exc)
+            self._relation_types_cache = types if types is not None else set(
+                self._relation_counts())
+        return self._relation_types_cache
+
+    def _relation_present(self) -> list[str]:
+        """Relation names with at least one edge between entity nodes (sorted, cached)."""
+        if self._relation_present_cache is None:
+            if self._relation_counts_cache is not None:
+                present = set(self._relation_counts_cache)
+            else:
+                present = set()
+                for rel in self._relation_types():
+                    pattern, cond = self._rel("e", [rel])
+                    if self._read(f"MATCH {self._node('h')}-{pattern}->{self._node('t')}"
+                                  f"{self._where(self._has_name('h', 't'), cond)} "
+                                  f"RETURN 1 LIMIT 1", {"rels": [rel]}):
+                        present.add(rel)
+            self._relation_present_cache = sorted(present)
+        return self._relation_present_cache
+
     def refresh(self) -> None:
         """Forget cached relation statistics (call after the database changed)."""
         self._relation_counts_cache = None
+        self._relation_types_cache = None
+        self._relation_present_cache = None
 
     def _known_relations(self, relations: Iterable[str]) -> list[str]:
         """The given relations that exist in the graph (unknown ones are dropped, like in memory)."""
         if isinstance(relations, str):
             raise TypeError("expected an iterable of relation names, got one string")
-        known = self._relation_counts()
-        return sorted({normalize_name(r) for r in relations} & known.keys())
+        return sorted({normalize_name(r) for r in relations} & self._relation_types())
 
     # ------------------------------------------------------------------ GraphStore: basics
     def counts(self) -> dict[str, int]:
@@ -297,7 +346,7 @@ class CypherGraphStore:
         raise NotImplementedError
 
     def list_relations(self) -> list[str]:
-        return sorted(self._relation_counts())
+        return list(self._relation_present())
 
     def relation_counts(self) -> dict[str, int]:
         return dict(self._relation_counts())
@@ -367,7 +416,7 @@ class CypherGraphStore:
         An unknown relation gives ``[]``.
         """
         steps = parse_relation_path(path, default_direction=default_direction)
-        known = self._relation_counts()
+        known = self._relation_types()
         steps = [PathStep(normalize_name(s.relation), s.direction) for s in steps]
         if any(s.relation not in known for s in steps):
             return []
@@ -603,7 +652,7 @@ class CypherGraphStore:
         node_index = {n: i for i, n in enumerate(names)}
         rel_index = {r: i for i, r in enumerate(relations)}
         heads, rels, tails = [], [], []
-        bar = tqdm(total=sum(self._relation_counts().values()), unit="edge",
+        bar = tqdm(total=None, unit="edge",
                    desc=f"reading {self.backend} graph", disable=not progress)
         try:
             for t in self.iter_triples(batch_size=batch_size):
