@@ -4,12 +4,12 @@ Runs :func:`kgrag.eval.runner.evaluate` for each pair of :data:`METHOD_DATASETS`
 ``oracle`` and ``llm-free`` where the method has them) on a seeded sample of ``--limit``
 questions. Per-question JSONL goes to ``benchmarks/.cache/eval/`` (git-ignored; reruns resume
 from it), summaries to ``benchmarks/results/eval/<method>__<dataset>__<mode>.json`` and the
-table to ``docs/results.md``. Node-name and passage embeddings are cached under
-``benchmarks/.cache/embeddings``.
+table to ``docs/results.md``. Node-name embeddings are cached under
+``benchmarks/.cache/embeddings``, KET-RAG's sub-chunk embeddings under ``benchmarks/.cache/ketrag``.
 
 Usage (from the repo root)::
 
-    python benchmarks/eval_all.py --limit 300
+    python benchmarks/eval_all.py --limit 300 --slow-limit 100
     python benchmarks/eval_all.py --limit 300 --only ultrag,simgrag      # some methods
     python benchmarks/eval_all.py --table-only                            # rebuild the doc
 """
@@ -28,11 +28,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 JSONL_DIR = ROOT / "benchmarks" / ".cache" / "eval"
 CACHE = ROOT / "benchmarks" / ".cache" / "embeddings"
+#: KET-RAG sub-chunk vectors: the directory benchmarks/ketrag_coverage.py fills for the same
+#: corpora (same texts -> same cache key), so neither script embeds them twice
+KETRAG_CACHE = ROOT / "benchmarks" / ".cache" / "ketrag"
 RESULTS = ROOT / "benchmarks" / "results" / "eval"
 DOC = ROOT / "docs" / "results.md"
 
 #: the order runs go in: quick ones first
-ORDER = ["ultrag", "simgrag", "graphraft", "byokg", "ketrag"]
+ORDER = ["ultrag", "simgrag", "ketrag", "byokg", "graphraft"]
+#: pairs that take seconds per question on the shared machine: run with --slow-limit
+SLOW = {("graphraft", "llm-free", "metaqa-1hop"), ("graphraft", "llm-free", "metaqa-2hop"),
+        ("graphraft", "llm-free", "metaqa-3hop")}
 DATASET_ORDER = ["pq-2h", "pq-3h", "metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "musique",
                  "hotpotqa"]
 
@@ -50,7 +56,39 @@ PAPER = {
 }
 
 
-def run(limit: int, seed: int, only: set[str] | None) -> None:
+#: extra runs with non-default parameters: (method, mode, params, label)
+VARIANTS = [("simgrag", "oracle", {"injective": "prefer"}, "simgrag (injective='prefer')")]
+
+
+def _save(summary: dict, name: str, started: float, command: str) -> None:
+    summary["wall_seconds_last_run"] = round(time.perf_counter() - started, 1)
+    summary["jsonl"] = os.path.relpath(summary["jsonl"], ROOT)
+    summary["command"] = command
+    summary["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    (RESULTS / name).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+                                encoding="utf-8")
+    print(summary["markdown_row"], f"({summary['wall_seconds_last_run']} s)", flush=True)
+
+
+def run_variants(limit: int, seed: int, only: set[str] | None) -> None:
+    from kgrag.eval.runner import METHOD_DATASETS, evaluate, markdown_row
+
+    for method, mode, params, label in VARIANTS:
+        if only and method not in only:
+            continue
+        tag = "-".join(f"{k}-{v}" for k, v in params.items())
+        for dataset in sorted(METHOD_DATASETS[method][0], key=DATASET_ORDER.index):
+            started = time.perf_counter()
+            summary = evaluate(method, dataset, mode=mode, limit=limit, seed=seed,
+                               out_dir=JSONL_DIR / f"{method}-{tag}", data_root=DATA,
+                               cache_dir=CACHE, params=params)
+            summary["method"] = label
+            summary["markdown_row"] = markdown_row(summary)
+            _save(summary, f"{method}-{tag}__{dataset}__{mode}.json", started,
+                  f"python benchmarks/eval_all.py --limit {limit} --seed {seed} --only {method}")
+
+
+def run(limit: int, seed: int, only: set[str] | None, slow_limit: int | None = None) -> None:
     import torch
 
     # single-question inference: more threads only add contention on a shared 2-core machine
@@ -66,24 +104,21 @@ def run(limit: int, seed: int, only: set[str] | None) -> None:
             for mode in ("oracle", "llm-free"):
                 if mode not in modes:
                     continue
+                n = slow_limit if slow_limit and (method, mode, dataset) in SLOW else limit
                 started = time.perf_counter()
-                summary = evaluate(method, dataset, mode=mode, limit=limit, seed=seed,
-                                   out_dir=JSONL_DIR, data_root=DATA, cache_dir=CACHE)
-                summary["wall_seconds_last_run"] = round(time.perf_counter() - started, 1)
-                summary["jsonl"] = os.path.relpath(summary["jsonl"], ROOT)
-                summary["command"] = (f"python benchmarks/eval_all.py --limit {limit} --seed {seed}"
-                                      f" --only {method}")
-                summary["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count()}
-                name = f"{method}__{dataset}__{mode}.json"
-                (RESULTS / name).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")
-                print(summary["markdown_row"], f"({summary['wall_seconds_last_run']} s)",
-                      flush=True)
+                summary = evaluate(method, dataset, mode=mode, limit=n, seed=seed,
+                                   out_dir=JSONL_DIR, data_root=DATA,
+                                   cache_dir=KETRAG_CACHE if method == "ketrag" else CACHE)
+                _save(summary, f"{method}__{dataset}__{mode}.json", started,
+                      f"python benchmarks/eval_all.py --limit {limit} --seed {seed} --only {method}"
+                      + (f" --slow-limit {slow_limit}" if n != limit else ""))
+    run_variants(limit, seed, only)
 
 
 def load_summaries() -> list[dict]:
     rows = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(RESULTS.glob("*.json"))]
-    return sorted(rows, key=lambda s: (ORDER.index(s["method"]), DATASET_ORDER.index(s["dataset"]),
+    return sorted(rows, key=lambda s: (ORDER.index(s["method"].split(" ")[0]),
+                                       " " in s["method"], DATASET_ORDER.index(s["dataset"]),
                                        s["mode"] != "oracle"))
 
 
@@ -120,8 +155,10 @@ def write_doc(summaries: list[dict]) -> None:
         "coverage); EM/F1 need an LLM answer (not run here). Latency is the retrieval call per",
         "question on a shared 2-core machine (1 torch thread).",
         "",
-        f"Sample: a seeded random sample (seed 0) of {', '.join(map(str, limits))} questions per",
-        "dataset (all questions when the set is smaller: HotpotQA has 100). MetaQA and PQ are",
+        f"Sample: a seeded random sample (seed 0) of {limits[-1] if limits else 300} questions per",
+        "dataset (all questions when the set is smaller: HotpotQA has 100; column n)"
+        + (f", {limits[0]} for GraphRAFT's LLM-free mode on MetaQA (seconds per question on the"
+           " shared machine)." if len(limits) > 1 else ".") + " MetaQA and PQ are",
         "the vanilla test files in `../shared/data`; MuSiQue is KET-RAG's own 500-question sample",
         "(`musique/ketrag_500`, 6,761 paragraphs); HotpotQA is HippoRAG's 100 training questions",
         "(994 paragraphs), not the KET-RAG paper's sample.",
@@ -161,7 +198,8 @@ def write_doc(summaries: list[dict]) -> None:
         "",
         "```bash",
         (f"python benchmarks/eval_all.py --limit {limits[-1] if limits else 300}"
-         "            # all pairs; resumes from benchmarks/.cache/eval"),
+         + (f" --slow-limit {limits[0]}" if len(limits) > 1 else "")
+         + "   # all pairs; resumes from benchmarks/.cache/eval"),
         "kgrag eval --method simgrag --dataset metaqa-2hop --limit 300 --mode oracle \\",
         "    --cache-dir benchmarks/.cache/embeddings --out /tmp/eval   # one pair",
         "```",
@@ -184,12 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--slow-limit", type=int, default=None,
+                        help="smaller sample for the slow pairs (GraphRAFT LLM-free on MetaQA)")
     parser.add_argument("--only", default="", help="comma-separated methods")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not args.table_only:
-        run(args.limit, args.seed, set(filter(None, args.only.split(","))) or None)
+        run(args.limit, args.seed, set(filter(None, args.only.split(","))) or None,
+            args.slow_limit)
     write_doc(load_summaries())
     return 0
 

@@ -43,7 +43,6 @@ def test_hotpotqa_questions_and_corpus():
     assert first.question == "If Gallu is a demon Lilu is what?" and first.answers == ("a spirit",)
     assert first.qtype == "bridge/easy" and first.id == "5a77ec115542992a6e59dff7"
     assert data.passages[0].startswith("Demon Dice: Demon Dice, originally published")
-    assert "  " not in data.passages[0]
 
 
 def test_limit_is_a_seeded_sample_in_file_order():

@@ -123,6 +123,5 @@ def load_hotpotqa(root: str | Path, *, limit: int | None = None, seed: int = 0) 
     corpus = _read_json(corpus_path)
     if not isinstance(corpus, dict):
         raise GraphFormatError("expected an object {title: [sentences]}", path=str(corpus_path))
-    passages = [f"{title}: {' '.join(''.join(sentences).split())}"
-                for title, sentences in corpus.items()]
+    passages = [f"{title}: {''.join(sentences).strip()}" for title, sentences in corpus.items()]
     return TextQADataset(_sample(examples, limit, seed), passages, "hotpotqa-hipporag_train100")

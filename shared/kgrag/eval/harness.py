@@ -230,7 +230,9 @@ def _ketrag(passages: list[str], mode: str, llm: Any, embedder: Any, params: dic
     index_params = {"budget": 0.0, **{k: v for k, v in params.items()
                                       if k not in _ketrag_retrieval_params()}}
     retrieval = {k: v for k, v in params.items() if k in _ketrag_retrieval_params()}
-    index = build_index(passages, embedder=embedder, progress=True, **index_params)
+    # one document, passages one per line: how the KET-RAG reference code reads a corpus file
+    # (1,200-token chunks then span passage boundaries)
+    index = build_index(["\n".join(passages)], embedder=embedder, progress=True, **index_params)
     method = KETRAG(index, llm=llm if mode == "llm" else None, embedder=embedder, **retrieval)
     if mode == "llm":
         return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)), as_text=True)
