@@ -164,13 +164,17 @@ def test_canonical_order_and_one_candidate_set_per_node(toy_kg):
 def test_cypher_for_a_store_mapping():
     p = PathPattern("2hop", "Ivermectin", ("INDICATION", "ENZYME"))
     assert p.to_cypher() == (
-        "MATCH (x1 {name: $n1})-[r1:`INDICATION`]-(x2)-[r2:`ENZYME`]-(x3) WHERE x3 <> x1 AND "
-        "x2.name IS NOT NULL AND x3.name IS NOT NULL RETURN DISTINCT x3.name AS name",
+        "MATCH (x1 {name: $n1}) WITH x1 MATCH (x1)-[r1:`INDICATION`]-(x2)-[r2:`ENZYME`]-(x3) "
+        "WHERE x3 <> x1 AND x2.name IS NOT NULL AND x3.name IS NOT NULL "
+        "RETURN DISTINCT x3.name AS name",
         {"n1": "Ivermectin"})
     query, params = p.to_cypher("title", node_label="Thing", relation_property="rel",
                                 relationship_type="REL")
     assert query == (
-        "MATCH (x1:`Thing` {`title`: $n1})-[r1:`REL`]-(x2:`Thing`)-[r2:`REL`]-(x3:`Thing`) "
-        "WHERE x3 <> x1 AND r1.`rel` = $r1 AND r2.`rel` = $r2 AND x2.`title` IS NOT NULL AND "
+        "MATCH (x1:`Thing` {`title`: $n1}) WITH x1 "
+        "MATCH (x1)-[r1:`REL`]-(x2:`Thing`)-[r2:`REL`]-(x3:`Thing`) WHERE x3 <> x1 AND r1.`rel` = $r1 AND r2.`rel` = $r2 AND x2.`title` IS NOT NULL AND "
         "x3.`title` IS NOT NULL RETURN DISTINCT x3.`title` AS name")
     assert params == {"n1": "Ivermectin", "r1": "INDICATION", "r2": "ENZYME"}
+    two_path, _ = PathPattern("2path", "A", ("R", "S"), target="B").to_cypher()
+    assert two_path.startswith("MATCH (x1 {name: $n1}) MATCH (x3 {name: $n3}) WITH x1, x3 "
+                               "MATCH (x1)-[r1:`R`]-(x2)-[r2:`S`]-(x3) WHERE x1 <> x3")

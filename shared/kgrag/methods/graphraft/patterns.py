@@ -122,11 +122,16 @@ class PathPattern:
                 rels.append(f"-[r{i + 1}:{_quote_identifier(relationship_type)}]-")
                 conditions.append(f"r{i + 1}.{_quote_identifier(relation_property)} = $r{i + 1}")
                 params[f"r{i + 1}"] = rel
+        # the named ends are matched first, on their own, so that the planner starts from the
+        # name index (FalkorDB otherwise may scan a label at the open end and expand backwards)
         if self.family == "1hop":
-            match = f"MATCH {node(0, 'n1')}{rels[0]}{node(1, None)}"
+            match = f"MATCH {node(0, 'n1')} WITH x1 MATCH (x1){rels[0]}{node(1, None)}"
+        elif self.family == "2hop":
+            match = (f"MATCH {node(0, 'n1')} WITH x1 "
+                     f"MATCH (x1){rels[0]}{node(1, None)}{rels[1]}{node(2, None)}")
         else:
-            last = node(2, "n3" if self.family == "2path" else None)
-            match = f"MATCH {node(0, 'n1')}{rels[0]}{node(1, None)}{rels[1]}{last}"
+            match = (f"MATCH {node(0, 'n1')} MATCH {node(2, 'n3')} WITH x1, x3 "
+                     f"MATCH (x1){rels[0]}{node(1, None)}{rels[1]}(x3)")
         if self.family == "2hop":
             conditions.insert(0, "x3 <> x1")
         elif self.family == "2path":
