@@ -563,6 +563,7 @@ def test_timeouts_give_a_clear_error(small_stores):
 
 
 # ---------------------------------------------------------------------- linking
+@pytest.mark.slow
 def test_linker_built_from_streamed_names_matches_in_memory(db_graphs, minilm):
     from kgrag.graph.db_linking import linker_for_store
     from kgrag.linking import EntityLinker
@@ -631,3 +632,18 @@ def test_to_knowledge_graph_reads_the_whole_graph_back(pair):
     assert (back.tails == kg.tails).all()
     assert sorted(t.as_tuple() for t in store.iter_triples()) == sorted(
         t.as_tuple() for t in kg.triples())
+
+
+def test_store_from_a_langchain_neo4j_graph(db_graphs, falkordb_server):
+    from langchain_neo4j import Neo4jGraph
+
+    kg, _ = db_graphs[("random", "neo4j-bolt")]
+    graph = Neo4jGraph(url=falkordb_server.bolt_uri, username="", password="",
+                       refresh_schema=False)
+    store = Neo4jGraphStore.from_langchain(graph, node_label="Rand", batch_size=BOLT_BATCH)
+    hub = _hub(kg)
+    assert store.one_hop([hub], limit=9) == kg.one_hop([hub], limit=9)
+    store.close()  # the driver belongs to the Neo4jGraph: still usable
+    assert graph.query("RETURN 1 AS one") == [{"one": 1}]
+    with pytest.raises(TypeError):
+        Neo4jGraphStore.from_langchain(object())
