@@ -34,6 +34,9 @@ QUESTION = "Which drug is metabolised by CYP3A4 and treats strongyloidiasis?"
     ("Institution:Point Park University\nFieldOfStudy:stellar populations", 
      ["Point Park University", "stellar populations"]),
     ("", []),
+    # names with a colon are not typed items
+    ("Mission: Impossible|Star Wars: Episode IV", ["Mission: Impossible", "Star Wars: Episode IV"]),
+    ("A: Institution:MIT|Author:Ada Lovelace", ["MIT", "Ada Lovelace"]),
 ])
 def test_parse_entities(reply, expected):
     assert parse_entities(reply) == expected

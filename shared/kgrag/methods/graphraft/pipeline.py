@@ -30,6 +30,7 @@ no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -62,16 +63,20 @@ NO_PATTERN = "No pattern"
 NAME_VECTOR_CACHE = 200_000
 
 
+#: The typed form of an L0 reply line, ``Label:value`` (paper App. A.1, STaRK-mag): one word,
+#: a colon, and no space on either side -- so names such as "Mission: Impossible" stay whole.
+_TYPED_ITEM = re.compile(r"^[A-Za-z][A-Za-z_]{0,39}:(?=\S)")
+
+
 def parse_entities(reply: str, max_items: int = 20) -> list[str]:
-    """Entity strings from an L0 reply: a leading ``A:`` stripped, split on ``|`` and newlines."""
+    """Entity strings from an L0 (or L2) reply: a leading ``A:`` stripped, split on ``|`` and
+    newlines, a ``Label:`` prefix of the typed form removed."""
     text = (reply or "").strip()
     if text[:2].upper() == "A:":
         text = text[2:]
     items: list[str] = []
     for line in text.replace("|", "\n").splitlines():
-        line = line.strip()
-        if ":" in line and line.split(":", 1)[0].replace(" ", "").isalpha() and len(line.split(":", 1)[0]) < 30:
-            line = line.split(":", 1)[1]  # typed form "Label:value"
+        line = _TYPED_ITEM.sub("", line.strip(), count=1)
         items.extend(split_items(line))
     return list(dict.fromkeys(items))[:max_items]
 
