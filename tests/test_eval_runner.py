@@ -220,3 +220,27 @@ def test_cli_params_are_python_literals():
 
     assert parse_params(["k=5", "injective='prefer'", "name=plain text", "flag=True"]) == {
         "k": 5, "injective": "prefer", "name": "plain text", "flag": True}
+
+
+def test_your_own_questions_and_graph(tmp_path, capsys):
+    from kgrag.cli import main
+    from kgrag.eval.runner import user_dataset
+
+    (tmp_path / "kb.tsv").write_text("".join(f"{p}\tplace_of_birth\t{c}\n" for p, c, _ in PEOPLE),
+                                     encoding="utf-8")
+    (tmp_path / "qa.jsonl").write_text("".join(
+        json.dumps({"id": p, "question": f"where was {p} born?", "answers": [c]}) + "\n"
+        for p, c, _ in PEOPLE[:2]), encoding="utf-8")
+    dataset = user_dataset(tmp_path / "qa.jsonl", graph=tmp_path / "kb.tsv")
+    llm = FakeListChatModel(responses=['"Alice" -> place_of_birth', "Paris",
+                                       '"Bob" -> place_of_birth', "Berlin"])
+    summary = evaluate("ultrag", dataset, mode="llm", llm=llm, out_dir=tmp_path / "o",
+                       params={"linking": "exact"}, progress=False)
+    assert summary["dataset"] == "custom-qa" and summary["metrics"]["em"] == 100.0
+    with pytest.raises(ValueError, match="oracle mode needs"):
+        evaluate("ultrag", dataset, mode="oracle", out_dir=tmp_path / "o", progress=False)
+    with pytest.raises(ValueError, match="needs a text dataset"):
+        evaluate("ketrag", dataset, mode="llm-free", out_dir=tmp_path / "o", progress=False)
+    assert main(["eval", "--method", "ultrag", "--questions", str(tmp_path / "qa.jsonl"),
+                 "--out", str(tmp_path)]) == 2  # neither --graph nor --documents
+    assert "exactly one of" in capsys.readouterr().err

@@ -6,6 +6,7 @@
     kgrag eval --method ketrag --dataset musique --mode llm-free --cache-dir .cache/emb
     kgrag eval --method byokg --dataset pq-2h --mode llm --llm mypkg.models:make_llm
     kgrag eval --list                      # which method runs on which dataset, in which modes
+    kgrag eval --method byokg --mode llm-free --questions my_qa.jsonl --graph my_triples.csv
 
 ``--llm package.module:factory`` names a function returning any LangChain chat model,
 LlamaIndex LLM or callable ``prompt -> text`` (the same convention as ``kgrag ketrag``).
@@ -53,18 +54,29 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from kgrag.eval.runner import METHOD_DATASETS, check_applicable, evaluate, markdown_table
+    from kgrag.eval.runner import (
+        METHOD_DATASETS,
+        check_applicable,
+        evaluate,
+        markdown_table,
+        user_dataset,
+    )
 
     if args.list:
         for method, (datasets, modes) in METHOD_DATASETS.items():
             print(f"{method:<10} modes: {', '.join(modes):<24} datasets: {', '.join(datasets)}")
         return 0
-    if not args.method or not args.dataset:
-        raise KgragError("--method and --dataset are required (see kgrag eval --list)")
+    if not args.method or not (args.dataset or args.questions):
+        raise KgragError("--method and --dataset (or --questions) are required "
+                         "(see kgrag eval --list)")
     if args.limit is not None and args.limit < 1:
         raise KgragError("--limit must be at least 1")
+    dataset: Any = args.dataset
     try:
-        check_applicable(args.method, args.dataset, args.mode)
+        if args.questions:
+            dataset = user_dataset(args.questions, graph=args.graph, documents=args.documents)
+        else:
+            check_applicable(args.method, args.dataset, args.mode)
     except ValueError as exc:
         raise KgragError(str(exc)) from None
     if args.threads:
@@ -77,7 +89,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     llm = load_factory(args.llm, "--llm")
     if args.mode == "llm" and llm is None:
         raise KgragError("--mode llm needs --llm package.module:factory")
-    summary = evaluate(args.method, args.dataset, mode=args.mode, llm=llm, limit=args.limit,
+    summary = evaluate(args.method, dataset, mode=args.mode, llm=llm, limit=args.limit,
                        seed=args.seed, out_dir=args.out, data_root=args.data_root,
                        embedder=load_factory(args.embedder, "--embedder"),
                        cache_dir=args.cache_dir, params=parse_params(args.param), k=args.k,
@@ -94,6 +106,11 @@ def register(subparsers: Any) -> None:
                     "(resumable) and a summary JSON under --out, prints the summary row.")
     parser.add_argument("--method", help="byokg, simgrag, ultrag, graphraft or ketrag")
     parser.add_argument("--dataset", help="metaqa-1hop/2hop/3hop, pq-2h, pq-3h, musique, hotpotqa")
+    parser.add_argument("--questions", help="your own questions: JSONL of {question, answers, "
+                                             "entities?, id?} (instead of --dataset)")
+    parser.add_argument("--graph", help="with --questions: triples file or saved graph directory")
+    parser.add_argument("--documents", help="with --questions: text file, one passage per line "
+                                            "(KET-RAG)")
     parser.add_argument("--mode", choices=("oracle", "llm-free", "llm"), default="oracle",
                         help="oracle (gold paths play a perfect LLM; default), llm-free, or llm")
     parser.add_argument("--limit", type=int, default=500,

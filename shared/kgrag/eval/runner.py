@@ -116,6 +116,42 @@ METHOD_DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+#: what each method reads: a knowledge graph or a text corpus
+METHOD_KINDS = {"byokg": "kg", "simgrag": "kg", "ultrag": "kg", "graphraft": "kg", "ketrag": "text"}
+
+
+def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[str] | None = None,
+                 documents: str | os.PathLike[str] | None = None, name: str | None = None
+                 ) -> DatasetSpec:
+    """A dataset from your own files: a JSONL of ``{"question", "answers", "entities"?, "id"?}``
+    (:func:`~kgrag.eval.datasets.load_jsonl`) plus either ``graph`` (a triples file or a saved
+    graph directory, for the KG methods) or ``documents`` (a text file, one passage per line,
+    for KET-RAG). Such questions carry no gold relation path, so the oracle mode does not apply.
+    """
+    from kgrag.eval.datasets import load_jsonl
+
+    if (graph is None) == (documents is None):
+        raise ValueError("give exactly one of graph= (KG methods) or documents= (KET-RAG)")
+    qpath = Path(questions)
+    label = name or f"custom-{qpath.stem}"
+
+    def load_examples(root: Path, limit: int | None, seed: int) -> list[QAExample]:
+        return load_jsonl(qpath, limit=limit, seed=seed)
+
+    if graph is not None:
+        def load_graph(root: Path) -> Any:
+            from kgrag.cli import open_graph
+
+            return open_graph(str(graph))
+        return DatasetSpec(label, "kg", load_examples, f"graph:{Path(graph).resolve()}", load_graph)
+
+    def load_documents(root: Path) -> list[str]:
+        text = Path(documents).read_text(encoding="utf-8")  # type: ignore[arg-type]
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    return DatasetSpec(label, "text", load_examples, f"docs:{Path(documents).resolve()}",
+                       load_documents)
+
+
 def applicable(method: str, dataset: str, mode: str) -> bool:
     datasets, modes = METHOD_DATASETS.get(method, ((), ()))
     return dataset in datasets and mode in modes
@@ -257,7 +293,8 @@ def markdown_table(summaries: list[dict[str, Any]], k: int = 10) -> str:
 
 
 # ---------------------------------------------------------------------- evaluate
-def evaluate(method_name: str, dataset_name: str, *, mode: str = "oracle", llm: Any = None,
+def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "oracle",
+             llm: Any = None,
              limit: int | None = 500, seed: int = 0, out_dir: str | os.PathLike[str] = "eval-out",
              data_root: str | os.PathLike[str] | None = None, embedder: Any = None,
              cache_dir: str | os.PathLike[str] | None = None, params: dict | None = None,
@@ -269,12 +306,24 @@ def evaluate(method_name: str, dataset_name: str, *, mode: str = "oracle", llm: 
     packaged MiniLM); ``cache_dir`` keeps its name embeddings on disk. ``params`` go to the
     method's constructor (KET-RAG: index or retrieval parameters).
     """
-    check_applicable(method_name, dataset_name, mode)
-    spec = DATASETS[dataset_name]
+    if isinstance(dataset_name, DatasetSpec):  # your own data (see user_dataset)
+        spec = dataset_name
+        if method_name not in METHOD_KINDS or mode not in METHOD_DATASETS[method_name][1]:
+            raise ValueError(f"unknown method {method_name!r} or mode {mode!r}")
+        if METHOD_KINDS[method_name] != spec.kind:
+            raise ValueError(f"{method_name} needs a {METHOD_KINDS[method_name]} dataset; "
+                             f"{spec.name} is a {spec.kind} dataset")
+        dataset_name = spec.name
+    else:
+        check_applicable(method_name, dataset_name, mode)
+        spec = DATASETS[dataset_name]
     root = Path(data_root) if data_root is not None else default_data_root()
     random.seed(seed)
     np.random.seed(seed)
     examples = spec.load_examples(root, limit, seed)
+    if mode == "oracle" and any(not (ex.relation_path and ex.entities) for ex in examples):
+        raise ValueError(f"the oracle mode needs gold topic entities and relation paths, which "
+                         f"{spec.name} does not have; use llm-free or llm")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{method_name}__{dataset_name}__{mode}"
