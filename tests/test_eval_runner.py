@@ -249,9 +249,10 @@ def test_your_own_questions_and_graph(tmp_path, capsys):
 def test_llm_mode_with_a_llama_index_llm_counts_tokens(data_root, tmp_path):
     from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
     from llama_index.core.llms.callbacks import llm_completion_callback
+    from pydantic import Field
 
     class Scripted(CustomLLM):
-        replies: list[str] = []
+        replies: list[str] = Field(default_factory=list)
 
         @property
         def metadata(self) -> LLMMetadata:
