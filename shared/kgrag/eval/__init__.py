@@ -9,10 +9,14 @@ from kgrag.eval.datasets import (
     metaqa_relation_path,
     relation_path_text,
 )
+from kgrag.eval.runner import DATASETS, METHOD_DATASETS, evaluate, user_dataset
 
 __all__ = [
+    "DATASETS",
+    "METHOD_DATASETS",
     "QAExample",
     "TextQADataset",
+    "evaluate",
     "load_hotpotqa",
     "load_jsonl",
     "load_metaqa",
@@ -20,4 +24,5 @@ __all__ = [
     "load_pathquestion",
     "metaqa_relation_path",
     "relation_path_text",
+    "user_dataset",
 ]
