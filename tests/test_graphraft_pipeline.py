@@ -184,3 +184,28 @@ def test_node_names_are_embedded_once_per_method(toy_kg, minilm):
     again = method.assemble_context(QUESTION, cands)
     assert [(n.name, n.similarity) for n in first] == [(n.name, n.similarity) for n in again]
     assert sorted(embedder.documents) == ["Albendazole", "Ivermectin", "Thiabendazole"]
+
+
+def test_async_answer_matches_sync_and_awaits_the_llm(toy_kg, minilm):
+    import asyncio
+
+    replies = ["A: CYP3A4|strongyloidiasis", "5, 1", "Ivermectin|Aspirin"]
+    sync = GraphRAFT(toy_kg, llm=FakeListChatModel(responses=list(replies)), embedder=minilm)
+    expected = sync.answer(QUESTION)
+
+    llm = as_llm(FakeListChatModel(responses=list(replies)))
+
+    def no_sync_calls(*args, **kwargs):
+        raise AssertionError("sync complete() in the async pipeline")
+
+    llm.complete = no_sync_calls  # the async path must use acomplete only
+    method = GraphRAFT(toy_kg, llm=llm, embedder=minilm, linker=sync.linker)
+    assert method.llm is llm
+    got = asyncio.run(method.aanswer(QUESTION))
+    assert got.answers == expected.answers == ["Ivermectin"]
+    assert got.retrieval.metadata["selected_queries"] == expected.retrieval.metadata["selected_queries"]
+    assert [i.name for i in got.retrieval.items] == [i.name for i in expected.retrieval.items]
+    assert got.usage.calls == 3
+    free = GraphRAFT(toy_kg, embedder=minilm, linker=sync.linker)
+    assert [i.name for i in asyncio.run(free.aretrieve(QUESTION)).items] == \
+           [i.name for i in free.retrieve(QUESTION).items]

@@ -219,6 +219,36 @@ class GraphRAFT(KGMethod):
             picked = self.selector.select(question, cands, self.beam_width) if cands else []
             selected = [cands[i] for i in picked]
             nodes = self.assemble_context(question, selected)
+        return self._result(question, mentions, entities, cands, selected, nodes, usage)
+
+    async def aretrieve(self, question: str) -> RetrievalResult:
+        """Async :meth:`retrieve`: the LLM steps (L0, chat selection) await ``llm.acomplete``."""
+        import asyncio
+
+        with track_usage(self.llm, self.answer_llm) as usage:
+            if self.llm is None:
+                mentions = self.extract_entities(question)
+            else:
+                reply = await self.llm.acomplete(entity_prompt(question, self.entity_examples),
+                                                 system=ENTITY_SYSTEM)
+                mentions = parse_entities(reply)
+            entities = self.link(mentions)
+            cands = self.candidates(entities)
+            picked: list[int] = []
+            if cands:
+                aselect = getattr(self.selector, "aselect", None)
+                if aselect is not None:
+                    picked = await aselect(question, cands, self.beam_width)
+                else:  # token scoring / embeddings: CPU work, off the event loop
+                    picked = await asyncio.to_thread(self.selector.select, question, cands,
+                                                     self.beam_width)
+            selected = [cands[i] for i in picked]
+            nodes = self.assemble_context(question, selected)
+        return self._result(question, mentions, entities, cands, selected, nodes, usage)
+
+    def _result(self, question: str, mentions: list[str], entities: list[str],
+                cands: Sequence[Candidate], selected: Sequence[Candidate],
+                nodes: Sequence[RetrievedNode], usage: Usage) -> RetrievalResult:
         items = [
             ScoredEntity(n.name, n.similarity, source="query" if n.patterns != [NO_PATTERN] else "vector",
                          metadata={"patterns": list(n.patterns),
@@ -236,10 +266,9 @@ class GraphRAFT(KGMethod):
             },
         )
 
-    def answer(self, question: str) -> Answer:
-        if self.answer_llm is None:
-            return super().answer(question)
-        result = self.retrieve(question)
+    @staticmethod
+    def answer_blocks(result: RetrievalResult) -> list[str]:
+        """One ``pattern: / name: / details:`` block per retrieved node (paper Fig. 4)."""
         blocks = []
         for item in result.items:
             patterns = item.metadata.get("patterns", [])
@@ -247,8 +276,29 @@ class GraphRAFT(KGMethod):
             if item.metadata.get("description"):
                 block += f"\ndetails: {item.metadata['description']}"
             blocks.append(block)
+        return blocks
+
+    def answer(self, question: str) -> Answer:
+        if self.answer_llm is None:
+            return super().answer(question)
+        result = self.retrieve(question)
         with self.answer_llm.track() as spent:
-            reply = self.answer_llm.complete(answer_prompt(question, blocks), system=ANSWER_SYSTEM)
+            reply = self.answer_llm.complete(answer_prompt(question, self.answer_blocks(result)),
+                                             system=ANSWER_SYSTEM)
+        return self._answer(question, result, reply, spent)
+
+    async def aanswer(self, question: str) -> Answer:
+        if self.answer_llm is None:
+            return super().answer(question)
+        result = await self.aretrieve(question)
+        with self.answer_llm.track() as spent:
+            reply = await self.answer_llm.acomplete(
+                answer_prompt(question, self.answer_blocks(result)), system=ANSWER_SYSTEM)
+        return self._answer(question, result, reply, spent)
+
+    @staticmethod
+    def _answer(question: str, result: RetrievalResult, reply: str, spent: Usage) -> Answer:
+        """L2's names that match retrieved nodes first, then the rest in retrieval order."""
         retrieved = {item.name.casefold(): item.name for item in result.items}
         chosen, unsupported = [], []
         for name in parse_entities(reply, max_items=100):

@@ -19,7 +19,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from kgrag.errors import LLMOutputError
-from kgrag.llm.parsing import complete_and_parse
+from kgrag.llm.parsing import acomplete_and_parse, complete_and_parse
 from kgrag.methods.graphraft.decoding import TokenScorer, constrained_beam_search
 from kgrag.methods.graphraft.enumeration import Candidate
 from kgrag.methods.graphraft.prompts import SELECT_SYSTEM, selection_prompt
@@ -67,6 +67,16 @@ class ChatChoiceSelector:
             return []
         prompt = selection_prompt(question, [c.text for c in candidates], m)
         picked, _ = complete_and_parse(
+            self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
+            retries=self.retries, system=SELECT_SYSTEM)
+        return picked
+
+    async def aselect(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
+        """Async :meth:`select` (awaits ``llm.acomplete``)."""
+        if not candidates:
+            return []
+        prompt = selection_prompt(question, [c.text for c in candidates], m)
+        picked, _ = await acomplete_and_parse(
             self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
             retries=self.retries, system=SELECT_SYSTEM)
         return picked
