@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from langchain_core.callbacks import BaseCallbackHandler
+
 from kgrag import KnowledgeGraph
 from kgrag.graph.temporal import temporal_to_triples
 
@@ -60,3 +62,13 @@ class DelegatingStore:
                     "follow_path", "shortest_paths", "k_hop_subgraph", "schema_summary", "degree"):
             return getattr(self._kg, name)
         raise AttributeError(name)
+
+
+class PromptLog(BaseCallbackHandler):
+    """Records the text of every prompt a LangChain chat model receives (system + user)."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def on_chat_model_start(self, serialized, messages, **kwargs):
+        self.prompts.append("\n".join(str(m.content) for m in messages[0]))

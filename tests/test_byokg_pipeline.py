@@ -6,11 +6,10 @@ import asyncio
 import random
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
+from byokg_fixtures import WORLD_SERIES, DelegatingStore, PromptLog, world_graph
 from kgrag.errors import LLMNotConfiguredError
 from kgrag.llm import as_llm
 from kgrag.methods.byokg import ByoKGRAG, retrieved_entities
@@ -21,16 +20,6 @@ from kgrag.methods.byokg.triplets import agentic_traversal
 KASTEN_Q = "In what years did Stan Kasten's organization win the World Series?"
 KASTEN_PATH = ("Stan Kasten -> business.board_member.leader_of -> m.0_yv0g3 -> "
                "organization.leadership.organization -> Los Angeles Dodgers")
-
-
-class PromptLog(BaseCallbackHandler):
-    """Records the text of every prompt a LangChain chat model receives."""
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    def on_chat_model_start(self, serialized, messages, **kwargs):
-        self.prompts.append("\n".join(str(m.content) for m in messages[0]))
 
 
 def scripted(replies: list[str]) -> tuple[FakeListChatModel, PromptLog]:

@@ -192,8 +192,14 @@ class ByoKGRAG(KGMethod):
 
     @property
     def schema(self) -> str:
+        """The schema S shown to the KG-Linker: relations with counts and examples, plus -- when
+        Cypher is used -- how the store models nodes and relations (else no valid query can be
+        written)."""
         if self._schema is None:
-            self._schema = self.graph.schema_summary(self.max_schema_relations)
+            schema = self.graph.schema_summary(self.max_schema_relations)
+            if self.use_cypher:
+                schema += "\n" + cypher_data_model(self.graph)
+            self._schema = schema
         return self._schema
 
     # ------------------------------------------------------------------ linking helpers
@@ -404,6 +410,27 @@ class ByoKGRAG(KGMethod):
                 "answer_candidates": [c.name for c in found.candidates],
                 "context": context.verbalize(), "llm_calls_by_step": {}}
         return RetrievalResult(question, items, self.name, Usage(), meta)
+
+
+def cypher_data_model(store: Any) -> str:
+    """One paragraph telling the LLM how the store's Cypher graph is laid out.
+
+    Read from the attributes kgrag's Cypher stores expose (``node_label``, ``name_property``,
+    ``relation_property``, ``relationship_type``); a store without them gets a generic note.
+    """
+    label = getattr(store, "node_label", None)
+    name = getattr(store, "name_property", None) or "name"
+    node = f"(n:{label} {{{name}: '...'}})" if label else f"(n {{{name}: '...'}})"
+    rel_prop = getattr(store, "relation_property", None)
+    if rel_prop:
+        rel_type = getattr(store, "relationship_type", "RELATED")
+        rels = (f"every edge is a relationship of type {rel_type} whose property `{rel_prop}` "
+                f"holds the relation name, e.g. -[r:{rel_type} {{{rel_prop}: 'relation'}}]->")
+    else:
+        rels = ("each relation above is a relationship type (quote names with dots or spaces "
+                "in backticks, e.g. -[:`a.b`]->)")
+    return (f"openCypher data model: entities are nodes {node} identified by the `{name}` "
+            f"property; {rels}; edges point from head to tail as listed above.")
 
 
 def retrieved_entities(items: Iterable[Any]) -> set[str]:
