@@ -178,3 +178,53 @@ def test_cypher_for_a_store_mapping():
     two_path, _ = PathPattern("2path", "A", ("R", "S"), target="B").to_cypher()
     assert two_path.startswith("MATCH (x1 {name: $n1}) MATCH (x3 {name: $n3}) WITH x1, x3 "
                                "MATCH (x1)-[r1:`R`]-(x2)-[r2:`S`]-(x3) WHERE x1 <> x3")
+
+
+def _oracle(triples, entities, gold):
+    """Every non-empty template instance by plain set algebra: {(family, src, rels, tgt): nodes}."""
+    from collections import defaultdict
+
+    nbr = defaultdict(set)
+    for h, r, t in triples:
+        nbr[(h, r)].add(t)
+        nbr[(t, r)].add(h)
+    rels = sorted({r for _, r, _ in triples})
+    out = {}
+
+    def keep(key, found):
+        if found:
+            out[key] = found
+
+    for e in entities:
+        for r1 in rels:
+            first = nbr[(e, r1)]
+            keep(("1hop", e, (r1,), None), first)
+            for r2 in rels:
+                keep(("2hop", e, (r1, r2), None), set().union(*(nbr[(m, r2)] for m in first)) - {e})
+                for f in entities:
+                    if f != e:
+                        keep(("2path", e, (r1, r2), f), first & nbr[(f, r2)])
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["a", "b", "c"]), st.integers(0, 7)),
+                   min_size=1, max_size=30),
+    picks=st.lists(st.integers(0, 7), min_size=1, max_size=3, unique=True),
+    gold_ids=st.sets(st.integers(0, 7), max_size=4),
+)
+def test_enumeration_and_execution_equal_set_algebra(edges, picks, gold_ids):
+    triples = [(f"n{h}", r, f"n{t}") for h, r, t in edges]
+    kg = KnowledgeGraph.from_triples(triples)
+    entities = [f"n{i}" for i in picks if kg.has_node(f"n{i}")]
+    gold = {f"n{i}" for i in gold_ids}
+    cands = enumerate_candidates(kg, entities, gold=sorted(gold))
+    got = {(c.pattern.family, c.pattern.source, c.pattern.relations, c.pattern.target): (c.total, c.hits)
+           for c in cands}
+    assert len(got) == len(cands)  # no duplicate candidates
+    expected = _oracle(set(triples), entities, gold)
+    assert got == {key: (len(found), len(found & gold)) for key, found in expected.items()}
+    for c in cands:  # native execution returns exactly those nodes
+        key = (c.pattern.family, c.pattern.source, c.pattern.relations, c.pattern.target)
+        assert set(c.pattern.execute(kg)) == expected[key]
