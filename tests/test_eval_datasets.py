@@ -42,6 +42,14 @@ def test_pathquestion_paths_and_answers():
         assert ends & set(ex.answers)
 
 
+def test_pathquestion_answers_with_parentheses():
+    from kgrag.eval.datasets import _split_pathquestion_answers as split
+
+    assert split("united_kingdom(united_kingdom/)") == ["united_kingdom", "united_kingdom"]
+    assert split("PG_(USA)(PG_(USA)/R/)") == ["PG_(USA)", "PG_(USA)", "R"]
+    assert split("plain") == ["plain"]
+
+
 def test_jsonl_loader_and_errors(tmp_path):
     good = tmp_path / "qa.jsonl"
     good.write_text('{"question": "Who?", "answers": ["A"], "entities": ["E"]}\n\n'

@@ -125,6 +125,28 @@ def load_metaqa(root: str | Path, hop: int, *, split: str = "test", limit: int |
     return _sample(examples, limit, seed)
 
 
+def _split_pathquestion_answers(field_text: str) -> list[str]:
+    """``main(alt1/alt2/)`` -> [main, alt1, alt2]; answers may hold parentheses (``PG_(USA)``).
+
+    The alternatives are the *last* balanced parenthesised group at the end of the field.
+    """
+    text = field_text.strip()
+    if not text.endswith(")"):
+        return [text]
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                main, inner = text[:i], text[i + 1 : -1]
+                if not main:  # the whole field is one parenthesised name
+                    return [text]
+                return [main] + [a for a in inner.split("/") if a]
+    return [text]
+
+
 def load_pathquestion(path: str | Path, *, limit: int | None = None, seed: int = 0) -> list[QAExample]:
     """PathQuestion (PQ / PQL) questions with their annotated relation paths."""
     path = Path(path)
@@ -137,10 +159,7 @@ def load_pathquestion(path: str | Path, *, limit: int | None = None, seed: int =
             raise GraphFormatError("expected question, answer and path fields", path=str(path),
                                    line=number)
         question, answer_field, path_field = fields[0].strip(), fields[1].strip(), fields[2].strip()
-        m = re.match(r"^(.*?)\((.*)\)$", answer_field)
-        answers = [m.group(1)] if m else [answer_field]
-        if m:
-            answers += [a for a in m.group(2).split("/") if a]
+        answers = _split_pathquestion_answers(answer_field)
         chain = path_field.split("#<end>#")[0].split("#")
         if len(chain) < 3 or len(chain) % 2 == 0:
             raise GraphFormatError(f"malformed path {path_field!r}", path=str(path), line=number)
