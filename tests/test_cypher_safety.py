@@ -1,0 +1,67 @@
+"""Property tests of the read-only Cypher check (no server needed; see test_graph_db.py for the
+list of concrete attacks run against a real database)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgrag.errors import UnsafeQueryError
+from kgrag.graph.cypher_safety import (
+    FORBIDDEN_KEYWORDS,
+    check_read_only,
+    is_read_only,
+    strip_literals_and_comments,
+)
+
+SAFE_TOKENS = ["MATCH", "(n)", "(n:Entity)", "-[r]->", "(m)", "WHERE", "n.name", "=", "$name",
+               "RETURN", "m.name", "AS", "x", "LIMIT", "10", "ORDER", "BY", "count(*)", ",",
+               "WITH", "DISTINCT", "OPTIONAL", "UNWIND", "[1,", "2]", "AND", "NOT", "<>"]
+
+safe_token = st.sampled_from(SAFE_TOKENS)
+# String literals hold any visible text except their own quote and backslashes (also after
+# NFKC, which the check applies first: a full-width apostrophe becomes a real quote). Control
+# and invisible characters are refused even inside strings, by design.
+literal = st.text(st.characters(blacklist_characters="'\\", blacklist_categories=(
+    "Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")), max_size=20).filter(
+    lambda s: not any(c in unicodedata.normalize("NFKC", s) for c in "'\\")).map(
+    lambda s: f"'{s}'")
+keyword = st.sampled_from(sorted(FORBIDDEN_KEYWORDS))
+casing = st.sampled_from([str.upper, str.lower, str.title])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(safe_token, literal), min_size=1, max_size=25))
+def test_safe_tokens_and_any_string_literals_are_accepted(tokens):
+    query = " ".join(tokens)
+    assert check_read_only(query) == unicodedata.normalize("NFKC", query).strip()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(safe_token, literal), max_size=15),
+       st.lists(st.one_of(safe_token, literal), max_size=15), keyword, casing)
+def test_a_forbidden_keyword_outside_literals_is_always_refused(before, after, word, case):
+    query = " ".join(before + [case(word)] + after)
+    with pytest.raises(UnsafeQueryError):
+        check_read_only(query)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(safe_token, literal), min_size=1, max_size=10), keyword,
+       st.sampled_from(["// {} \n", "/* {} */", "'{}'", '"{}"', "`{}`"]))
+def test_keywords_inside_comments_strings_and_names_are_ignored(tokens, word, wrapper):
+    query = " ".join(tokens) + " " + wrapper.format(word) + " RETURN 1"
+    assert is_read_only(query)
+    assert word not in strip_literals_and_comments(query).split()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=80))
+def test_arbitrary_text_never_crashes_the_check(text):
+    try:
+        check_read_only(text)
+    except UnsafeQueryError:
+        pass
