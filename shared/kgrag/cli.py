@@ -38,6 +38,7 @@ COMMAND_MODULES: list[str] = [
     "kgrag.methods.byokg.cli",
     "kgrag.eval.cli",
     "kgrag.methods.simgrag.cli",
+    "kgrag.ask",
 ]
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.

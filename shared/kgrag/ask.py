@@ -1,0 +1,123 @@
+"""``kgrag ask GRAPH "question" --method M [--show out.png|out.html]``: one retrieval, printed
+and optionally drawn with :mod:`kgrag.viz`.
+
+Without an LLM every method runs offline:
+
+* ``byokg`` -- ByoKG-RAG's LLM-free mode (question n-grams linked to entities, scored
+  triplets and paths, ranked answer candidates);
+* ``graphraft`` -- GraphRAFT without an LLM (n-gram linking, candidate queries chosen by
+  embedding similarity);
+* ``simgrag`` -- needs the query pattern an LLM would write: ``--pattern '[("UNKNOWN film 1",
+  "directed by", "Satoshi Kon")]'`` (parsed as a literal, never evaluated);
+* ``ultrag`` -- needs the logical query an LLM would write: ``--query '"Japan" -> country_of_inv'``.
+
+``--llm package.module:factory`` names a function returning a LangChain chat model or a
+LlamaIndex LLM; with it, SimGRAG and UltRAG write their own pattern / query and ByoKG-RAG and
+GraphRAFT run their LLM modes. The packaged MiniLM is loaded for byokg, graphraft and simgrag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+from kgrag.context.types import ScoredEntity
+from kgrag.errors import KgragError
+
+METHODS = ("byokg", "simgrag", "ultrag", "graphraft")
+
+
+def _factory(spec: str | None) -> Any:
+    if not spec:
+        return None
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise KgragError(f"--llm must look like package.module:factory, got {spec!r}")
+    obj = getattr(importlib.import_module(module_name), attr)
+    return obj() if callable(obj) else obj
+
+
+def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: str | None = None,
+             query: str | None = None, top: int = 10) -> Any:
+    """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult."""
+    if method == "byokg":
+        from kgrag.methods.byokg import ByoKGRAG
+
+        return ByoKGRAG(kg, llm=llm).retrieve(question)
+    if method == "graphraft":
+        from kgrag.methods.graphraft.pipeline import GraphRAFT
+
+        return GraphRAFT(kg, llm=llm, max_nodes=top).retrieve(question)
+    if method == "simgrag":
+        from kgrag.llm.parsing import parse_literal
+        from kgrag.methods.simgrag import SimGRAG
+
+        simgrag = SimGRAG(kg, llm=llm, k=min(top, 3) if top > 0 else 3)
+        if pattern:
+            return simgrag.retrieve_pattern(parse_literal(pattern), question)
+        if llm is None:
+            raise KgragError("SimGRAG needs a query pattern: pass --pattern '[(\"UNKNOWN x 1\", "
+                             "\"relation\", \"Entity\")]' or an LLM with --llm module:factory")
+        return simgrag.retrieve(question)
+    if method == "ultrag":
+        from kgrag.methods.ultrag.pipeline import UltRAG
+
+        ultrag = UltRAG(kg, llm=llm, linking="exact", top_k=top)
+        if query:
+            return ultrag.retrieve_query(query, question)
+        if llm is None:
+            raise KgragError("UltRAG needs a logical query: pass --query '\"Entity\" -> relation' "
+                             "or an LLM with --llm module:factory")
+        return ultrag.retrieve(question)
+    raise KgragError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from kgrag.cli import _graph_from_args
+
+    if args.top < 1:
+        raise KgragError("--top must be at least 1")
+    if args.show and not args.show.lower().endswith((".png", ".html", ".htm")):
+        raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
+    kg = _graph_from_args(args)
+    result = retrieve(kg, args.question, args.method, llm=_factory(args.llm),
+                      pattern=args.pattern, query=args.query, top=args.top)
+    print(f"question: {result.question}")
+    print(f"method: {result.method}  items: {len(result.items)}  "
+          f"LLM calls: {result.usage.calls}")
+    if result.metadata.get("error"):
+        print(f"error: {result.metadata['error']}")
+    for rank, item in enumerate(result.items[: args.top], start=1):
+        score = getattr(item, "score", None)
+        shows_score = isinstance(item, ScoredEntity) or not isinstance(score, (int, float))
+        score_text = "" if shows_score else f"[{score:.3f}] "
+        print(f"  {rank}. {score_text}{item.verbalize()}")
+    if len(result.items) > args.top:
+        print(f"  ... {len(result.items) - args.top} more (--top)")
+    if args.show:
+        from kgrag.viz import render
+
+        path = render(result, args.show, graph=kg, max_items=args.top)
+        print(f"wrote {path}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    from kgrag.cli import _add_graph_arguments
+
+    parser = subparsers.add_parser(
+        "ask", help="retrieve for one question with a method; optionally draw it",
+        description=__doc__.split("\n\n")[0].replace("``", ""))
+    _add_graph_arguments(parser)
+    parser.add_argument("question")
+    parser.add_argument("--method", choices=METHODS, default="byokg",
+                        help="retrieval method (default byokg)")
+    parser.add_argument("--show", metavar="FILE",
+                        help="draw the retrieval to FILE (.png or .html)")
+    parser.add_argument("--pattern", help="SimGRAG query pattern (list of triples) instead of "
+                                          "an LLM")
+    parser.add_argument("--query", help="UltRAG logical query (DSL) instead of an LLM")
+    parser.add_argument("--llm", help="package.module:factory returning an LLM")
+    parser.add_argument("--top", type=int, default=10, help="items printed and drawn (default 10)")
+    parser.set_defaults(func=_cmd_ask)

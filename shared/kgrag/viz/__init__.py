@@ -1,0 +1,53 @@
+"""See what a method retrieved: one :class:`~kgrag.context.types.RetrievalResult` drawn as a
+standalone HTML page (inline SVG, works offline) or a PNG (networkx + matplotlib).
+
+>>> from kgrag.viz import render_html, render_png            # doctest: +SKIP
+>>> result = method.retrieve("Where was the director of Tokyo Godfathers born?")  # doctest: +SKIP
+>>> render_png(result, "retrieval.png", graph=kg)              # doctest: +SKIP
+
+``graph`` is optional: with it, entities retrieved without edges (ByoKG-RAG's LLM-free
+candidates, GraphRAFT's nodes, UltRAG's fuzzy set) are tied to the question entities by
+shortest paths, drawn dashed. See :mod:`kgrag.viz.view` for what is drawn and why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FilePath
+from typing import Any, Sequence
+
+from kgrag.context.types import RetrievalResult
+from kgrag.viz.view import RetrievalView, build_view, question_entities_of
+
+
+def render_html(result: RetrievalResult, path: str | FilePath, *, graph: Any = None,
+                max_items: int = 15, question_entities: Sequence[str] | None = None
+                ) -> FilePath:
+    """Write the retrieval of ``result`` as a self-contained HTML page; returns the path."""
+    from kgrag.viz.html import write_html
+
+    view = build_view(result, graph, max_items=max_items, question_entities=question_entities)
+    return write_html(result, view, path)
+
+
+def render_png(result: RetrievalResult, path: str | FilePath, *, graph: Any = None,
+               max_items: int = 15, question_entities: Sequence[str] | None = None,
+               dpi: int = 110) -> FilePath:
+    """Write the retrieval of ``result`` as a PNG image; returns the path."""
+    from kgrag.viz.png import write_png
+
+    view = build_view(result, graph, max_items=max_items, question_entities=question_entities)
+    return write_png(result, view, path, dpi=dpi)
+
+
+def render(result: RetrievalResult, path: str | FilePath, **options: Any) -> FilePath:
+    """:func:`render_html` or :func:`render_png`, chosen by the file suffix."""
+    suffix = FilePath(path).suffix.lower()
+    if suffix in (".html", ".htm"):
+        return render_html(result, path, **options)
+    if suffix == ".png":
+        return render_png(result, path, **options)
+    raise ValueError(f"cannot render to {path!s}: use a .html or .png file name")
+
+
+__all__ = ["RetrievalView", "build_view", "question_entities_of", "render", "render_html",
+           "render_png"]
