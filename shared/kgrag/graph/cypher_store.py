@@ -582,7 +582,7 @@ class CypherGraphStore:
         for chunk in self._chunks(names):
             for match in queries:
                 rows = self._read(
-                    f"UNWIND $names AS nm MATCH {self._node('n', 'nm')} OPTIONAL MATCH {match}"
+                    f"{self._anchor()}OPTIONAL MATCH {match}"
                     f"{self._where(self._has_name('m'))} "
                     f"WITH DISTINCT nm, {self._rel_name('e')} AS r, m.{self._prop} AS x "
                     f"RETURN nm, count(x)", {"names": chunk})
