@@ -159,3 +159,29 @@ def test_llamaindex_function_tools(kg, parts):
     store_tools = {t.metadata.name: t for t in graph_tools(DelegatingStore(kg, cypher_rows=[]),
                                                           linker=parts["linker"])}
     assert "refused" in str(store_tools["kg_cypher"].call(query="CREATE (n)"))
+
+
+def test_langchain_batch_with_llm_runs_questions_concurrently(kg, parts):
+    """Concurrent questions share one method; each gets its own context and exact call count."""
+    import re
+
+    def linker_llm(prompt: str) -> str:  # answers by reading the prompt, so order does not matter
+        question = re.findall(r"^Question: (.*)$", prompt, re.MULTILINE)
+        if "Given a question, the graph schema" in prompt:
+            if "Graph context:\n(none yet" not in prompt:
+                return "<entities>FINISH</entities>"
+            entity = "Jamaica" if "Jamaica" in question[-1] else "USA"
+            path = "capital" if entity == "Jamaica" else "president"
+            return f"<entities>{entity}</entities><paths>{path}</paths>"
+        if "Choose the relations" in prompt:
+            asked = re.findall(r"<question>(.*?)</question>", prompt)[-1]
+            return "<selected>capital</selected>" if "capital" in asked else "<selected>president</selected>"
+        return "<next-entities>FINISH</next-entities>"
+
+    retriever = LCByoKGRetriever.from_graph(kg, llm=linker_llm, text_top_k=0, **parts)
+    capital, president = retriever.batch(["What is the capital of Jamaica?",
+                                          "Who is the president of the USA?"],
+                                         config={"max_concurrency": 2})
+    assert capital[0].page_content == "Jamaica -> capital -> Kingston"
+    assert president[0].page_content == "USA -> president -> Joe Biden"
+    assert retriever.method.total_usage.calls == 8  # 2 x (2 KG-Linker + 2 agentic)
