@@ -245,6 +245,7 @@ class ByoKGRAG(KGMethod):
             if not qvec:
                 qvec.append(self.scorer.query_vector(question))
             return qvec[0]
+
         for t in range(1, self.iterations + 1):
             reply = yield Ask(linker_prompt(question, self.schema, context.verbalize(),
                                             with_query=self.use_cypher),
@@ -274,26 +275,10 @@ class ByoKGRAG(KGMethod):
             explored.update(dict.fromkeys(e.name for e in entities))
             grounded_answers.update(a.name for a in answers)
             seen_paths.update(out.paths)
-            sources = list(explored)
-            # paths
-            followed = []
-            for metapath in out.paths:
-                found = follow_metapath(self.graph, sources, metapath, resolver=self.resolver,
-                                        direction=self.direction, max_paths=self.max_paths)
-                context.add_paths(found.paths)
-                followed.append({"metapath": metapath, "executed": found.executed,
-                                 "partial": found.partial, "walks": len(found.paths)})
-            log["followed_paths"] = followed
-            short = shortest_paths(self.graph, sources, [a.name for a in answers],
-                                   max_hops=self.shortest_path_hops, direction=self.direction)
-            context.add_paths(short)
-            log["shortest_paths"] = len(short)
-            # graph query
+            self._retrieve_paths(out.paths, list(explored), [a.name for a in answers], context, log)
             if new_query:
                 seen_queries.add(out.query)
-                result = execute_query(self.graph, out.query)
-                context.add_query(result)
-                log["query_error"] = result.error
+                self._retrieve_query(out.query, context, log)
             # triplets
             seeds = list(dict.fromkeys([e.name for e in entities] + [a.name for a in answers]))
             triples = yield from self._triplet_steps(question, seeds, context, first=(t == 1),
@@ -301,6 +286,28 @@ class ByoKGRAG(KGMethod):
             context.add_triples(triples)
             log["context_size"] = len(context)
         return context, meta
+
+    def _retrieve_paths(self, metapaths: list[str], sources: list[str], answers: list[str],
+                        context: GraphContext, log: dict[str, Any]) -> None:
+        """Path retrieval (§3.3): Follow-Paths of every metapath, Shortest-Paths to the answers."""
+        followed = []
+        for metapath in metapaths:
+            found = follow_metapath(self.graph, sources, metapath, resolver=self.resolver,
+                                    direction=self.direction, max_paths=self.max_paths)
+            context.add_paths(found.paths)
+            followed.append({"metapath": metapath, "executed": found.executed,
+                             "partial": found.partial, "walks": len(found.paths)})
+        log["followed_paths"] = followed
+        short = shortest_paths(self.graph, sources, answers, max_hops=self.shortest_path_hops,
+                               direction=self.direction)
+        context.add_paths(short)
+        log["shortest_paths"] = len(short)
+
+    def _retrieve_query(self, query: str, context: GraphContext, log: dict[str, Any]) -> None:
+        """Graph-query retrieval (§3.4): read-only execution; an error becomes context."""
+        result = execute_query(self.graph, query)
+        context.add_query(result)
+        log["query_error"] = result.error
 
     def _triplet_steps(self, question: str, seeds: list[str], context: GraphContext, *,
                        first: bool, log: dict[str, Any], question_vector: Any) -> Steps[list[Triple]]:
