@@ -23,7 +23,7 @@ import numpy as np
 
 from kgrag.graph.io import _looks_like_header, sniff_separator
 
-BLOCK_BYTES = 1 << 20  # small blocks keep the transient bytes objects few
+BLOCK_BYTES = 1 << 22  # bounds the transient offset and key arrays of a block (a few times its size)
 _QUOTED_SEPARATORS = (",", ";")  # the separators TripleReader reads with csv quoting
 
 
@@ -32,7 +32,17 @@ class _NotPlain(Exception):
 
 
 class _Interner:
-    """Maps raw byte strings to ids of their normalised names, in order of first appearance."""
+    """Maps raw byte strings to ids of their normalised names, in order of first appearance.
+
+    Only distinct raw values are decoded and normalised; two raw values with the same
+    normalised name (extra spaces, another Unicode normal form) get the same id. A block's
+    fields of at most 8 bytes (typical of id-like names) are interned without one Python
+    operation per field: gathered from the buffer into one exact uint64 key each, grouped by a
+    stable sort, and only the distinct values are looked up in the dictionary. Longer fields
+    cost one C-level ``dict.setdefault`` each (see :meth:`_ids_by_dict`).
+    """
+
+    _NEW = 1 << 40  # dictionary values at or above this mark raw values first seen in this block
 
     def __init__(self, encoding: str) -> None:
         from kgrag.graph.memory import normalize_name
@@ -42,23 +52,67 @@ class _Interner:
         self.raw_to_id: dict[bytes, int] = {}
         self.name_to_id: dict[str, int] = {}
 
-    def add_new(self, raw_values: Any) -> None:
-        """Register, in order, the values not seen before."""
-        raw_to_id, name_to_id = self.raw_to_id, self.name_to_id
-        for raw in dict.fromkeys(raw_values):
-            if raw in raw_to_id:
-                continue
-            try:
-                name = self._normalize(raw.decode(self.encoding).strip())
-            except UnicodeDecodeError:
-                raise _NotPlain from None
-            if not name:
-                raise _NotPlain
-            raw_to_id[raw] = name_to_id.setdefault(name, len(name_to_id))
+    def ids(self, block: bytes, starts: np.ndarray, lengths: np.ndarray,
+            raw_values: list[bytes] | None = None) -> np.ndarray:
+        """Ids (int32) of the fields ``block[starts[i]:starts[i] + lengths[i]]``, registering new
+        values in order of first appearance. Fields longer than 8 bytes need ``raw_values``,
+        the same fields as ``bytes``."""
+        n = len(starts)
+        if n == 0:
+            return np.empty(0, np.int32)
+        if int(lengths.max()) > 8:
+            if raw_values is None or len(raw_values) != n:
+                raise ValueError("fields longer than 8 bytes need raw_values")
+            return self._ids_by_dict(raw_values)
+        keys = _short_keys(block, starts, lengths)
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        del keys
+        first_of_group = np.empty(n, dtype=bool)
+        first_of_group[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first_of_group[1:])
+        del ordered
+        group = np.cumsum(first_of_group) - 1  # distinct-value index of each sorted position
+        first = order[first_of_group]  # position of each distinct value's first occurrence
+        by_appearance = np.argsort(first, kind="stable")
+        in_order = first[by_appearance]
+        distinct = [block[s:s + k] for s, k in zip(starts[in_order].tolist(),
+                                                   lengths[in_order].tolist())]
+        group_ids = np.empty(len(first), np.int32)
+        group_ids[by_appearance] = self._ids_by_dict(distinct)
+        out = np.empty(n, np.int32)
+        out[order] = group_ids[group]
+        return out
 
-    def ids(self, raw_values: list[bytes]) -> np.ndarray:
-        return np.fromiter(map(self.raw_to_id.__getitem__, raw_values), dtype=np.int32,
-                           count=len(raw_values))
+    def _ids_by_dict(self, raw_values: list[bytes]) -> np.ndarray:
+        """Ids of ``raw_values`` with one ``dict.setdefault`` each: a value not seen before is
+        stored with the mark ``_NEW + its position``, so its first occurrences are found with
+        numpy, and only those are decoded, normalised and given their id."""
+        n = len(raw_values)
+        raw_to_id = self.raw_to_id
+        found = np.fromiter(map(raw_to_id.setdefault, raw_values, itertools.count(self._NEW)),
+                            dtype=np.int64, count=n)
+        is_new = found >= self._NEW
+        if not is_new.any():
+            return found.astype(np.int32)
+        position = found - self._NEW
+        first_seen = np.flatnonzero(is_new & (position == np.arange(n)))
+        name_to_id, name = self.name_to_id, self._name
+        lookup = np.empty(n, np.int64)
+        for i in first_seen.tolist():  # values new in this block, in order of first appearance
+            raw = raw_values[i]
+            lookup[i] = raw_to_id[raw] = name_to_id.setdefault(name(raw), len(name_to_id))
+        found[is_new] = lookup[position[is_new]]
+        return found.astype(np.int32)
+
+    def _name(self, raw: bytes) -> str:
+        try:
+            name = self._normalize(raw.decode(self.encoding).strip())
+        except UnicodeDecodeError:
+            raise _NotPlain from None
+        if not name:
+            raise _NotPlain
+        return name
 
     @property
     def names(self) -> list[str]:
@@ -136,15 +190,27 @@ def _read(path: str, sep: str | None, header: bool | None, encoding: str):
                         continue
             if quoted and b'"' in block:
                 raise _NotPlain
-            _check_lines(block, sep_b[0], field_limit)
-            fields = block[:-1].replace(b"\n", sep_b).split(sep_b)
-            h, r, t = fields[0::3], fields[1::3], fields[2::3]
+            newlines, seps = _check_lines(block, sep_b[0], field_limit)
+            line_starts = np.empty(len(newlines), np.int64)
+            line_starts[0] = 0
+            line_starts[1:] = newlines[:-1] + 1
+            first_sep, second_sep = seps[0::2], seps[1::2]
+            rel_lengths = second_sep - first_sep - 1
+            # heads and tails interleaved (head, tail, head, tail, ...): ids in order of appearance
+            node_starts = np.column_stack((line_starts, second_sep + 1)).ravel()
+            node_lengths = np.column_stack((first_sep - line_starts,
+                                            newlines - second_sep - 1)).ravel()
+            fields = rel_fields = None
+            if max(int(rel_lengths.max()), int(node_lengths.max())) > 8:  # needs bytes objects
+                fields = block[:-1].replace(b"\n", sep_b).split(sep_b)
+                rel_fields = fields[1::3]
+                del fields[1::3]  # head, tail, head, tail, ...
+            rels.append(relations.ids(block, first_sep + 1, rel_lengths, rel_fields))
+            del rel_fields
+            node_ids = nodes.ids(block, node_starts, node_lengths, fields)
             del fields
-            nodes.add_new(itertools.chain.from_iterable(zip(h, t)))
-            relations.add_new(r)
-            heads.append(nodes.ids(h))
-            rels.append(relations.ids(r))
-            tails.append(nodes.ids(t))
+            heads.append(node_ids[0::2])
+            tails.append(node_ids[1::2])
             if at_end:
                 break
 
@@ -156,9 +222,24 @@ def _read(path: str, sep: str | None, header: bool | None, encoding: str):
     return node_names, relation_names, joined(heads), joined(rels), joined(tails)
 
 
-def _check_lines(block: bytes, sep_byte: int, field_limit: int) -> None:
+def _short_keys(block: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """One uint64 per field of at most 8 bytes, equal exactly when the fields' bytes are equal:
+    the field zero-padded to 8 bytes (fields hold no NUL bytes, so padding cannot create
+    equality)."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    chars = np.zeros((len(starts), 8), dtype=np.uint8)
+    last = len(buf) - 1
+    for j in range(int(lengths.max())):  # column by column: transient arrays of one entry per field
+        column = buf[np.minimum(starts + j, last)]
+        column[lengths <= j] = 0
+        chars[:, j] = column
+    return chars.view(np.uint64).ravel()
+
+
+def _check_lines(block: bytes, sep_byte: int, field_limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Every line of ``block`` (which ends with a newline) has exactly two separators, is not
-    empty and is short enough that no field can exceed csv's field size limit."""
+    empty and is short enough that no field can exceed csv's field size limit. Returns the
+    positions of the newlines and of the separators."""
     buf = np.frombuffer(block, dtype=np.uint8)
     newlines = np.flatnonzero(buf == 10)
     seps = np.flatnonzero(buf == sep_byte)
@@ -168,3 +249,4 @@ def _check_lines(block: bytes, sep_byte: int, field_limit: int) -> None:
     lengths = np.diff(newlines, prepend=-1) - 1
     if lengths.max() > field_limit:
         raise _NotPlain
+    return newlines, seps
