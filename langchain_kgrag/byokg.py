@@ -27,7 +27,8 @@ class ByoKGRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "ByoKGRetriever":
-        """Build over a KnowledgeGraph or GraphStore; ``params`` go to :class:`~kgrag.methods.byokg.ByoKGRAG`."""
+        """Build over a KnowledgeGraph or GraphStore; ``params`` go to
+        :class:`~kgrag.methods.byokg.ByoKGRAG`."""
         return cls(method=ByoKGRAG(graph, llm=llm, embedder=embedder, **params))
 
     def toolkit(self) -> "KGToolkit":

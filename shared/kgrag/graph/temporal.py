@@ -4,8 +4,8 @@ ByoKG-RAG (paper §4.1, CronQuestions) folds the timestamp of a temporal KG into
 every method that works on triples also works on a temporal KG, and the time reaches the LLM
 inside the verbalised fact (the paper's case study prints ``position held (1979 - 1983)``).
 
->>> temporal_to_triples([("Francis Pym", "position held", "Member of the 48th Parliament", (1979, 1983))])
-[('Francis Pym', 'position held (1979 - 1983)', 'Member of the 48th Parliament')]
+>>> temporal_to_triples([("Francis Pym", "position held", "MP", (1979, 1983))])
+[('Francis Pym', 'position held (1979 - 1983)', 'MP')]
 """
 
 from __future__ import annotations

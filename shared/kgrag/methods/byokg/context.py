@@ -45,7 +45,8 @@ def merge_paths(paths: list[Path]) -> list[str]:
 
 def query_chunk(result: QueryResult) -> Chunk:
     """A query result as a retrieved item (a text chunk with the query in its metadata)."""
-    return Chunk(text=result.verbalize(), chunk_id=f"graph-query:{abs(hash(result.query)) % 10**10}",
+    digest = abs(hash(result.query)) % 10**10
+    return Chunk(text=result.verbalize(), chunk_id=f"graph-query:{digest}",
                  metadata={"kind": "graph_query", "query": result.query, "error": result.error,
                            "rows": len(result.rows)})
 

@@ -39,7 +39,8 @@ class LLMFreeResult:
     candidates: list[ScoredEntity] = field(default_factory=list)
 
 
-def _incident(kg: KnowledgeGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _incident(kg: KnowledgeGraph, nodes: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(owner index, edge id, other end, forward flag) of every edge touching ``nodes``."""
     parts = []
     for reverse in (False, True):
@@ -47,7 +48,8 @@ def _incident(kg: KnowledgeGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.nda
         starts, counts = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
         owner = np.repeat(np.arange(len(nodes), dtype=np.int64), counts)
         offsets = np.cumsum(counts) - counts
-        pos = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(offsets, counts) + np.repeat(starts, counts)
+        pos = (np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(offsets, counts)
+               + np.repeat(starts, counts))
         edges = kg.in_order[pos].astype(np.int64) if reverse else pos
         other = (kg.heads if reverse else kg.tails)[edges].astype(np.int64)
         parts.append((owner, edges, other, np.full(len(edges), not reverse)))
@@ -80,7 +82,8 @@ def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hop
         walks_edges.append(edges)
         walks_fwd.append(fwd)
         walk_scores.append(rel_sum / length)
-    return walks_nodes, walks_edges, walks_fwd, (np.concatenate(walk_scores) if walk_scores else np.zeros(0))
+    scores = np.concatenate(walk_scores) if walk_scores else np.zeros(0)
+    return walks_nodes, walks_edges, walks_fwd, scores
 
 
 def llm_free_retrieve(

@@ -41,7 +41,8 @@ def _last_nonempty(text: str, tag: str, aliases: Iterable[str] = ()) -> str | No
     return found[-1] if found else None
 
 
-def tagged_items(text: str, tag: str, aliases: Iterable[str] = (), max_items: int = MAX_ITEMS) -> list[str]:
+def tagged_items(text: str, tag: str, aliases: Iterable[str] = (),
+                 max_items: int = MAX_ITEMS) -> list[str]:
     """Clean, de-duplicated lines of the last non-empty ``<tag>`` (``[]`` if absent)."""
     body = _last_nonempty(text, tag, aliases)
     if body is None:

@@ -31,7 +31,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from kgrag.context.types import Path
-from kgrag.graph.base import INVERSE_PREFIXES, INVERSE_SUFFIXES, Direction, PathStep, check_direction
+from kgrag.graph.base import (
+    INVERSE_PREFIXES,
+    INVERSE_SUFFIXES,
+    Direction,
+    PathStep,
+    check_direction,
+)
 from kgrag.graph.memory import KnowledgeGraph
 
 #: Walks enumerated per metapath before de-duplication (bounds memory on hub nodes).
@@ -143,7 +149,8 @@ def _fair_order(source_rank: np.ndarray, forward: np.ndarray) -> np.ndarray:
     order = np.argsort(group, kind="stable")
     starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
     rank_in_group = np.empty(len(group), np.int64)
-    rank_in_group[order] = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    sizes = np.diff(np.r_[starts, len(group)])
+    rank_in_group[order] = np.arange(len(group)) - np.repeat(starts, sizes)
     return np.lexsort((np.arange(len(group)), pattern, rank_in_group, source_rank))
 
 
@@ -167,7 +174,8 @@ def _walks_store(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
     return out
 
 
-def _walks(store: Any, sources: Sequence[str], steps: Sequence[PathStep], max_paths: int) -> list[Path]:
+def _walks(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
+           max_paths: int) -> list[Path]:
     if isinstance(store, KnowledgeGraph):
         return _walks_kg(store, sources, steps, max_paths)
     return _walks_store(store, sources, steps, max_paths)

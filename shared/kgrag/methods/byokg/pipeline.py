@@ -42,7 +42,7 @@ from kgrag.llm.base import BaseLLMAdapter
 from kgrag.methods.base import KGMethod
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
-from kgrag.methods.byokg.parsing import LinkerOutput, parse_answers, parse_linker_output
+from kgrag.methods.byokg.parsing import parse_answers, parse_linker_output
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
 from kgrag.methods.byokg.prompts import ANSWER_SYSTEM, LINKER_SYSTEM, answer_prompt, linker_prompt
 from kgrag.methods.byokg.query import execute_query
@@ -238,7 +238,8 @@ class ByoKGRAG(KGMethod):
         grounded_answers: set[str] = set()
         seen_paths: set[str] = set()
         seen_queries: set[str] = set()
-        meta: dict[str, Any] = {"iterations": [], "stop_reason": f"reached {self.iterations} iterations"}
+        meta: dict[str, Any] = {"iterations": [],
+                                "stop_reason": f"reached {self.iterations} iterations"}
         qvec: list[Any] = []  # the question's embedding, computed at most once per run
 
         def question_vector() -> Any:
@@ -310,13 +311,15 @@ class ByoKGRAG(KGMethod):
         log["query_error"] = result.error
 
     def _triplet_steps(self, question: str, seeds: list[str], context: GraphContext, *,
-                       first: bool, log: dict[str, Any], question_vector: Any) -> Steps[list[Triple]]:
+                       first: bool, log: dict[str, Any],
+                       question_vector: Any) -> Steps[list[Triple]]:
         if self.triplet_retrieval == "none":
             return []
         if self.triplet_retrieval == "scoring":
             if self.reranker is not None:
                 reranker = GraphReranker(self.graph, self.reranker, self.final_reranker,
-                                         hops=self.reranker_hops, relation_top_k=self.relation_top_k,
+                                         hops=self.reranker_hops,
+                                         relation_top_k=self.relation_top_k,
                                          triplet_top_k=self.triplet_top_k)
                 found = reranker.retrieve(question, seeds, self.scoring_top_k)
             else:

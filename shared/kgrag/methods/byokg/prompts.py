@@ -108,7 +108,8 @@ def linker_prompt(
     )
 
 
-def relation_selection_prompt(question: str, entities: Sequence[str], relations: Iterable[str]) -> str:
+def relation_selection_prompt(question: str, entities: Sequence[str],
+                              relations: Iterable[str]) -> str:
     """Algorithm 1's "Select Relations" step (Fig. 8) for the entities of one hop."""
     return f"""\
 Choose the relations worth following from the given entities to answer the question.

@@ -4,8 +4,8 @@
 LLM-written Cypher is untrusted: :func:`kgrag.graph.cypher_safety.check_read_only` refuses write,
 procedure and admin clauses *before* anything is sent (the stores additionally run queries in
 read transactions), and every failure -- refused, syntax error, timeout -- becomes an error line
-in the graph context so the next KG-Linker iteration can correct the query (the paper leaves errors unspecified; the reference
-code feeds them back, which we keep).
+in the graph context so the next KG-Linker iteration can correct the query (the paper leaves
+errors unspecified; the reference code feeds them back, which we keep).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ByoKG-RAG's graph tools, offered directly to agents (the LangChain/LlamaIndex toolkits wrap these).
+"""ByoKG-RAG's graph tools for agents (the LangChain / LlamaIndex toolkits only wrap these).
 
 The paper's graph toolkit -- entity linking, one-hop neighbours, path following, shortest paths,
 graph-query execution -- as plain functions an agent can call with strings. Each tool has a
@@ -70,7 +70,8 @@ class GraphTools:
         links = self.lookup_entity(name, 1)
         if not links:
             return None, f"No node matches {name!r}."
-        return links[0].name, f"{name!r} is not a node name; using the closest match {links[0].name!r}."
+        best = links[0].name
+        return best, f"{name!r} is not a node name; using the closest match {best!r}."
 
     def neighbors(self, entity: str, relation: str | None = None, direction: str = "both",
                   limit: int = 50) -> list[Triple]:
@@ -88,7 +89,7 @@ class GraphTools:
                                   limit=max(1, min(int(limit), MAX_LIMIT)))
 
     def follow_path(self, entity: str, path: str, max_paths: int = 50) -> list[Path]:
-        """Walks from ``entity`` along ``"r1 -> r2"`` (both directions per step; ``~r`` = reverse)."""
+        """Walks from ``entity`` along ``"r1 -> r2"`` (both directions; ``~r`` = backwards)."""
         node, _ = self.resolve(entity)
         if node is None:
             return []
@@ -120,7 +121,8 @@ class GraphTools:
             if node is None:
                 return note
             if relation and self.resolver.resolve(relation) is None:
-                return f"Unknown relation {relation!r}. Relations: {', '.join(self.resolver.relations[:50])}"
+                known = ", ".join(self.resolver.relations[:50])
+                return f"Unknown relation {relation!r}. Relations: {known}"
             triples = self.neighbors(node, relation, direction, limit)
         except (KgragError, ValueError) as exc:
             return f"Error: {exc}"

@@ -45,7 +45,8 @@ class TripletScorer:
         if isinstance(graph, KnowledgeGraph):
             if node_vectors is None or relation_vectors is None:
                 raise ValueError("use TripletScorer.from_graph to embed the graph's names")
-            if node_vectors.shape[0] != graph.num_nodes or relation_vectors.shape[0] != graph.num_relations:
+            if (node_vectors.shape[0] != graph.num_nodes
+                    or relation_vectors.shape[0] != graph.num_relations):
                 raise ValueError("node/relation vectors do not match the graph's name tables")
 
     @classmethod
@@ -74,7 +75,8 @@ class TripletScorer:
         rel_sim = self.relation_vectors @ qvec
         if edge_ids is None:
             return node_sim[kg.heads] + rel_sim[kg.rels] + node_sim[kg.tails]
-        return node_sim[kg.heads[edge_ids]] + rel_sim[kg.rels[edge_ids]] + node_sim[kg.tails[edge_ids]]
+        return (node_sim[kg.heads[edge_ids]] + rel_sim[kg.rels[edge_ids]]
+                + node_sim[kg.tails[edge_ids]])
 
     def _vectors(self, names: Sequence[str]) -> np.ndarray:
         missing = [n for n in dict.fromkeys(names) if n not in self._memo]
@@ -90,7 +92,8 @@ class TripletScorer:
         if isinstance(self.graph, KnowledgeGraph):
             kg = self.graph
             h = np.fromiter((kg.node_index[t.head] for t in triples), np.int64, len(triples))
-            r = np.fromiter((kg.relation_index[t.relation] for t in triples), np.int64, len(triples))
+            r = np.fromiter((kg.relation_index[t.relation] for t in triples), np.int64,
+                            len(triples))
             tl = np.fromiter((kg.node_index[t.tail] for t in triples), np.int64, len(triples))
             return (self.node_vectors[h] @ qvec + self.relation_vectors[r] @ qvec
                     + self.node_vectors[tl] @ qvec)
@@ -117,7 +120,8 @@ class TripletScorer:
             top = np.argpartition(-scores, k - 1)[:k]
             top = top[np.lexsort((top, -scores[top]))]
             triples = self.graph.edge_triples(top)
-            return [Triple(t.head, t.relation, t.tail, float(s)) for t, s in zip(triples, scores[top])]
+            return [Triple(t.head, t.relation, t.tail, float(s))
+                    for t, s in zip(triples, scores[top])]
         seeds = list(seeds)
         if not seeds:
             return []
@@ -244,7 +248,8 @@ def agentic_traversal(
             trace.stop_reason = "no triplets around the current entities"
             break
         relations = sorted({t.relation for t in candidates})[:max_relations]
-        reply = yield Ask(relation_selection_prompt(question, current, relations), step="select_relations")
+        reply = yield Ask(relation_selection_prompt(question, current, relations),
+                          step="select_relations")
         selected = parse_selected_relations(reply, relations)
         chosen = set(selected)
         new = [t for t in candidates if t.relation in chosen and t.as_tuple() not in seen]
