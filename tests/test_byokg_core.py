@@ -329,3 +329,42 @@ def test_cli_command_and_demo_step(capsys):
     run_demo(lines.append, steps=demo_steps())
     assert any("-> born_in -> Sapporo" in line for line in lines)
     assert any("LLM calls: 2" in line for line in lines)
+
+
+def _brute_force_ends(triples, sources, relations):
+    """(source, end) of every walk along ``relations`` (both directions, no immediate reuse)."""
+    walks = [(s, s, None) for s in sources]  # (source, current node, last triple)
+    for rel in relations:
+        nxt = []
+        for src, node, last in walks:
+            for t in triples:
+                if t[1] != rel or t == last:
+                    continue
+                if t[0] == node:
+                    nxt.append((src, t[2], t))
+                if t[2] == node and t[0] != t[2]:
+                    nxt.append((src, t[0], t))
+        walks = nxt
+    return {(s, n) for s, n, _ in walks}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 6), st.sampled_from("abc"), st.integers(0, 6)),
+                   min_size=1, max_size=20),
+    path=st.lists(st.sampled_from("abc"), min_size=1, max_size=3),
+    sources=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+)
+def test_follow_metapath_matches_brute_force(edges, path, sources):
+    triples = sorted({(f"n{h}", r, f"n{t}") for h, r, t in edges})
+    kg = KnowledgeGraph.from_triples(triples)
+    names = [f"n{s}" for s in sources if f"n{s}" in kg.node_index]
+    resolver = RelationResolver(kg.list_relations())
+    found = follow_metapath(kg, names, " -> ".join(path), resolver=resolver, max_paths=10**6)
+    expected = _brute_force_ends(triples, list(dict.fromkeys(names)), path)
+    if expected:
+        assert not found.partial
+        assert {(p.source, p.target) for p in found.paths} == expected
+        assert len(found.paths) == len(expected)  # one walk per (source, end)
+    else:
+        assert found.partial or not found.paths
