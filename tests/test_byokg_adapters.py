@@ -137,6 +137,11 @@ def test_llamaindex_query_engine_answers_with_sources(kg, parts):
                                     **parts),
         name="byokg", description="Answer questions from the knowledge graph.")
     assert "1988 World Series" in str(tool.call(KASTEN_Q))
+    async_engine = ByoKGQueryEngine.from_graph(
+        kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[]), **parts)
+    async_response = asyncio.run(async_engine.aquery(KASTEN_Q))
+    assert set(async_response.metadata["answers"]) == WORLD_SERIES
+    assert async_response.metadata["usage"]["calls"] == 5
 
 
 def test_llamaindex_retriever_sync_and_async(kg, parts):
