@@ -42,7 +42,7 @@ def scripted_react_llm():
         "Thought: I should search the knowledge graph for this question first.\n"
         "Action: movie_graph_search\n"
         'Action Input: {"input": "Where was the director of Tokyo Godfathers born?"}',
-        "Thought: The search suggests Sapporo; I will check by following director, then birthplace.\n"
+        "Thought: The search suggests Sapporo; let me check: director, then birthplace.\n"
         "Action: kg_follow_path\n"
         'Action Input: {"entity": "Tokyo Godfathers", "path": "directed_by -> born_in"}',
         "Thought: I can answer without using any more tools.\n"
