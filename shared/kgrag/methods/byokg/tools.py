@@ -28,24 +28,22 @@ class GraphTools:
     or the one a :class:`~kgrag.methods.byokg.ByoKGRAG` built); ``None`` builds a fuzzy linker.
     """
 
-    def __init__(self, graph: Any, linker: Any = None) -> None:
+    def __init__(self, graph: Any, linker: Any = None, *, method: Any = None) -> None:
         self.graph = graph
         self._linker = linker
+        self._method = method
         self.resolver = RelationResolver(graph.list_relations())
 
     @classmethod
     def from_method(cls, method: Any) -> "GraphTools":
-        """Tools sharing a ByoKG-RAG method's graph and (lazily built) linker."""
-        tools = cls(method.graph)
-        tools._linker_source = method  # type: ignore[attr-defined]
-        return tools
+        """Tools sharing a ByoKG-RAG method's graph and its (lazily built) linker."""
+        return cls(method.graph, method=method)
 
     @property
     def linker(self) -> Any:
         if self._linker is None:
-            source = getattr(self, "_linker_source", None)
-            if source is not None:
-                self._linker = source.linker
+            if self._method is not None:
+                self._linker = self._method.linker
             else:
                 from kgrag.linking import EntityLinker
 
