@@ -16,6 +16,18 @@ def movies():
     return str(demo_data_path())
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """MiniLM calls here are a few short texts each: one intra-op thread is as fast, and on a busy
+    2-core machine two threads' spin-waits made this module ~4x slower (measured)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _records(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -28,6 +28,18 @@ def toy_kg():
 QUESTION = "Which drug is metabolised by CYP3A4 and treats strongyloidiasis?"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """MiniLM calls here are a few short texts each: one intra-op thread is as fast, and on a busy
+    2-core machine two threads' spin-waits made this module ~4x slower (measured)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("reply, expected", [
     ("melanoma|TNFSF8", ["melanoma", "TNFSF8"]),
     ("A: melanoma | TNFSF8", ["melanoma", "TNFSF8"]),
