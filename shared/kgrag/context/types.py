@@ -79,6 +79,44 @@ class Path:
         return " ".join(parts)
 
 
+def _triples_from_rows(rows: Any, node_names: Any, relation_names: Any) -> list[Triple]:
+    """``[Triple(node_names[h], relation_names[r], node_names[t]) for h, r, t in rows]``,
+    about 2x faster.
+
+    For graph backends' hot paths, where building result objects costs more than the lookup.
+    It fills each instance's ``__dict__`` exactly as the dataclass ``__init__`` would (same
+    fields, same order, ``score=None``), so the objects are indistinguishable from constructed
+    ones (equality, hashing, repr, pickling); the frozen ``__setattr__`` is only bypassed
+    while filling. The name tables hold ``str``.
+    """
+    new = object.__new__
+    out: list[Triple] = []
+    append = out.append
+    for h, r, t in rows:
+        triple = new(Triple)
+        fields = triple.__dict__
+        fields["head"] = node_names[h]
+        fields["relation"] = relation_names[r]
+        fields["tail"] = node_names[t]
+        fields["score"] = None
+        append(triple)
+    return out
+
+
+def _path_from_names(nodes: tuple[str, ...], relations: tuple[str, ...],
+                     forward: tuple[bool, ...]) -> Path:
+    """``Path(nodes, relations, forward)`` without ``__init__`` / ``__post_init__``, for graph
+    backends' hot paths. The caller guarantees what ``__post_init__`` checks: tuples with
+    ``len(nodes) == len(relations) + 1 == len(forward) + 1`` (``forward`` of bools)."""
+    path = object.__new__(Path)
+    fields = path.__dict__
+    fields["nodes"] = nodes
+    fields["relations"] = relations
+    fields["forward"] = forward
+    fields["score"] = None
+    return path
+
+
 @dataclass(frozen=True)
 class Subgraph:
     """A set of triples retrieved together (e.g. one SimGRAG match), with an optional score."""

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from bisect import bisect_left, bisect_right
 import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from kgrag.context.types import Path, Triple
+from kgrag.context.types import Path, Triple, _path_from_names, _triples_from_rows
 from kgrag.errors import GraphFormatError, UnknownNodeError, UnknownRelationError
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 
@@ -37,6 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 INDEX_DTYPE = np.int32
+_SMALL_DEGREE = 256  # single-node one_hop in plain Python up to this many edges (numpy beyond)
+_nfc = unicodedata.normalize
 
 
 def normalize_name(name: Any) -> str:
@@ -218,6 +219,8 @@ class KnowledgeGraph:
                 names = [names]
             self.aliases[key] = [normalize_name(a) for a in names if normalize_name(a)]
         self._scratch = threading.local()
+        self._path_cache: dict[Any, tuple[tuple[int, Direction], ...] | None] = {}
+        self._row_tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ building
     def _build_index(self) -> None:
@@ -470,6 +473,11 @@ class KnowledgeGraph:
         except KeyError:
             raise UnknownRelationError(f"relation {name!r} is not in the graph") from None
 
+    def _node_or_none(self, name: Any) -> int | None:
+        """``node_index.get(normalize_name(name))``, without the function calls for a ``str``."""
+        key = _nfc("NFC", name).strip() if type(name) is str else normalize_name(name)
+        return self.node_index.get(key)
+
     def node_ids(self, names: Iterable[str], *, missing: str = "ignore") -> np.ndarray:
         """Ids of ``names`` in order; unknown names are dropped (``missing="ignore"``) or raise."""
         ids = []
@@ -591,9 +599,12 @@ class KnowledgeGraph:
         """
         sources = np.asarray(sources, dtype=np.int64).ravel()
         if len(sources) == 1 and 0 <= int(sources[0]) < self.num_nodes:
-            small = self._follow_path_one_source(int(sources[0]), steps, fan_out, max_paths)
-            if small is not None:
-                return small
+            walks = self._walks_one_source(int(sources[0]), steps, fan_out, max_paths)
+            if walks is not None:
+                n_walks, length = len(walks), len(steps)
+                return (np.array([w[0] for w in walks], dtype=np.int64).reshape(n_walks, length + 1),
+                        np.array([w[1] for w in walks], dtype=np.int64).reshape(n_walks, length),
+                        np.array([w[2] for w in walks], dtype=bool).reshape(n_walks, length))
         frontier = _unique(sources)
         # Per step: the frontier it started from, and for each surviving walk its owner (index
         # into that frontier), edge and direction. Walks are assembled once at the end by
@@ -644,17 +655,21 @@ class KnowledgeGraph:
 
     def _block(self, node: int, rel: int, reverse: bool) -> tuple[list[int], list[int]]:
         """(edge ids, next nodes) of the *(node, rel)* block, in index order, as Python lists."""
-        indptr, key = (self.in_indptr, self.in_key) if reverse else (self.out_indptr, self.out_key)
-        start, end = indptr[node:node + 2].tolist()
+        out_rows, in_rows, indptr_rows = self._row_tables or self._rows()
+        (out_start, in_start), (out_end, in_end) = indptr_rows[node:node + 2].tolist()
+        start, end = (in_start, in_end) if reverse else (out_start, out_end)
+        if end - start <= 64:  # one slice of the node's rows, filtered in Python
+            if reverse:  # rows (edge, head, rel) in incoming order
+                block = [(e, h) for e, h, r in in_rows[start:end].tolist() if r == rel]
+            else:  # rows (head, rel, tail) of edges start, start + 1, ...
+                block = [(start + i, row[2]) for i, row in enumerate(out_rows[start:end].tolist())
+                         if row[1] == rel]
+            return [b[0] for b in block], [b[1] for b in block]
+        key = self.in_key if reverse else self.out_key
         probe = node * self._r + rel
-        if end - start <= 64:
-            keys = key[start:end].tolist()
-            lo = start + bisect_left(keys, probe)
-            hi = start + bisect_right(keys, probe)
-        else:
-            view = key[start:end]
-            lo = start + int(np.searchsorted(view, probe, side="left"))
-            hi = start + int(np.searchsorted(view, probe, side="right"))
+        view = key[start:end]
+        lo = start + int(np.searchsorted(view, probe, side="left"))
+        hi = start + int(np.searchsorted(view, probe, side="right"))
         if lo == hi:
             return [], []
         if reverse:
@@ -662,12 +677,13 @@ class KnowledgeGraph:
             return edges.tolist(), self.heads[edges].tolist()
         return list(range(lo, hi)), self.tails[lo:hi].tolist()
 
-    def _follow_path_one_source(self, source: int, steps: Sequence[tuple[int, Direction]],
-                                fan_out: int | None, max_paths: int | None,
-                                limit: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _walks_one_source(self, source: int, steps: Sequence[tuple[int, Direction]],
+                          fan_out: int | None, max_paths: int | None, limit: int = 32
+                          ) -> list[tuple[list[int], list[int], list[bool]]] | None:
         """:meth:`follow_path_ids` for one source in plain Python (numpy's per-call overhead
-        dominates such small walks). Same walks in the same order; ``None`` once more than
-        ``limit`` walks are alive, so the caller redoes it with arrays."""
+        dominates such small walks): the same walks in the same order, each as lists
+        ``(nodes, edges, forward)``; ``None`` once more than ``limit`` walks are alive, so the
+        caller redoes it with arrays."""
         for _, direction in steps:
             check_direction(direction)
         walks: list[tuple[list[int], list[int], list[bool]]] = [([source], [], [])]
@@ -689,10 +705,7 @@ class KnowledgeGraph:
             if len(grown) > limit:
                 return None
             walks = grown
-        length = len(steps)
-        return (np.array([w[0] for w in walks], dtype=np.int64).reshape(len(walks), length + 1),
-                np.array([w[1] for w in walks], dtype=np.int64).reshape(len(walks), length),
-                np.array([w[2] for w in walks], dtype=bool).reshape(len(walks), length))
+        return walks
 
     def _scratch_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per-thread BFS arrays of length N, reset after use (so a search costs O(visited))."""
@@ -857,19 +870,27 @@ class KnowledgeGraph:
         names, rnames = self.node_names, self.relation_names
         e = np.asarray(list(edge_ids) if not isinstance(edge_ids, np.ndarray) else edge_ids,
                        dtype=np.int64)
-        return [Triple(names[h], rnames[r], names[t]) for h, r, t in
-                zip(self.heads[e].tolist(), self.rels[e].tolist(), self.tails[e].tolist())]
+        return _triples_from_rows(zip(self.heads[e].tolist(), self.rels[e].tolist(),
+                                      self.tails[e].tolist()), names, rnames)
 
     def _make_path(self, nodes: np.ndarray, edges: np.ndarray, forward: np.ndarray) -> Path:
         names, rnames = self.node_names, self.relation_names
-        return Path(
-            tuple(names[i] for i in nodes.tolist()),
-            tuple(rnames[r] for r in self.rels[edges].tolist()),
-            tuple(bool(f) for f in forward.tolist()),
+        return _path_from_names(
+            tuple([names[i] for i in nodes.tolist()]),
+            tuple([rnames[r] for r in self.rels[edges].tolist()]),
+            tuple([bool(f) for f in forward.tolist()]),
         )
 
     def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
                 relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
+        if relations is None and type(nodes) in (list, tuple) and len(nodes) == 1:
+            check_direction(direction)
+            v = self._node_or_none(nodes[0])
+            if v is None:
+                return []
+            single = self._one_hop_single(v, direction, limit)
+            if single is not None:
+                return single
         ids = self.node_ids(nodes)
         rel_filter = None if relations is None else [
             r for r in relations if normalize_name(r) in self.relation_index]
@@ -878,18 +899,91 @@ class KnowledgeGraph:
             e = e[:limit]
         return self.edge_triples(e)
 
+    def _rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row-wise tables for single-node lookups, built on first use (24 bytes per edge, 16
+        per node), so that one contiguous slice fetches what would take several slices or a
+        (slow, for a few elements) fancy index: ``out_rows[e] = (head, rel, tail)`` of edge
+        ``e``; ``in_rows[i] = (edge, head, rel)`` of edge ``in_order[i]``; ``indptr_rows[v] =
+        (out_indptr[v], in_indptr[v])``."""
+        tables = self._row_tables
+        if tables is None:
+            in_order = self.in_order
+            tables = (np.stack((self.heads, self.rels, self.tails), axis=1),
+                      np.stack((in_order, self.heads[in_order], self.rels[in_order]), axis=1),
+                      np.stack((self.out_indptr, self.in_indptr), axis=1))
+            self._row_tables = tables
+        return tables
+
+    def _one_hop_single(self, v: int, direction: Direction, limit: int | None
+                        ) -> list[Triple] | None:
+        """:meth:`one_hop` of one node in plain Python (numpy's per-call overhead dominates at
+        a few edges): the same triples in the same order (by edge id). ``None`` for a node
+        with more than ``_SMALL_DEGREE`` edges, which the array code handles faster."""
+        out_rows, in_rows, indptr_rows = self._row_tables or self._rows()
+        (lo, ilo), (hi, ihi) = indptr_rows[v:v + 2].tolist()
+        if direction == "in":
+            lo = hi = 0
+        elif direction == "out":
+            ilo = ihi = 0
+        if (hi - lo) + (ihi - ilo) > _SMALL_DEGREE:
+            return None
+        rows = out_rows[lo:hi].tolist() if hi > lo else []
+        if ihi > ilo:
+            incoming = in_rows[ilo:ihi].tolist()
+            incoming.sort()  # by edge id (unique)
+            # edges inside lo..hi are self-loops of v, already among the outgoing rows
+            rows = ([[h, r, v] for e, h, r in incoming if e < lo] + rows
+                    + [[h, r, v] for e, h, r in incoming if e >= hi])
+        if limit is not None:
+            rows = rows[:limit]
+        return _triples_from_rows(rows, self.node_names, self.relation_names)
+
     def follow_path(self, sources: Iterable[str], path: str | Sequence[str | PathStep], *,
                     fan_out: int | None = None, max_paths: int | None = None,
                     default_direction: Direction = "out") -> list[Path]:
         """Walks from ``sources`` along ``path`` (``"r1 -> r2_inv"`` or steps). Unknown relation: []."""
-        steps = parse_relation_path(path, default_direction=default_direction)
-        try:
-            id_steps = [(self.relation_id(s.relation), s.direction) for s in steps]
-        except UnknownRelationError:
+        id_steps = self._id_steps(path, default_direction)
+        if id_steps is None:
             return []
+        if type(sources) in (list, tuple) and len(sources) == 1:  # one source: plain Python
+            source = self._node_or_none(sources[0])
+            if source is None:
+                return []
+            walks = self._walks_one_source(source, id_steps, fan_out, max_paths)
+            if walks is not None:
+                names, rnames = self.node_names, self.relation_names
+                relations = tuple([rnames[rel] for rel, _ in id_steps])  # the same for every walk
+                return [_path_from_names(tuple([names[i] for i in nodes]), relations, tuple(fwd))
+                        for nodes, _, fwd in walks]
         nodes, edges, fwd = self.follow_path_ids(self.node_ids(sources), id_steps,
                                                  fan_out=fan_out, max_paths=max_paths)
         return [self._make_path(nodes[i], edges[i], fwd[i]) for i in range(len(nodes))]
+
+    def _id_steps(self, path: str | Sequence[str | PathStep], default_direction: Direction
+                  ) -> tuple[tuple[int, Direction], ...] | None:
+        """``path`` parsed into ``(relation id, direction)`` steps; ``None`` when a relation is
+        unknown. Parsed paths are memoised per graph (names and relations never change)."""
+        if not isinstance(path, str):
+            path = tuple(path)  # once: it may be an iterator
+        try:
+            key: Any = (path, default_direction)
+            hash(key)
+        except TypeError:  # unhashable steps: parse every time
+            key = None
+        cache = self._path_cache
+        if key is not None and key in cache:
+            return cache[key]
+        steps = parse_relation_path(path, default_direction=default_direction)
+        try:
+            id_steps: tuple[tuple[int, Direction], ...] | None = tuple(
+                (self.relation_id(s.relation), s.direction) for s in steps)
+        except UnknownRelationError:
+            id_steps = None
+        if key is not None:
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[key] = id_steps
+        return id_steps
 
     def shortest_paths(self, sources: Iterable[str], targets: Iterable[str], *, max_hops: int = 3,
                        directed: bool = False, max_paths: int | None = None) -> list[Path]:
