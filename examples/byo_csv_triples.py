@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kgrag import KnowledgeGraph
 from kgrag.embed import default_embedder
+
 from langchain_kgrag import ByoKGRetriever
 
 SAMPLE_CSV = """head,relation,tail

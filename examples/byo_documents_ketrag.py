@@ -24,10 +24,10 @@ from pathlib import Path
 from langchain_core.documents import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_chat  # noqa: E402
+from kgrag.embed import default_embedder
+from scripted_llms import scripted_chat
 
-from kgrag.embed import default_embedder  # noqa: E402
-from langchain_kgrag import KETRAGRetriever  # noqa: E402
+from langchain_kgrag import KETRAGRetriever
 
 SAMPLE_DOCS = {
     "harbour.txt": "The Lantern Harbour museum opened in 1921. Its founder, the shipwright "

@@ -22,10 +22,10 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_chat  # noqa: E402
+from kgrag import KnowledgeGraph
+from scripted_llms import scripted_chat
 
-from kgrag import KnowledgeGraph  # noqa: E402
-from langchain_kgrag import KGToolkit  # noqa: E402
+from langchain_kgrag import KGToolkit
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 QUESTION = "Where was the director of Tokyo Godfathers born?"

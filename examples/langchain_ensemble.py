@@ -25,11 +25,11 @@ except ImportError:  # LangChain < 1.0 kept it in the main package
     from langchain.retrievers import EnsembleRetriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_chat  # noqa: E402
+from kgrag import KnowledgeGraph
+from kgrag.embed import default_embedder
+from scripted_llms import scripted_chat
 
-from kgrag import KnowledgeGraph  # noqa: E402
-from kgrag.embed import default_embedder  # noqa: E402
-from langchain_kgrag import GraphRAFTRetriever, SimGRAGRetriever  # noqa: E402
+from langchain_kgrag import GraphRAFTRetriever, SimGRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 QUESTION = "Which films directed by Satoshi Kon are set in Tokyo?"

@@ -25,17 +25,17 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_chat  # noqa: E402
+from kgrag import KnowledgeGraph
+from scripted_llms import scripted_chat
 
-from kgrag import KnowledgeGraph  # noqa: E402
-from langchain_kgrag import UltRAGRetriever  # noqa: E402
+from langchain_kgrag import UltRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 QUESTION = "Who directed the Japanese animated films?"
 
 PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "Answer the question using only the knowledge-graph results below. "
-               "Each line is an entity with its membership score in [0, 1]."),
+    ("system", ("Answer the question using only the knowledge-graph results below. "
+                "Each line is an entity with its membership score in [0, 1].")),
     ("human", "Knowledge-graph results:\n{context}\n\nQuestion: {question}"),
 ])
 
@@ -50,7 +50,7 @@ class PromptRecorder(BaseCallbackHandler):
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    def on_chat_model_start(self, serialized, messages, **kwargs) -> None:  # noqa: ANN001
+    def on_chat_model_start(self, serialized, messages, **kwargs) -> None:
         self.prompts += ["\n".join(str(m.content) for m in batch) for batch in messages]
 
 

@@ -26,11 +26,11 @@ from llama_index.core.agent.workflow import ReActAgent, ToolCallResult
 from llama_index.core.tools import RetrieverTool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_llama  # noqa: E402
+from kgrag import KnowledgeGraph
+from kgrag.embed import default_embedder
+from scripted_llms import scripted_llama
 
-from kgrag import KnowledgeGraph  # noqa: E402
-from kgrag.embed import default_embedder  # noqa: E402
-from llama_index_kgrag import GraphRAFTRetriever, graph_tools  # noqa: E402
+from llama_index_kgrag import GraphRAFTRetriever, graph_tools
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 QUESTION = "Where was the director of Tokyo Godfathers born?"

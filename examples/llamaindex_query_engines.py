@@ -20,11 +20,11 @@ from pathlib import Path
 from llama_index.core import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_llama  # noqa: E402
+from kgrag import KnowledgeGraph
+from kgrag.embed import default_embedder
+from scripted_llms import scripted_llama
 
-from kgrag import KnowledgeGraph  # noqa: E402
-from kgrag.embed import default_embedder  # noqa: E402
-from llama_index_kgrag import (  # noqa: E402
+from llama_index_kgrag import (
     ByoKGQueryEngine,
     GraphRAFTQueryEngine,
     KETRAGQueryEngine,
@@ -35,8 +35,8 @@ from llama_index_kgrag import (  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 
 FILM_NOTES = [
-    "Tokyo Godfathers is a 2003 animated film by Satoshi Kon about three homeless people who "
-    "find an abandoned baby on Christmas Eve in Tokyo.",
+    ("Tokyo Godfathers is a 2003 animated film by Satoshi Kon about three homeless people who "
+     "find an abandoned baby on Christmas Eve in Tokyo."),
     "Satoshi Kon was born in Sapporo in 1963. Before directing, he worked as a manga artist.",
     "Spirited Away was directed by Hayao Miyazaki and released by Studio Ghibli in 2001.",
 ]

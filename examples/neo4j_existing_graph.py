@@ -33,10 +33,10 @@ from pathlib import Path
 from langchain_neo4j import Neo4jGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_llms import scripted_chat  # noqa: E402
+from kgrag.graph.neo4j import Neo4jGraphStore
+from scripted_llms import scripted_chat
 
-from kgrag.graph.neo4j import Neo4jGraphStore  # noqa: E402
-from langchain_kgrag import KGToolkit, UltRAGRetriever  # noqa: E402
+from langchain_kgrag import KGToolkit, UltRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 QUESTION = "Who directed the Japanese animated films?"

@@ -8,7 +8,8 @@ given, so an example can show what the model saw.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -50,7 +51,7 @@ class ScriptedToolCallingChat(GenericFakeChatModel):
     ``bind_tools`` returns the model itself: the script already says which tools to call.
     """
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "ScriptedToolCallingChat":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedToolCallingChat:
         return self
 
 

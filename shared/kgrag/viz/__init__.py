@@ -12,8 +12,9 @@ shortest paths, drawn dashed. See :mod:`kgrag.viz.view` for what is drawn and wh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path as FilePath
-from typing import Any, Sequence
+from typing import Any
 
 from kgrag.context.types import RetrievalResult
 from kgrag.viz.view import RetrievalView, build_view, question_entities_of

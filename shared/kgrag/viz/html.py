@@ -49,16 +49,13 @@ def _to_svg(x: float, y: float) -> tuple[float, float]:
 
 def _svg(view: RetrievalView) -> str:
     pos = {n: _to_svg(*xy) for n, xy in layout(view).items()}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-             f'width="{WIDTH}" height="{HEIGHT}" role="img" '
-             f'aria-label="retrieved subgraph">',
-             '<defs>'
-             '<marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+    arrow = ('<marker id="{id}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
              'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
-             'fill="#444"/></marker>'
-             '<marker id="arrow-dim" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-             'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
-             'fill="#aaa"/></marker></defs>']
+             'fill="{fill}"/></marker>')
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+              f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="retrieved subgraph">'),
+             "<defs>" + arrow.format(id="arrow", fill="#444")
+             + arrow.format(id="arrow-dim", fill="#aaa") + "</defs>"]
     if not pos:
         parts.append(f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">'
                      'no entities or edges were retrieved</text>')

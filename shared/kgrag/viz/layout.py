@@ -10,6 +10,7 @@ scaled to the unit square.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from kgrag.viz.view import RetrievalView
 
@@ -62,7 +63,7 @@ def layout(view: RetrievalView, seed: int = 0) -> dict[str, tuple[float, float]]
         # through a weak link between them (not drawn), so unconnected entities stay in view.
         components = [sorted(c) for c in nx.connected_components(g)]
         work = g.copy()
-        for left, right in zip(components, components[1:]):
+        for left, right in pairwise(components):
             work.add_edge(left[0], right[0])
         pos = nx.kamada_kawai_layout(work)
     else:

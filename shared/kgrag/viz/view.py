@@ -15,15 +15,16 @@ every method, so the HTML and PNG renderers never look at method-specific types:
   the renderers to list beside the drawing;
 * *question* entities (highlighted) come from ``question_entities`` when given, otherwise from
   the result's provenance: ``metadata["entities"]`` (ByoKG-RAG, GraphRAFT), the named nodes of
-  SimGRAG's pattern mapping, or UltRAG's resolved query leaves.
+  SimGRAG's best match, or UltRAG's resolved query leaves.
 
 Only the first ``max_items`` items are drawn, so a page stays readable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from kgrag.context.types import Chunk, Path, RetrievalResult, ScoredEntity, Subgraph, Triple
 
@@ -105,11 +106,13 @@ def question_entities_of(result: RetrievalResult) -> list[str]:
     if isinstance(entities, (list, tuple)) and all(isinstance(e, str) for e in entities):
         return list(dict.fromkeys(entities))
     found: list[str] = []
-    for item in result.items:  # SimGRAG: pattern nodes that name an entity (not "UNKNOWN ...")
-        if isinstance(item, Subgraph):
-            mapping = item.metadata.get("mapping") or {}
-            found += [graph_name for pattern_name, graph_name in mapping.items()
-                      if not str(pattern_name).upper().startswith("UNKNOWN")]
+    # SimGRAG: where the best match put the pattern's named (not "UNKNOWN ...") nodes; lower
+    # ranked matches may map a name elsewhere (a looser fit), so they do not count
+    best = next((item for item in result.items if isinstance(item, Subgraph)), None)
+    if best is not None:
+        mapping = best.metadata.get("mapping") or {}
+        found += [graph_name for pattern_name, graph_name in mapping.items()
+                  if not str(pattern_name).upper().startswith("UNKNOWN")]
     leaves = meta.get("leaves")  # UltRAG: [[(name, membership), ...] per query leaf]
     if isinstance(leaves, list):
         for group in leaves:
