@@ -126,7 +126,7 @@ def llm_free_retrieve(
         if not local:
             return result
         kg = KnowledgeGraph.from_triples([t.as_tuple() for t in local])
-        rel_sim = scorer._vectors(kg.relation_names) @ rvec
+        rel_sim = scorer.relation_vectors_for(kg.relation_names) @ rvec
     seed_ids = kg.node_ids(list(seen))
     nodes_by_len, edges_by_len, fwd_by_len, scores = scored_walks(kg, seed_ids, rel_sim, hops)
     if not len(scores):

@@ -24,6 +24,7 @@ from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
 from kgrag.methods.byokg.prompts import entity_selection_prompt, relation_selection_prompt
 from kgrag.methods.byokg.steps import Ask, Steps
+from kgrag.text.names import relation_words
 
 
 class TripletScorer:
@@ -60,7 +61,8 @@ class TripletScorer:
             return cls(graph, embedder, hops=hops)
         if node_vectors is None:
             node_vectors = np.asarray(embedder.embed_documents(graph.node_names), np.float32)
-        relation_vectors = np.asarray(embedder.embed_documents(graph.relation_names), np.float32)
+        relation_vectors = np.asarray(
+            embedder.embed_documents([relation_words(r) for r in graph.relation_names]), np.float32)
         return cls(graph, embedder, node_vectors=node_vectors, relation_vectors=relation_vectors,
                    hops=hops)
 
@@ -85,6 +87,10 @@ class TripletScorer:
                 self._memo[name] = vec.astype(np.float32)
         return np.stack([self._memo[n] for n in names]) if names else np.zeros((0, 1), np.float32)
 
+    def relation_vectors_for(self, names: Sequence[str]) -> np.ndarray:
+        """Vectors of relation names, embedded as words (:func:`~kgrag.text.names.relation_words`)."""
+        return self._vectors([relation_words(n) for n in names])
+
     def score_triples(self, qvec: np.ndarray, triples: Sequence[Triple]) -> np.ndarray:
         """Scores of arbitrary triples (names embedded on demand and memoised)."""
         if not triples:
@@ -98,7 +104,7 @@ class TripletScorer:
             return (self.node_vectors[h] @ qvec + self.relation_vectors[r] @ qvec
                     + self.node_vectors[tl] @ qvec)
         heads = self._vectors([t.head for t in triples]) @ qvec
-        rels = self._vectors([t.relation for t in triples]) @ qvec
+        rels = self.relation_vectors_for([t.relation for t in triples]) @ qvec
         tails = self._vectors([t.tail for t in triples]) @ qvec
         return heads + rels + tails
 
