@@ -47,6 +47,11 @@ def _to_svg(x: float, y: float) -> tuple[float, float]:
     return (MARGIN + x * (WIDTH - 2 * MARGIN), HEIGHT - MARGIN - y * (HEIGHT - 2 * MARGIN))
 
 
+def _radius(view: RetrievalView, name: str) -> int:
+    """Question entities are drawn larger."""
+    return NODE_RADIUS + (3 if view.nodes[name].role == ROLE_QUESTION else 0)
+
+
 def _svg(view: RetrievalView) -> str:
     pos = {n: _to_svg(*xy) for n, xy in layout(view).items()}
     arrow = ('<marker id="{id}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
@@ -65,8 +70,9 @@ def _svg(view: RetrievalView) -> str:
         length = math.hypot(dx, dy) or 1.0
         ux, uy = dx / length, dy / length
         # start and end on the circles' rims, so the arrow head is visible
-        sx, sy = x1 + ux * NODE_RADIUS, y1 + uy * NODE_RADIUS
-        ex, ey = x2 - ux * (NODE_RADIUS + 2), y2 - uy * (NODE_RADIUS + 2)
+        r1, r2 = _radius(view, edge.source), _radius(view, edge.target) + 2
+        sx, sy = x1 + ux * r1, y1 + uy * r1
+        ex, ey = x2 - ux * r2, y2 - uy * r2
         bend = 0.18 * length if edge.curved else 0.0
         cx, cy = (sx + ex) / 2 - uy * bend, (sy + ey) / 2 + ux * bend
         color, marker = ("#444", "arrow") if edge.retrieved else ("#aaa", "arrow-dim")
@@ -85,7 +91,7 @@ def _svg(view: RetrievalView) -> str:
             tip += f", score {node.score:.3f}"
         tip += ")"
         stroke = "#b35806" if node.role == ROLE_QUESTION else "#333"
-        radius = NODE_RADIUS + (3 if node.role == ROLE_QUESTION else 0)
+        radius = _radius(view, name)
         parts.append(f'<g><title>{_esc(tip)}</title><circle cx="{x:.1f}" cy="{y:.1f}" '
                      f'r="{radius}" fill="{COLORS[node.role]}" stroke="{stroke}" '
                      'stroke-width="1.5"/>')
