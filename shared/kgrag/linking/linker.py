@@ -21,7 +21,6 @@ A name found twice keeps its first (higher-priority) link.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +32,11 @@ from kgrag.context.types import ScoredEntity
 from kgrag.errors import EmbeddingError, GraphLoadError
 from kgrag.linking.dense import DEFAULT_HNSW_THRESHOLD, DenseIndex
 from kgrag.linking.fuzzy import FuzzyIndex, name_key
+from kgrag.text.names import relation_words
 
 MODES = ("fuzzy", "dense", "hybrid")
 FORMAT = "kgrag-linker"
 FORMAT_VERSION = 1
-_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -398,8 +397,9 @@ def _zip_longest(a: list[Link], b: list[Link]) -> list[tuple[Link, ...]]:
 class RelationLinker(EntityLinker):
     """The same linker over relation names (``directed_by``, ``film.film.directed_by``, ...).
 
-    Relation names are embedded as their words ("film film directed by"), which embedding
-    models understand better than identifiers; exact and fuzzy matching already ignore
+    Relation names are embedded as their words ("film film directed by", "place of birth":
+    :func:`~kgrag.text.names.relation_words`), which embedding models understand better than
+    identifiers; exact and fuzzy matching already ignore
     ``_`` and ``.`` through :func:`~kgrag.linking.fuzzy.name_key`.
     """
 
@@ -413,4 +413,4 @@ class RelationLinker(EntityLinker):
         return cls(names, **kwargs)
 
     def surface_text(self, surface: str) -> str:
-        return " ".join(_WORDS.findall(surface)) or surface
+        return relation_words(surface)
