@@ -23,7 +23,8 @@ import numpy as np
 
 from kgrag.graph.io import _looks_like_header, sniff_separator
 
-BLOCK_BYTES = 1 << 22  # bounds the transient offset and key arrays of a block (a few times its size)
+BLOCK_BYTES = 1 << 20  # a block's transient bytes objects and offset arrays stay a few times this
+SHORT_BLOCK_FACTOR = 4  # after a block of only short fields (no bytes objects), read 4x larger
 _QUOTED_SEPARATORS = (",", ";")  # the separators TripleReader reads with csv quoting
 
 
@@ -145,10 +146,11 @@ def _read(path: str, sep: str | None, header: bool | None, encoding: str):
     sep_b = b""
     first_line_pending = True
     field_limit = csv.field_size_limit()
+    block_bytes = BLOCK_BYTES
     with open(path, "rb") as fh:
         rest = b""
         while True:
-            data = fh.read(BLOCK_BYTES)
+            data = fh.read(block_bytes)
             at_end = not data
             block = rest + data
             if not at_end:
@@ -201,7 +203,9 @@ def _read(path: str, sep: str | None, header: bool | None, encoding: str):
             node_lengths = np.column_stack((first_sep - line_starts,
                                             newlines - second_sep - 1)).ravel()
             fields = rel_fields = None
+            block_bytes = BLOCK_BYTES * SHORT_BLOCK_FACTOR
             if max(int(rel_lengths.max()), int(node_lengths.max())) > 8:  # needs bytes objects
+                block_bytes = BLOCK_BYTES
                 fields = block[:-1].replace(b"\n", sep_b).split(sep_b)
                 rel_fields = fields[1::3]
                 del fields[1::3]  # head, tail, head, tail, ...
