@@ -98,8 +98,11 @@ class NameIndex:
             self._norms = np.einsum("ij,ij->i", stored, stored)
         ids = np.empty((len(queries), k), dtype=np.int64)
         squared = np.empty((len(queries), k), dtype=np.float32)
+        products = queries @ stored.T  # one pass over the stored vectors for every query
         for row, q in enumerate(queries):
-            dist = self._norms - 2.0 * (stored @ q) + float(q @ q)
+            dist = products[row] * np.float32(-2.0)
+            dist += self._norms
+            dist += np.float32(q @ q)
             part = np.argpartition(dist, k - 1)[:k] if k < len(dist) else np.arange(len(dist))
             order = part[np.lexsort((part, dist[part]))]
             ids[row], squared[row] = order, dist[order]

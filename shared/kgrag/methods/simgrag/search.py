@@ -92,6 +92,30 @@ class CandidateSet:
         return float(self.distances[0]) if len(self.ids) else math.inf
 
 
+class _NodeCosts:
+    """Distances of a node domain, looked up by id with a binary search (no graph-sized array)."""
+
+    __slots__ = ("ids", "costs")
+
+    def __init__(self, ids: np.ndarray, costs: np.ndarray) -> None:
+        order = np.argsort(ids, kind="stable")
+        self.ids = np.ascontiguousarray(ids[order], dtype=np.int64)
+        self.costs = np.ascontiguousarray(costs[order], dtype=np.float64)
+
+    def __call__(self, query: np.ndarray) -> np.ndarray:
+        """Cost of each queried id; ``inf`` for ids outside the domain."""
+        if len(self.ids) == 0:
+            return np.full(len(query), np.inf)
+        pos = np.minimum(np.searchsorted(self.ids, query), len(self.ids) - 1)
+        return np.where(self.ids[pos] == query, self.costs[pos], np.inf)
+
+    def restrict(self, keep: np.ndarray) -> "_NodeCosts":
+        """The domain without the ids where the sorted-order mask ``keep`` is False."""
+        out = _NodeCosts.__new__(_NodeCosts)
+        out.ids, out.costs = self.ids[keep], self.costs[keep]
+        return out
+
+
 @dataclass(frozen=True)
 class Match:
     """One mapping of the pattern into the graph.
@@ -202,7 +226,7 @@ class SubgraphSearch:
                  relation_candidates: Sequence[CandidateSet | None], *, k: int | None = 3,
                  injective: bool = True, distinct_subgraphs: bool = False, prune: bool = True,
                  require_reuse: bool = False, refine: bool = True,
-                 refine_budget: int = 5_000_000,
+                 refine_budget: int = 1_000_000,
                  max_gsd: float = math.inf, batch_max: int = 1024,
                  max_partials: int | None = 20_000_000, time_limit: float | None = None) -> None:
         if k is not None and k < 1:
@@ -230,29 +254,31 @@ class SubgraphSearch:
         self.batch_max = max(1, batch_max)
         self.max_partials = max_partials
         self.time_limit = time_limit
-        self.node_cost = [self._dense(c, kg.num_nodes) for c in node_candidates]
+        for c in node_candidates:
+            if c is not None and len(c) and (c.ids.min() < 0 or c.ids.max() >= kg.num_nodes):
+                raise ValueError("candidate id outside the graph")
+        self.node_cost: list[_NodeCosts | None] = [
+            None if c is None else _NodeCosts(c.ids, c.distances) for c in node_candidates]
         self.rel_cost = [self._dense(c, kg.num_relations) for c in relation_candidates]
         self.degree = [0] * n_nodes
         for u, v in self.edges:
             self.degree[u] += 1
             self.degree[v] += 1
-        # domain[v]: graph ids pattern node v may still take (None = every node)
-        self.domain: list[np.ndarray | None] = [None if c is None else c.ids
-                                                for c in node_candidates]
-        if all(d is None for d in self.domain):
+        # node_cost[v].ids: the graph ids pattern node v may still take (None = every node)
+        if all(c is None for c in self.node_cost):
             self._anchor_on_relation(relation_candidates)
         self.refined = self._refine(refine_budget) if refine else 0
-        node_sets = [None if d is None else CandidateSet(d, self.node_cost[v][d])
-                     for v, d in enumerate(self.domain)]
-        self.root = min((v for v in range(n_nodes) if node_sets[v] is not None),
-                        key=lambda v: (len(node_sets[v]), -self.degree[v], v))
-        self.root_candidates = node_sets[self.root]
+        self.root = min((v for v in range(n_nodes) if self.node_cost[v] is not None),
+                        key=lambda v: (len(self.node_cost[v].ids), -self.degree[v], v))
+        root_cost = self.node_cost[self.root]
+        self.root_candidates = CandidateSet(root_cost.ids, root_cost.costs)
         self.steps = plan_steps(n_nodes, self.edges, self.root)
         self.step_of_edge = [0] * len(self.edges)
         for s, step in enumerate(self.steps):
             self.step_of_edge[step.edge] = s
         # rest[s]: lower bound of what steps s.. still add (Eq. 9 + 10, each node counted once)
-        node_min = [0.0 if c is None else c.min_distance for c in node_sets]
+        node_min = [0.0 if c is None else (float(c.costs.min()) if len(c.ids) else math.inf)
+                    for c in self.node_cost]
         rel_min = [0.0 if c is None else c.min_distance for c in relation_candidates]
         self.rest = [0.0] * (len(self.steps) + 1)
         for s in range(len(self.steps) - 1, -1, -1):
@@ -292,9 +318,7 @@ class SubgraphSearch:
         ends = np.union1d(self.kg.heads[mask], self.kg.tails[mask]).astype(np.int64)
         u, v = self.edges[j]
         root = u if (self.degree[u], -u) >= (self.degree[v], -v) else v
-        self.domain[root] = ends
-        self.node_cost[root] = np.full(self.kg.num_nodes, np.inf)
-        self.node_cost[root][ends] = 0.0
+        self.node_cost[root] = _NodeCosts(ends, np.zeros(len(ends)))
 
     def _neighbours(self, ids: np.ndarray, rel_cost: np.ndarray | None) -> np.ndarray:
         """Nodes joined to one of ``ids`` by an edge (either direction) with a candidate relation."""
@@ -315,18 +339,21 @@ class SubgraphSearch:
         A pattern node ``a`` next to a node ``b`` with a known domain can only map to a graph
         node adjacent -- through a candidate relation of that pattern edge -- to some node of
         ``b``'s domain, so every other node is dropped from ``a``'s domain (a wildcard gets a
-        finite domain at distance 0). Two passes over the pattern edges; a domain whose edges
-        to read exceed ``budget`` is not used as a filter. Returns how many filters were applied.
+        finite domain at distance 0). Two passes over the pattern edges; a domain is not used as
+        a filter when reading its edges would exceed ``budget``, nor back towards the node it was
+        derived from. Returns how many filters were applied.
         """
         kg = self.kg
         applied = 0
+        derived_from: dict[int, int] = {}
         for _ in range(2):
             changed = False
             for j, (u, v) in enumerate(self.edges):
                 for a, b in ((u, v), (v, u)):
-                    ids = self.domain[b]
-                    if ids is None:
+                    source = self.node_cost[b]
+                    if source is None or derived_from.get(b) == a:
                         continue
+                    ids = source.ids
                     reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
                                 + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
                     if reads > budget:
@@ -334,15 +361,16 @@ class SubgraphSearch:
                     allowed = np.zeros(kg.num_nodes, dtype=bool)
                     allowed[self._neighbours(ids, self.rel_cost[j])] = True
                     applied += 1
-                    if self.domain[a] is None:
-                        self.domain[a] = np.flatnonzero(allowed).astype(np.int64)
-                        self.node_cost[a] = np.where(allowed, 0.0, np.inf)
+                    target = self.node_cost[a]
+                    if target is None:
+                        domain = np.flatnonzero(allowed).astype(np.int64)
+                        self.node_cost[a] = _NodeCosts(domain, np.zeros(len(domain)))
+                        derived_from[a] = b
                         changed = True
                         continue
-                    keep = allowed[self.domain[a]]
+                    keep = allowed[target.ids]
                     if not keep.all():
-                        self.node_cost[a][self.domain[a][~keep]] = np.inf
-                        self.domain[a] = self.domain[a][keep]
+                        self.node_cost[a] = target.restrict(keep)
                         changed = True
             if not changed:
                 break
@@ -445,7 +473,7 @@ class SubgraphSearch:
         if step.new:
             node_cost = self.node_cost[step.dst]
             if node_cost is not None:
-                cost += node_cost[t]
+                cost += node_cost(t)
             ok = np.isfinite(cost)
             if self.injective:
                 for col in step.mapped_before:
@@ -467,7 +495,7 @@ class SubgraphSearch:
     def _distances(self, F: np.ndarray, E: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per-node and per-edge GSD terms of complete matches, in pattern order."""
         rels = self.kg.rels
-        node_d = [np.zeros(len(F)) if c is None else c[F[:, i]] for i, c in enumerate(self.node_cost)]
+        node_d = [np.zeros(len(F)) if c is None else c(F[:, i]) for i, c in enumerate(self.node_cost)]
         edge_d = [np.zeros(len(E)) if c is None else c[rels[E[:, self.step_of_edge[j]]]]
                   for j, c in enumerate(self.rel_cost)]
         return node_d, edge_d
