@@ -53,22 +53,22 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
         from kgrag.llm.parsing import parse_literal
         from kgrag.methods.simgrag import SimGRAG
 
-        simgrag = SimGRAG(kg, llm=llm, k=min(top, 3) if top > 0 else 3)
-        if pattern:
-            return simgrag.retrieve_pattern(parse_literal(pattern), question)
-        if llm is None:
+        if not pattern and llm is None:  # checked before the (costly) index is built
             raise KgragError("SimGRAG needs a query pattern: pass --pattern '[(\"UNKNOWN x 1\", "
                              "\"relation\", \"Entity\")]' or an LLM with --llm module:factory")
+        simgrag = SimGRAG(kg, llm=llm, k=min(top, 3))
+        if pattern:
+            return simgrag.retrieve_pattern(parse_literal(pattern), question)
         return simgrag.retrieve(question)
     if method == "ultrag":
         from kgrag.methods.ultrag.pipeline import UltRAG
 
+        if not query and llm is None:
+            raise KgragError("UltRAG needs a logical query: pass --query '\"Entity\" -> relation' "
+                             "or an LLM with --llm module:factory")
         ultrag = UltRAG(kg, llm=llm, linking="exact", top_k=top)
         if query:
             return ultrag.retrieve_query(query, question)
-        if llm is None:
-            raise KgragError("UltRAG needs a logical query: pass --query '\"Entity\" -> relation' "
-                             "or an LLM with --llm module:factory")
         return ultrag.retrieve(question)
     raise KgragError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 

@@ -16,6 +16,18 @@ from kgrag.viz.html import COLORS
 from kgrag.viz.layout import layout, merged_edges
 from kgrag.viz.view import ROLE_QUESTION, RetrievalView
 
+#: Fonts tried after DejaVu Sans for names DejaVu cannot draw (CJK, Hangul), when installed.
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK KR", "Source Han Sans",
+                  "WenQuanYi Zen Hei", "IPAGothic", "NanumGothic", "Arial Unicode MS")
+
+
+def font_family() -> list[str]:
+    """DejaVu Sans, then the installed :data:`FALLBACK_FONTS` (matplotlib falls back per glyph)."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)]
+
 
 def write_png(result: RetrievalResult, view: RetrievalView, path: str | FilePath, *,
               dpi: int = 110) -> FilePath:
@@ -70,7 +82,7 @@ def write_png(result: RetrievalResult, view: RetrievalView, path: str | FilePath
                   for name, node in view.nodes.items()}
         label_pos = {name: (x, y + 0.06) for name, (x, y) in pos.items()}
         nx.draw_networkx_labels(graph, label_pos, labels=labels, ax=ax, font_size=10,
-                                font_weight="bold",
+                                font_weight="bold", font_family=font_family(),
                                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                                       "alpha": 0.85})
         ax.set_xlim(-0.12, 1.12)
