@@ -275,3 +275,34 @@ def test_llm_mode_with_a_llama_index_llm_counts_tokens(data_root, tmp_path):
                        progress=False)
     assert summary["metrics"]["em"] == 100.0 and summary["llm_calls_per_question"] == 2
     assert summary["tokens_per_question"] == 20.0
+
+
+def test_eval_embedder_caches_whole_name_lists_on_disk(tmp_path):
+    import numpy as np
+    from kgrag.eval.embedding import EvalEmbedder
+
+    class Counting:
+        name = "counting"
+        dimension = 2
+
+        def __init__(self):
+            self.calls = []
+
+        def embed_documents(self, texts):
+            self.calls.append(list(texts))
+            return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+        def embed_query(self, text):
+            return self.embed_documents([text])[0]
+
+    names = [f"name {i}" for i in range(6)]
+    inner = Counting()
+    first = EvalEmbedder(inner, tmp_path, min_cached=4)
+    first.embed_documents(names[:2])            # small list: embedded, remembered
+    first.embed_documents(names[:1])            # remembered: no call
+    first.embed_documents(names)                # a whole list: embedded as is, stored on disk
+    assert inner.calls == [names[:2], names]
+    second = EvalEmbedder(inner, tmp_path, min_cached=4)
+    second.embed_documents(names[3:4])
+    assert np.allclose(second.embed_documents(names), first.embed_documents(names))
+    assert inner.calls == [names[:2], names, names[3:4]]  # the whole list came from disk

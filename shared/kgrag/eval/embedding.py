@@ -30,6 +30,7 @@ class EvalEmbedder:
         self.embedder = as_embedder(embedder)
         self.cached = (CachedEmbedder(self.embedder, cache_dir, min_texts=min_cached)
                        if cache_dir is not None else self.embedder)
+        self.min_cached = min_cached
         self.memo: dict[str, np.ndarray] = {}
         #: queries apart from documents: some embedders encode the two differently
         self.query_memo: dict[str, np.ndarray] = {}
@@ -52,7 +53,9 @@ class EvalEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if len(missing) == len(texts):  # nothing known (e.g. a whole name list): one call
+        if len(missing) == len(texts) or len(texts) >= self.min_cached:
+            # a whole name list goes to the disk cache as it is: its key is the exact list, so
+            # leaving out names the memo knows would make every run miss it
             vectors = np.asarray(self.cached.embed_documents(texts), dtype=np.float32)
             self._remember(texts, vectors)
             return vectors
