@@ -184,3 +184,18 @@ def test_ask_simgrag_pattern_with_png(tmp_path, capsys, minilm):
     assert "1. [" in printed and "(Perfect Blue, directed_by, Satoshi Kon)" in printed
     data = out_file.read_bytes()
     assert data[:8] == PNG_MAGIC and len(data) > 20_000
+
+
+@pytest.mark.slow
+def test_ask_byokg_llm_free_draws_candidates_tied_to_the_question_entity(tmp_path, capsys,
+                                                                         minilm):
+    out_file = tmp_path / "byokg.html"
+    assert main(["ask", str(MOVIES), "Where was the director of Tokyo Godfathers born?",
+                 "--method", "byokg", "--top", "5", "--show", str(out_file)]) == 0
+    printed = capsys.readouterr().out
+    assert "LLM calls: 0" in printed and "Sapporo" in printed
+    page = out_file.read_text(encoding="utf-8")
+    assert "question entities: <b>Tokyo Godfathers</b>" in page
+    # Sapporo is drawn, reached from the question entity by a dashed connecting path
+    assert "Sapporo" in page and 'stroke-dasharray="5,4"' in page
+    assert "Satoshi Kon -&gt; born_in -&gt; Sapporo" in page
