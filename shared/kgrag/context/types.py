@@ -80,8 +80,8 @@ class Path:
 
 
 def _triples_from_rows(rows: Any, node_names: Any, relation_names: Any) -> list[Triple]:
-    """``[Triple(node_names[h], relation_names[r], node_names[t]) for h, r, t in rows]``,
-    about 2x faster.
+    """``[Triple(node_names[row[0]], relation_names[row[1]], node_names[row[2]]) for row in
+    rows]`` (rows of ids, possibly with more items after these three), about 2x faster.
 
     For graph backends' hot paths, where building result objects costs more than the lookup.
     It fills each instance's ``__dict__`` exactly as the dataclass ``__init__`` would (same
@@ -92,12 +92,12 @@ def _triples_from_rows(rows: Any, node_names: Any, relation_names: Any) -> list[
     new = object.__new__
     out: list[Triple] = []
     append = out.append
-    for h, r, t in rows:
+    for row in rows:
         triple = new(Triple)
         fields = triple.__dict__
-        fields["head"] = node_names[h]
-        fields["relation"] = relation_names[r]
-        fields["tail"] = node_names[t]
+        fields["head"] = node_names[row[0]]
+        fields["relation"] = relation_names[row[1]]
+        fields["tail"] = node_names[row[2]]
         fields["score"] = None
         append(triple)
     return out

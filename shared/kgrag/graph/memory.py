@@ -220,7 +220,7 @@ class KnowledgeGraph:
             self.aliases[key] = [normalize_name(a) for a in names if normalize_name(a)]
         self._scratch = threading.local()
         self._path_cache: dict[Any, tuple[tuple[int, Direction], ...] | None] = {}
-        self._row_tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._adj_tables: tuple[np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ building
     def _build_index(self) -> None:
@@ -655,16 +655,17 @@ class KnowledgeGraph:
 
     def _block(self, node: int, rel: int, reverse: bool) -> tuple[list[int], list[int]]:
         """(edge ids, next nodes) of the *(node, rel)* block, in index order, as Python lists."""
-        out_rows, in_rows, indptr_rows = self._row_tables or self._rows()
-        (out_start, in_start), (out_end, in_end) = indptr_rows[node:node + 2].tolist()
-        start, end = (in_start, in_end) if reverse else (out_start, out_end)
-        if end - start <= 64:  # one slice of the node's rows, filtered in Python
-            if reverse:  # rows (edge, head, rel) in incoming order
-                block = [(e, h) for e, h, r in in_rows[start:end].tolist() if r == rel]
-            else:  # rows (head, rel, tail) of edges start, start + 1, ...
-                block = [(start + i, row[2]) for i, row in enumerate(out_rows[start:end].tolist())
-                         if row[1] == rel]
+        adj_ptr, adj_rows = self._adj_tables or self._adjacency_rows()
+        adj_start, adj_end = adj_ptr[node:node + 2].tolist()
+        if adj_end - adj_start <= 64:  # one slice of the node's rows, filtered in Python
+            rows = adj_rows[adj_start:adj_end].tolist()
+            if reverse:
+                block = [(row[3], row[0]) for row in rows if row[2] == node and row[1] == rel]
+            else:
+                block = [(row[3], row[2]) for row in rows if row[0] == node and row[1] == rel]
             return [b[0] for b in block], [b[1] for b in block]
+        indptr = self.in_indptr if reverse else self.out_indptr
+        start, end = indptr[node:node + 2].tolist()
         key = self.in_key if reverse else self.out_key
         probe = node * self._r + rel
         view = key[start:end]
@@ -899,19 +900,33 @@ class KnowledgeGraph:
             e = e[:limit]
         return self.edge_triples(e)
 
-    def _rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Row-wise tables for single-node lookups, built on first use (24 bytes per edge, 16
-        per node), so that one contiguous slice fetches what would take several slices or a
-        (slow, for a few elements) fancy index: ``out_rows[e] = (head, rel, tail)`` of edge
-        ``e``; ``in_rows[i] = (edge, head, rel)`` of edge ``in_order[i]``; ``indptr_rows[v] =
-        (out_indptr[v], in_indptr[v])``."""
-        tables = self._row_tables
+    def _adjacency_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(adj_ptr, adj_rows)`` for single-node lookups in plain Python, built on first use
+        (16 bytes per edge end, 8 per node): the edges touching node ``v``, each once (a
+        self-loop too), in edge-id order, are the rows ``adj_rows[adj_ptr[v]:adj_ptr[v+1]]``
+        of ``(head, rel, tail, edge id)``. One contiguous slice then gives a node's outgoing
+        and incoming edges, which would otherwise take several slices and a fancy index (slow
+        for a few elements). Edge-id order is also index order within an *(node, rel)* block
+        in both directions (edges are sorted by head, relation, tail)."""
+        tables = self._adj_tables
         if tables is None:
-            in_order = self.in_order
-            tables = (np.stack((self.heads, self.rels, self.tails), axis=1),
-                      np.stack((in_order, self.heads[in_order], self.rels[in_order]), axis=1),
-                      np.stack((self.out_indptr, self.in_indptr), axis=1))
-            self._row_tables = tables
+            n, e = self.num_nodes, self.num_edges
+            not_loop = np.flatnonzero(self.heads != self.tails)
+            owner = np.concatenate((self.heads, self.tails[not_loop])).astype(np.int64)
+            edge = np.concatenate((np.arange(e, dtype=np.int64), not_loop))
+            ptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+            if e and n * e < _INT64_LIMIT:  # sort by (owner, edge) as one packed int64 key
+                owner *= e
+                owner += edge
+                owner.sort()
+                edge = owner % e
+            else:
+                edge = edge[np.lexsort((edge, owner))]
+            del owner
+            rows = np.stack((self.heads[edge], self.rels[edge], self.tails[edge],
+                             edge.astype(INDEX_DTYPE)), axis=1)
+            tables = self._adj_tables = (ptr, rows)
         return tables
 
     def _one_hop_single(self, v: int, direction: Direction, limit: int | None
@@ -919,21 +934,15 @@ class KnowledgeGraph:
         """:meth:`one_hop` of one node in plain Python (numpy's per-call overhead dominates at
         a few edges): the same triples in the same order (by edge id). ``None`` for a node
         with more than ``_SMALL_DEGREE`` edges, which the array code handles faster."""
-        out_rows, in_rows, indptr_rows = self._row_tables or self._rows()
-        (lo, ilo), (hi, ihi) = indptr_rows[v:v + 2].tolist()
-        if direction == "in":
-            lo = hi = 0
-        elif direction == "out":
-            ilo = ihi = 0
-        if (hi - lo) + (ihi - ilo) > _SMALL_DEGREE:
+        adj_ptr, adj_rows = self._adj_tables or self._adjacency_rows()
+        start, end = adj_ptr[v:v + 2].tolist()
+        if end - start > _SMALL_DEGREE:
             return None
-        rows = out_rows[lo:hi].tolist() if hi > lo else []
-        if ihi > ilo:
-            incoming = in_rows[ilo:ihi].tolist()
-            incoming.sort()  # by edge id (unique)
-            # edges inside lo..hi are self-loops of v, already among the outgoing rows
-            rows = ([[h, r, v] for e, h, r in incoming if e < lo] + rows
-                    + [[h, r, v] for e, h, r in incoming if e >= hi])
+        rows = adj_rows[start:end].tolist() if end > start else []
+        if direction == "out":
+            rows = [row for row in rows if row[0] == v]
+        elif direction == "in":
+            rows = [row for row in rows if row[2] == v]
         if limit is not None:
             rows = rows[:limit]
         return _triples_from_rows(rows, self.node_names, self.relation_names)
