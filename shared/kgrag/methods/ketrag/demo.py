@@ -40,7 +40,7 @@ def _ketrag_step(ctx: Any) -> None:
 
     docs = movie_paragraphs(ctx.kg, limit=10_000)
     method = KETRAG.from_documents(docs, embedder=_quiet_default_embedder(), budget=0,
-                                   chunk_size=120, splits=1, progress=False, context_tokens=120)
+                                   chunk_size=120, splits=1, progress=False, context_tokens=400)
     summary = method.index.summary()
     ctx.out(f"Indexed {len(docs)} paragraphs: {summary['chunks']} chunks, "
             f"{summary['sub_chunks']} sub-chunks, {summary['keywords']} keywords (no LLM).")
