@@ -89,6 +89,8 @@ class SentenceTransformerEmbedder:
             # The packaged model is local; make sure nothing tries the hub.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            # a 100-step "Loading weights" bar for a local 90 MB file is noise on stderr
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         else:
             path = str(self.model_name_or_path)
         try:
