@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.context.types import Path, Triple
@@ -97,6 +98,27 @@ def name_ordered(kg: KnowledgeGraph) -> KnowledgeGraph:
         node_descriptions=kg.node_descriptions, relation_descriptions=kg.relation_descriptions,
         aliases=kg.aliases,
     )
+
+
+@dataclass(frozen=True)
+class SearchIndex:
+    """A full-text or vector index over the store's node names, found in the database.
+
+    ``kind`` is ``"fulltext"`` or ``"vector"``; ``name`` is what the query procedure takes (a
+    Neo4j index name; a FalkorDB label); ``label`` / ``property`` are what it covers;
+    ``options`` holds backend details (e.g. a FalkorDB vector index's similarity function).
+    """
+
+    kind: str
+    name: str
+    label: str | None
+    property: str
+    backend: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def describe(self) -> str:
+        """``"<backend>-<kind>:<name>"``, e.g. ``"neo4j-fulltext:entity_names"``."""
+        return f"{self.backend}-{self.kind}:{self.name}"
 
 
 class CypherGraphStore:
@@ -170,6 +192,25 @@ class CypherGraphStore:
 
     def close(self) -> None:
         """Release the connection if this store opened it."""
+
+    # ------------------------------------------------------------------ search indexes
+    def search_indexes(self) -> list[SearchIndex]:
+        """Usable full-text / vector indexes on the node label's name property (none here).
+
+        Backends that can query such indexes override this, :meth:`fulltext_search` and
+        :meth:`vector_search`; :func:`kgrag.graph.db_linking.linker_for_store` uses them.
+        """
+        return []
+
+    def fulltext_search(self, index: SearchIndex, tokens: Sequence[str], limit: int
+                        ) -> list[tuple[str, float]]:
+        """``(name, raw server score)`` of the best ``limit`` nodes for word ``tokens``."""
+        raise GraphDatabaseError(f"{type(self).__name__} has no full-text search")
+
+    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int
+                      ) -> list[tuple[str, float]]:
+        """``(name, similarity in [0, 1])`` of the ``k`` nearest nodes to ``vector``."""
+        raise GraphDatabaseError(f"{type(self).__name__} has no vector search")
 
     def __enter__(self) -> "CypherGraphStore":
         return self

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
-from kgrag.graph.cypher_store import CypherGraphStore, Row, call_with_deadline
+from kgrag.graph.cypher_store import CypherGraphStore, Row, SearchIndex, call_with_deadline
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,28 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+#: Characters with a meaning in RediSearch query syntax (FalkorDB's full-text engine).
+_REDISEARCH_SPECIAL = set(",.<>{}[]\"':;!@#$%^&*()-+=~|/\\ ")
+
+
+def redisearch_escape(text: str) -> str:
+    """``text`` with every RediSearch query operator character backslash-escaped."""
+    return "".join("\\" + c if c in _REDISEARCH_SPECIAL else c for c in str(text))
+
+
+def redisearch_query(tokens: Sequence[str]) -> str:
+    """An OR query over word ``tokens``: each token, plus a fuzzy (edit distance 1) variant of
+    tokens of 3+ characters (``%tok%``). FalkorDB's English analyser stems, so "godfather"
+    also finds "Godfathers"."""
+    terms: list[str] = []
+    for tok in tokens:
+        esc = redisearch_escape(tok)
+        terms.append(esc)
+        if len(tok) >= 3:
+            terms.append(f"%{esc}%")
+    return "|".join(terms)
 
 
 class FalkorDBGraphStore(CypherGraphStore):
@@ -185,6 +207,76 @@ class FalkorDBGraphStore(CypherGraphStore):
             if len(rows) < batch_size:
                 return
             after = rows[-1][0]
+
+    # ------------------------------------------------------------------ search indexes
+    def search_indexes(self) -> list[SearchIndex]:
+        """Operational full-text / vector indexes on ``node_label``'s name property.
+
+        Read with ``CALL db.indexes()`` (one row per label: ``types`` maps each property to
+        its index kinds, e.g. ``['RANGE', 'FULLTEXT']``). An index still under construction is
+        left out (it would return partial results). A vector index is named by the property
+        holding the embeddings (``vector_index="embedding"``). FalkorDB indexes are per label, so with
+        ``node_label=None`` no index covers every node and none is returned.
+        """
+        if not self.node_label:
+            return []
+        try:
+            result = self._ro_query("CALL db.indexes()", None, self.timeout, "listing indexes")
+        except GraphDatabaseError as exc:
+            log.info("db.indexes() failed (%s); no database index used", exc)
+            return []
+        header = [str(h[1]) if isinstance(h, (list, tuple)) else str(h) for h in result.header]
+        found: list[SearchIndex] = []
+        for row in result.result_set:
+            info = dict(zip(header, row))
+            if info.get("label") != self.node_label or info.get("entitytype", "NODE") != "NODE":
+                continue
+            kinds = (info.get("types") or {}).get(self.name_property) or []  # full-text: on the name
+            status = str(info.get("status", "OPERATIONAL"))
+            if status != "OPERATIONAL":
+                log.info("FalkorDB index on %s.%s not used: %s", self.node_label,
+                         self.name_property, status)
+                continue
+            if "FULLTEXT" in kinds:
+                found.append(SearchIndex("fulltext", self.node_label, self.node_label,
+                                         self.name_property, "falkordb"))
+            for prop, prop_kinds in sorted((info.get("types") or {}).items()):
+                if "VECTOR" in (prop_kinds or []):  # named by its embedding property
+                    options = dict((info.get("options") or {}).get(prop) or {})
+                    found.append(SearchIndex("vector", str(prop), self.node_label, str(prop),
+                                             "falkordb", tuple(sorted(options.items()))))
+        return found
+
+    def fulltext_search(self, index: SearchIndex, tokens: Sequence[str], limit: int
+                        ) -> list[tuple[str, float]]:
+        """``db.idx.fulltext.queryNodes`` with :func:`redisearch_query` (RediSearch TF-IDF scores)."""
+        text = redisearch_query(tokens)
+        if not text:
+            return []
+        rows = self._read(
+            f"CALL db.idx.fulltext.queryNodes($label, $query) YIELD node, score "
+            f"WITH node.{self._prop} AS name, score WHERE name IS NOT NULL "
+            f"RETURN name, score ORDER BY score DESC, name LIMIT $limit",
+            {"label": index.label, "query": text, "limit": int(limit)})
+        return [(str(name), float(score)) for name, score in rows]
+
+    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int
+                      ) -> list[tuple[str, float]]:
+        """``db.idx.vector.queryNodes``; FalkorDB returns a *distance*, turned into a similarity
+        in [0, 1]: cosine index ``1 - d``; euclidean index (unit vectors) ``1 - d^2 / 2``."""
+        rows = self._read(
+            f"CALL db.idx.vector.queryNodes($label, $prop, $k, vecf32($vec)) YIELD node, score "
+            f"WITH node.{self._prop} AS name, score WHERE name IS NOT NULL "
+            f"RETURN name, score ORDER BY score, name",
+            {"label": index.label, "prop": index.property, "k": int(k),
+             "vec": [float(x) for x in vector]})
+        function = str(dict(index.options).get("similarityFunction", "euclidean")).lower()
+        out = []
+        for name, distance in rows:
+            d = float(distance)
+            sim = 1.0 - d if function == "cosine" else 1.0 - d * d / 2.0
+            out.append((str(name), min(max(sim, 0.0), 1.0)))
+        return out
 
     def ensure_name_index(self) -> str:
         """Create an index on the name property (FalkorDB has no uniqueness constraints)."""

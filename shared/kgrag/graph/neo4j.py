@@ -11,9 +11,9 @@ Build it from a ``langchain_neo4j.Neo4jGraph`` (its driver and database are reus
     store = Neo4jGraphStore.from_uri("neo4j://localhost:7687", "neo4j", "secret")
     store.one_hop(["Tokyo Godfathers"])
 
-Linking against the database graph builds a local index from :meth:`iter_node_names`
-(see :func:`kgrag.graph.db_linking.linker_for_store`); Neo4j full-text / vector indexes are not
-used yet.
+Linking against the database graph (:func:`kgrag.graph.db_linking.linker_for_store`) queries a
+Neo4j full-text index on the name property when there is one (and a vector index when asked to),
+else builds a local index from :meth:`iter_node_names`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
-from kgrag.graph.cypher_store import CypherGraphStore, Row, call_with_deadline
+from kgrag.graph.cypher_store import CypherGraphStore, Row, SearchIndex, call_with_deadline
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,28 @@ def _unsafe_strings(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _unsafe_strings(v)
+
+
+#: Characters with a meaning in Lucene query syntax (Neo4j full-text indexes).
+_LUCENE_SPECIAL = set('+-&|!(){}[]^"~*?:\\/ ')
+
+
+def lucene_escape(text: str) -> str:
+    """``text`` with every Lucene query operator character backslash-escaped."""
+    return "".join("\\" + c if c in _LUCENE_SPECIAL else c for c in str(text))
+
+
+def lucene_query(tokens: Sequence[str]) -> str:
+    """An OR query over word ``tokens``: each (escaped) token, plus a fuzzy variant ``tok~``
+    (edit distance up to 2) of tokens of 4+ characters. Tokens are lower-case words, so Lucene's
+    upper-case ``AND``/``OR``/``NOT`` operators cannot arise from them."""
+    terms: list[str] = []
+    for tok in tokens:
+        esc = lucene_escape(tok)
+        terms.append(esc)
+        if len(tok) >= 4:
+            terms.append(f"{esc}~")
+    return " ".join(terms)
 
 
 class Neo4jGraphStore(CypherGraphStore):
@@ -261,6 +283,76 @@ class Neo4jGraphStore(CypherGraphStore):
                 with session.begin_transaction() as tx:
                     for record in tx.run(query):
                         yield record[0]
+
+    # ------------------------------------------------------------------ search indexes
+    def search_indexes(self) -> list[SearchIndex]:
+        """ONLINE full-text indexes on the name property and vector indexes of ``node_label``.
+
+        Read with ``SHOW INDEXES`` (Neo4j 4.2+, no APOC). A server without it (e.g. FalkorDB
+        over Bolt) has none as far as this store knows.
+        """
+        try:
+            rows = self._read(
+                "SHOW INDEXES YIELD name, type, entityType, labelsOrTypes, properties, state "
+                "WHERE type IN ['FULLTEXT', 'VECTOR'] AND entityType = 'NODE' "
+                "RETURN name, type, labelsOrTypes, properties, state")
+        except GraphDatabaseError as exc:
+            log.info("SHOW INDEXES failed (%s); no database index used", exc)
+            return []
+        found: list[SearchIndex] = []
+        for name, kind, labels, props, state in rows:
+            if self.node_label is not None and self.node_label not in (labels or []):
+                continue
+            if state != "ONLINE":
+                log.info("Neo4j index %r not used: state %s", name, state)
+                continue
+            if kind == "FULLTEXT" and self.name_property in (props or []):
+                found.append(SearchIndex("fulltext", str(name), self.node_label,
+                                         self.name_property, "neo4j"))
+            elif kind == "VECTOR" and props:
+                found.append(SearchIndex("vector", str(name), self.node_label, str(props[0]),
+                                         "neo4j", (("similarityFunction",
+                                                    self._vector_function(str(name))),)))
+        return found
+
+    def _vector_function(self, index: str) -> str:
+        """``"cosine"`` or ``"euclidean"``: the similarity function of vector index ``index``."""
+        rows = self._read("SHOW INDEXES YIELD name, options WHERE name = $name RETURN options",
+                          {"name": index})
+        config = ((rows[0][0] or {}).get("indexConfig") or {}) if rows else {}
+        return str(config.get("vector.similarity_function", "cosine")).lower()
+
+    def fulltext_search(self, index: SearchIndex, tokens: Sequence[str], limit: int
+                        ) -> list[tuple[str, float]]:
+        """``db.index.fulltext.queryNodes`` with :func:`lucene_query` (Lucene scores)."""
+        text = lucene_query(tokens)
+        if not text:
+            return []
+        rows = self._read(
+            f"CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score "
+            f"WITH node, node.{self._prop} AS name, score "
+            f"WHERE name IS NOT NULL{' AND node' + self._label if self._label else ''} "
+            f"RETURN name, score ORDER BY score DESC, name LIMIT $limit",
+            {"index": index.name, "query": text, "limit": int(limit)})
+        return [(str(name), float(score)) for name, score in rows]
+
+    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int
+                      ) -> list[tuple[str, float]]:
+        """``db.index.vector.queryNodes``; Neo4j's score ``s`` (cosine: ``(1 + cos) / 2``;
+        euclidean: ``1 / (1 + d^2)``) mapped back to the cosine, clipped to [0, 1]: ``2 s - 1``,
+        and for euclidean on unit vectors ``1 - (1 / s - 1) / 2``."""
+        rows = self._read(
+            f"CALL db.index.vector.queryNodes($index, $k, $vec) YIELD node, score "
+            f"WITH node.{self._prop} AS name, score WHERE name IS NOT NULL "
+            f"RETURN name, score ORDER BY score DESC, name",
+            {"index": index.name, "k": int(k), "vec": [float(x) for x in vector]})
+        euclidean = dict(index.options).get("similarityFunction") == "euclidean"
+        out = []
+        for name, score in rows:
+            s = float(score)
+            cos = (1.0 - (1.0 / s - 1.0) / 2.0 if s > 0 else 0.0) if euclidean else 2.0 * s - 1.0
+            out.append((str(name), min(max(cos, 0.0), 1.0)))
+        return out
 
     def ensure_name_index(self) -> str:
         """Create a uniqueness constraint on the name (Neo4j), or a plain index where the server
