@@ -145,6 +145,27 @@ def test_fallback_to_local_index_when_absent(plain, indexed):
     assert type(dense) is EntityLinker and "vector index" in dense.index_source
 
 
+def test_neo4j_store_over_falkordb_bolt_falls_back_to_local(falkordb_server):
+    """FalkorDB's Bolt endpoint has no ``SHOW INDEXES``: detection finds nothing, no error."""
+    from falkordb import FalkorDB
+    from kgrag.graph.neo4j import Neo4jGraphStore
+
+    raw = FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("falkordb")
+    raw.query("MATCH (n:KgragLinkBolt) DETACH DELETE n")
+    bolt = Neo4jGraphStore.from_uri(falkordb_server.bolt_uri, node_label="KgragLinkBolt",
+                                    batch_size=40)
+    try:
+        bolt.load_triples([t for t in TRIPLES if "'" not in "".join(t)], progress=False,
+                          batch_size=40)
+        assert bolt.search_indexes() == []
+        linker = linker_for_store(bolt, mode="fuzzy", progress=False)
+        assert type(linker) is EntityLinker and linker.index_source.startswith("local")
+        assert linker.link("Tokyo Godfather")[0].name == "Tokyo Godfathers"
+    finally:
+        raw.query("MATCH (n:KgragLinkBolt) DETACH DELETE n")
+        bolt.close()
+
+
 class _NoEmbedder:
     """Must never be called: choosing the local dense linker builds its index lazily."""
 
