@@ -204,12 +204,12 @@ def test_vector_index_used_only_when_named_with_an_embedder(falkordb_server, min
         linker = linker_for_store(store, mode="hybrid", vector_index="embedding",
                                   embedder=minilm, progress=False)
         assert linker.index_source == "falkordb-fulltext:Entity; falkordb-vector:embedding"
-        local = EntityLinker(names, embedder=minilm, mode="dense")
-        for mention in ("the director Satoshi", "a film about Tokyo", "Godfather sequel"):
-            db = linker.dense(mention, top_m=3)
-            ref = local.dense(mention, top_m=3)
-            assert [x.name for x in db] == [x.name for x in ref], mention
-            assert [round(x.score, 3) for x in db] == [round(x.score, 3) for x in ref], mention
+        local = EntityLinker(names, embedder=minilm, mode="dense",  # the database's vectors
+                             embeddings=[vectors[n] for n in names])
+        mentions = ["the director Satoshi", "a film about Tokyo", "Godfather sequel"]
+        for db, ref in zip(linker.dense_many(mentions, 3), local.dense_many(mentions, 3)):
+            assert [x.name for x in db] == [x.name for x in ref]
+            assert [round(x.score, 3) for x in db] == [round(x.score, 3) for x in ref]
         assert linker.link("Tokyo Godfather")[0].name == "Tokyo Godfathers"
     finally:
         store.close()
