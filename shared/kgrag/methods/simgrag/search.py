@@ -452,14 +452,14 @@ class SubgraphSearch:
             i = j
             size = min(size * 2, self.batch_max) if self.prune else n
 
-    def _extend(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int):
-        """All one-edge extensions of the partial matches by step ``s`` within the bound."""
+    def _options(self, s: int, nodes: np.ndarray):
+        """Step ``s``'s candidate edges from each of ``nodes`` (distinct ids), whatever the partial
+        match: ``(owner index into nodes, edge ids, other ends, cost)``, grouped by owner."""
         kg, step = self.kg, self.steps[s]
-        h = F[:, step.src]
-        out_start = kg.out_indptr[h]
-        e_out, own_out = _expand_ranges(out_start, kg.out_indptr[h + 1] - out_start)
-        in_start = kg.in_indptr[h]
-        pos_in, own_in = _expand_ranges(in_start, kg.in_indptr[h + 1] - in_start)
+        out_start = kg.out_indptr[nodes]
+        e_out, own_out = _expand_ranges(out_start, kg.out_indptr[nodes + 1] - out_start)
+        in_start = kg.in_indptr[nodes]
+        pos_in, own_in = _expand_ranges(in_start, kg.in_indptr[nodes + 1] - in_start)
         e_in = kg.in_order[pos_in].astype(np.int64)
         loop = kg.heads[e_in] == kg.tails[e_in]  # a self-loop is already among the out-edges
         e_in, own_in = e_in[~loop], own_in[~loop]
@@ -470,16 +470,33 @@ class SubgraphSearch:
         rel_cost = self.rel_cost[step.edge]
         if rel_cost is not None:
             cost += rel_cost[kg.rels[e]]
+        if step.new and self.node_cost[step.dst] is not None:
+            cost += self.node_cost[step.dst](t)
+        ok = np.isfinite(cost)
+        own, e, t, cost = own[ok], e[ok], t[ok], cost[ok]
+        order = np.argsort(own, kind="stable")
+        return own[order], e[order], t[order], cost[order]
+
+    def _extend(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int):
+        """All one-edge extensions of the partial matches by step ``s`` within the bound.
+
+        The graph edges of a node are read once per batch however many partial matches sit on
+        it (hubs are shared by many partial matches), then joined to those partial matches.
+        """
+        step = self.steps[s]
+        nodes, which = np.unique(F[:, step.src], return_inverse=True)
+        o_own, o_e, o_t, o_cost = self._options(s, nodes)
+        counts = np.bincount(o_own, minlength=len(nodes))
+        starts = np.cumsum(counts) - counts
+        idx, own = _expand_ranges(starts[which], counts[which])
+        e, t, cost = o_e[idx], o_t[idx], o_cost[idx]
+        ok = np.ones(len(e), dtype=bool)
         if step.new:
-            node_cost = self.node_cost[step.dst]
-            if node_cost is not None:
-                cost += node_cost(t)
-            ok = np.isfinite(cost)
             if self.injective:
                 for col in step.mapped_before:
                     ok &= t != F[own, col]
         else:
-            ok = np.isfinite(cost) & (t == F[own, step.dst])
+            ok &= t == F[own, step.dst]
         if self.injective:
             for prev in step.same_pair_steps:
                 ok &= e != E[own, prev]
