@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from typing import Any
 
+import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
 from kgrag.graph.db_linking import DatabaseEntityLinker, linker_for_store
@@ -257,3 +259,33 @@ def test_neo4j_fulltext_index():  # pragma: no cover - needs a real Neo4j server
         store._write("DROP INDEX kgrag_link_test IF EXISTS")
         store._write("MATCH (n:KgragLinkTest) DETACH DELETE n")
         store.close()
+
+
+def _trigrams(text: str, dim: int = 256) -> np.ndarray:
+    vector = np.zeros(dim, dtype=np.float32)
+    padded = f"  {text.lower()} "
+    for i in range(len(padded) - 2):
+        vector[zlib.crc32(padded[i:i + 3].encode()) % dim] += 1.0
+    return vector
+
+
+def test_byokg_llm_free_runs_unchanged_with_the_database_linker(indexed):
+    """A method takes the database linker in place of a local one, with the same result.
+
+    A cheap trigram embedder scores triplets: linking is what is compared here."""
+    from kgrag.embed import LookupEmbedder
+    from kgrag.methods.byokg import ByoKGRAG
+
+    embedder = LookupEmbedder({"": np.ones(256)}, fallback=_trigrams, name="trigrams")
+
+    def run(linker, question):
+        result = ByoKGRAG(indexed, embedder=embedder, linker=linker).retrieve(question)
+        return [repr(item) for item in result.items]
+
+    db = linker_for_store(indexed, mode="fuzzy", progress=False)
+    local = linker_for_store(indexed, mode="fuzzy", use_index=False, progress=False)
+    assert isinstance(db, DatabaseEntityLinker)
+    for question in ("Who directed Tokyo Godfathers?", "Who directed Perfect Blu?"):
+        got = run(db, question)
+        assert got == run(local, question)
+        assert "Satoshi Kon" in got[0], got[:3]
