@@ -285,6 +285,8 @@ class SubgraphSearch:
             step = self.steps[s]
             self.rest[s] = self.rest[s + 1] + rel_min[step.edge] + (
                 node_min[step.dst] if step.new else 0.0)
+        self.refine_budget = refine_budget
+        self._reverse: dict[int, tuple | None] = {}
         self._results: list[tuple] = []
         self._by_edge_set: dict[tuple[int, ...], tuple] = {}
         self.partials = 0
@@ -452,10 +454,60 @@ class SubgraphSearch:
             i = j
             size = min(size * 2, self.batch_max) if self.prune else n
 
+    def _reverse_index(self, s: int):
+        """Edges between step ``s``'s target domain and the rest of the graph, sorted by the end
+        outside the domain: ``(outer end, edge id, domain end)``, or None when the domain is
+        unknown or too large to read (``refine_budget``). Built once per step."""
+        if s in self._reverse:
+            return self._reverse[s]
+        kg, step = self.kg, self.steps[s]
+        index = None
+        target = self.node_cost[step.dst]
+        if target is not None:
+            ids = target.ids
+            reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
+                        + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
+            if reads <= self.refine_budget:
+                start = kg.out_indptr[ids]
+                e_out, own_out = _expand_ranges(start, kg.out_indptr[ids + 1] - start)
+                start = kg.in_indptr[ids]
+                pos_in, own_in = _expand_ranges(start, kg.in_indptr[ids + 1] - start)
+                e_in = kg.in_order[pos_in].astype(np.int64)
+                loop = kg.heads[e_in] == kg.tails[e_in]
+                e_in, own_in = e_in[~loop], own_in[~loop]
+                e = np.concatenate([e_out, e_in])
+                inner = ids[np.concatenate([own_out, own_in])]
+                outer = np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
+                rel_cost = self.rel_cost[step.edge]
+                if rel_cost is not None:
+                    keep = np.isfinite(rel_cost[kg.rels[e]])
+                    e, inner, outer = e[keep], inner[keep], outer[keep]
+                order = np.argsort(outer, kind="stable")
+                index = (outer[order], e[order], inner[order])
+        self._reverse[s] = index
+        return index
+
     def _options(self, s: int, nodes: np.ndarray):
         """Step ``s``'s candidate edges from each of ``nodes`` (distinct ids), whatever the partial
-        match: ``(owner index into nodes, edge ids, other ends, cost)``, grouped by owner."""
+        match: ``(owner index into nodes, edge ids, other ends, cost)``, grouped by owner.
+
+        When the step's target has a readable domain, the edges are looked up from the domain's
+        side (a binary search per node), so a hub's whole adjacency is never read.
+        """
         kg, step = self.kg, self.steps[s]
+        reverse = self._reverse_index(s)
+        if reverse is not None:
+            outer, edges, inner = reverse
+            lo = np.searchsorted(outer, nodes, side="left")
+            hi = np.searchsorted(outer, nodes, side="right")
+            pos, own = _expand_ranges(lo, hi - lo)
+            e, t = edges[pos], inner[pos]
+            cost = np.zeros(len(e), dtype=np.float64)
+            if self.rel_cost[step.edge] is not None:
+                cost += self.rel_cost[step.edge][kg.rels[e]]
+            if step.new:
+                cost += self.node_cost[step.dst](t)
+            return own, e, t, cost  # already grouped by owner (nodes are sorted)
         out_start = kg.out_indptr[nodes]
         e_out, own_out = _expand_ranges(out_start, kg.out_indptr[nodes + 1] - out_start)
         in_start = kg.in_indptr[nodes]
