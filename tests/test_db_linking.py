@@ -213,6 +213,13 @@ def test_vector_index_used_only_when_named_with_an_embedder(falkordb_server, min
             assert [x.name for x in db] == [x.name for x in ref]
             assert [round(x.score, 3) for x in db] == [round(x.score, 3) for x in ref]
         assert linker.link("Tokyo Godfather")[0].name == "Tokyo Godfathers"
+        # a vector-only linker: fuzzy search (extract_mentions needs it) runs on a local index
+        vector_only = DatabaseEntityLinker(store, vector=linker.vector, embedder=minilm,
+                                           mode="dense")
+        assert vector_only.fuzzy("Tokyo Godfather")[0].name == "Tokyo Godfathers"
+        assert vector_only.index_source == (
+            f"falkordb-vector:embedding; fuzzy: local index over {len(names)} streamed names")
+        assert [x.name for x in vector_only.exact("Tokyo Godfathers")] == ["Tokyo Godfathers"]
     finally:
         store.close()
 
@@ -228,7 +235,8 @@ def test_dense_call_on_a_fulltext_linker_builds_a_local_dense_index(indexed, min
         [(x.name, round(x.score, 5)) for x in links]
         for links in local.link_many(mentions, 2, mode="dense")]
     assert got[1][0].name == "Tokyo Godfathers" and got[1][0].source == "exact"
-    assert "dense: local dense index" in linker.index_source
+    assert linker.index_source == ("falkordb-fulltext:Entity; dense: local index over "
+                                   f"{len(local)} streamed names")
 
 
 # ---------------------------------------------------------------------- real Neo4j

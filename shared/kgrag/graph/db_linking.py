@@ -40,9 +40,11 @@ meaning):
   :func:`name_key` equals the mention's, score 1;
 * ``dense``: the vector index's similarity mapped to a cosine clipped to [0, 1] (the local dense
   scale): Neo4j cosine ``2 s - 1``, Neo4j euclidean on unit vectors ``1 - (1/s - 1) / 2``,
-  FalkorDB cosine distance ``1 - d``, FalkorDB euclidean ``1 - d^2 / 2``. Without a vector
-  index, ``dense`` calls (e.g. UltRAG asking a fuzzy linker for ``mode="dense"``) build a local
-  dense index from the streamed names on first use, with a warning.
+  FalkorDB cosine distance ``1 - d``, FalkorDB euclidean ``1 - d^2 / 2``;
+* a search no database index serves -- ``dense`` without a vector index (e.g. UltRAG asking a
+  fuzzy linker for ``mode="dense"``), ``fuzzy`` without a full-text index (e.g.
+  :func:`~kgrag.linking.extract_mentions` on a dense linker) -- runs on a local index built from
+  the streamed names on first use, with a warning, and is added to ``index_source``.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class DatabaseEntityLinker(EntityLinker):
         self.progress = progress
         self._node_count: int | None = None
         self._cache: OrderedDict[tuple[str, ...], list[tuple[str, float]]] = OrderedDict()
-        self._local_dense: EntityLinker | None = None
+        self._local: EntityLinker | None = None
+        self._local_kinds: list[str] = []
         parts = [ix.describe() for ix in (fulltext, vector) if ix is not None]
         self.index_source = "; ".join(parts)
 
@@ -151,8 +154,7 @@ class DatabaseEntityLinker(EntityLinker):
         """Full-text candidates re-scored by the local fuzzy score; the best ``top_m``."""
         top_m = top_m or self.top_m
         if self.fulltext is None:
-            raise ValueError(f"{self!r} has no full-text index for fuzzy search; use mode="
-                             f"'dense' or linker_for_store(..., use_index=False)")
+            return self._local_linker("fuzzy").fuzzy(mention, top_m)
         cands = [n for n, _ in self._fulltext_candidates(mention)]
         if not cands:
             return []
@@ -176,7 +178,7 @@ class DatabaseEntityLinker(EntityLinker):
         if not mentions:
             return []
         if self.vector is None:
-            return self._local_dense_linker().dense_many(mentions, top_m)
+            return self._local_linker("dense").dense_many(mentions, top_m)
         vectors = self.embedder.embed_documents(mentions)
         out = []
         for mention, vec in zip(mentions, vectors):
@@ -186,15 +188,19 @@ class DatabaseEntityLinker(EntityLinker):
             out.append(self._merge(links)[:top_m])
         return out
 
-    def _local_dense_linker(self) -> EntityLinker:
-        if self._local_dense is None:
-            log.warning("%r: dense search without a vector index; building a local dense "
-                        "index from streamed node names", self)
-            self._local_dense = linker_for_store(
-                self.store, mode="dense", progress=self.progress, use_index=False,
+    def _local_linker(self, kind: str) -> EntityLinker:
+        """A local linker over streamed names, for the search no database index serves (built
+        once, on first use; its fuzzy and dense indexes are built lazily as needed)."""
+        if self._local is None:
+            log.warning("%r: %s search without a database index for it; building a local index "
+                        "from streamed node names", self, kind)
+            self._local = linker_for_store(
+                self.store, mode="hybrid", progress=self.progress, use_index=False,
                 embedder=self._embedder_arg, top_m=self.top_m, min_score=self.min_score)
-            self.index_source += "; dense: " + self._local_dense.index_source
-        return self._local_dense
+        if kind not in self._local_kinds:
+            self._local_kinds.append(kind)
+            self.index_source += f"; {kind}: local index over {len(self._local)} streamed names"
+        return self._local
 
 
 def _pick(indexes: list[Any], kind: str, name: str | None = None) -> Any:
