@@ -50,6 +50,7 @@ meaning):
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -95,6 +96,7 @@ class DatabaseEntityLinker(EntityLinker):
         self.progress = progress
         self._node_count: int | None = None
         self._cache: OrderedDict[tuple[str, ...], list[tuple[str, float]]] = OrderedDict()
+        self._lock = threading.Lock()  # retrievers may link from several threads
         self._local: EntityLinker | None = None
         self._local_kinds: list[str] = []
         parts = [ix.describe() for ix in (fulltext, vector) if ix is not None]
@@ -125,18 +127,20 @@ class DatabaseEntityLinker(EntityLinker):
         tokens = tuple(name_key(mention).split()[:MAX_QUERY_TOKENS])
         if not tokens:
             return []
-        if tokens in self._cache:
-            self._cache.move_to_end(tokens)
-            return self._cache[tokens]
+        with self._lock:
+            if tokens in self._cache:
+                self._cache.move_to_end(tokens)
+                return self._cache[tokens]
         rows = self.store.fulltext_search(self.fulltext, list(tokens), self.candidates)
         best: dict[str, float] = {}
         for name, score in rows:  # a name found twice keeps its best score
             best[str(name)] = max(float(score), best.get(str(name), float("-inf")))
         found = list(best.items())
         found.sort(key=lambda ns: (-ns[1], ns[0]))
-        self._cache[tokens] = found
-        if len(self._cache) > CANDIDATE_CACHE_SIZE:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[tokens] = found
+            if len(self._cache) > CANDIDATE_CACHE_SIZE:
+                self._cache.popitem(last=False)
         return found
 
     def exact(self, mention: str) -> list[Link]:
@@ -191,6 +195,10 @@ class DatabaseEntityLinker(EntityLinker):
     def _local_linker(self, kind: str) -> EntityLinker:
         """A local linker over streamed names, for the search no database index serves (built
         once, on first use; its fuzzy and dense indexes are built lazily as needed)."""
+        with self._lock:
+            return self._local_linker_locked(kind)
+
+    def _local_linker_locked(self, kind: str) -> EntityLinker:
         if self._local is None:
             log.warning("%r: %s search without a database index for it; building a local index "
                         "from streamed node names", self, kind)
