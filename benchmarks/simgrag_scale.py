@@ -49,7 +49,6 @@ SHAPES = ("1hop", "2hop_path", "2hop_conj", "3hop_star")
 
 def load_graph(edges: int, relations: int, seed: int):
     import synthetic
-
     from kgrag import KnowledgeGraph
 
     saved = CACHE / f"simgrag_synth_{edges}_r{relations}_s{seed}.kg"

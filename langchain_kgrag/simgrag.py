@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgrag.methods.simgrag import SimGRAG
+
 from langchain_kgrag.base import KGRetriever
 
 
@@ -24,7 +25,7 @@ class SimGRAGRetriever(KGRetriever):
 
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "SimGRAGRetriever":
+                   **params: Any) -> SimGRAGRetriever:
         """Build the SimGRAG core over ``kg`` (see :class:`SimGRAG` for ``params``)."""
         return cls(method=SimGRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
 

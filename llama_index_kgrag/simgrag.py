@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgrag.methods.simgrag import SimGRAG
+
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
@@ -17,7 +18,7 @@ class SimGRAGRetriever(KGRetriever):
 
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "SimGRAGRetriever":
+                   **params: Any) -> SimGRAGRetriever:
         return cls(SimGRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list:
@@ -33,5 +34,5 @@ class SimGRAGQueryEngine(KGQueryEngine):
 
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "SimGRAGQueryEngine":
+                   **params: Any) -> SimGRAGQueryEngine:
         return cls(method=SimGRAG.from_graph(kg, llm=llm, embedder=embedder, **params))

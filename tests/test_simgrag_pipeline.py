@@ -8,13 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from langchain_core.documents import Document
-from langchain_core.language_models import FakeListChatModel
-from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
-from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
-
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
@@ -25,8 +18,16 @@ from kgrag.methods.simgrag import (
     parse_answers,
     parse_pattern_reply,
 )
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+
 from langchain_kgrag.simgrag import SimGRAGRetriever as LCSimGRAG
-from llama_index_kgrag.simgrag import SimGRAGQueryEngine, SimGRAGRetriever as LISimGRAG
+from llama_index_kgrag.simgrag import SimGRAGQueryEngine
+from llama_index_kgrag.simgrag import SimGRAGRetriever as LISimGRAG
 
 K1 = [
     ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),

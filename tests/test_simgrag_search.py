@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kgrag import KnowledgeGraph
 from kgrag.methods.simgrag.pattern import Pattern, PatternError
 from kgrag.methods.simgrag.search import (

@@ -8,6 +8,13 @@ Graph Semantic Distance; the subgraphs, written out as triples, ground the answe
 
 from kgrag.methods.simgrag.candidates import CandidateGenerator, NameIndex, humanize_relation
 from kgrag.methods.simgrag.pattern import Pattern, PatternError, is_unknown, parse_pattern_reply
+from kgrag.methods.simgrag.pipeline import SimGRAG, gsd_of
+from kgrag.methods.simgrag.prompts import (
+    answer_prompt,
+    parse_answers,
+    pattern_prompt,
+    verbalize_graphs,
+)
 from kgrag.methods.simgrag.search import (
     CandidateSet,
     Match,
@@ -16,8 +23,6 @@ from kgrag.methods.simgrag.search import (
     enumerate_matches,
     top_k_subgraphs,
 )
-from kgrag.methods.simgrag.pipeline import SimGRAG, gsd_of
-from kgrag.methods.simgrag.prompts import answer_prompt, parse_answers, pattern_prompt, verbalize_graphs
 
 __all__ = [
     "CandidateGenerator",

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -21,16 +21,6 @@ from kgrag.errors import KgragError, LLMOutputError
 from kgrag.methods.simgrag.pattern import PatternError
 
 
-def _factory(spec: str | None, option: str) -> Any:
-    if not spec:
-        return None
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise KgragError(f"{option} must look like package.module:factory, got {spec!r}")
-    obj = getattr(importlib.import_module(module_name), attr)
-    return obj() if callable(obj) else obj
-
-
 def _print_result(result: Any, out: Any = print) -> None:
     out(f"pattern: {result.metadata['pattern']}")
     if not result.items:
@@ -51,8 +41,8 @@ def _cmd_simgrag(args: argparse.Namespace) -> int:
         raise PatternError("give --pattern (no LLM) or --question with --llm")
     kg = open_graph(args.graph, sep={"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep))
     injective: bool | str = {"yes": True, "no": False, "prefer": "prefer"}[args.injective]
-    method = SimGRAG(kg, llm=_factory(args.llm, "--llm"),
-                     embedder=_factory(args.embedder, "--embedder"), k=args.k,
+    method = SimGRAG(kg, llm=load_factory(args.llm, "--llm"),
+                     embedder=load_factory(args.embedder, "--embedder"), k=args.k,
                      k_nodes=args.k_nodes, k_relations=args.k_relations, injective=injective,
                      task=args.task)
     if args.pattern:

@@ -19,8 +19,9 @@ Decisions the paper leaves open (notes §5):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from kgrag.errors import KgragError, LLMOutputError
 from kgrag.llm.parsing import extract_json_object
@@ -67,7 +68,7 @@ class Pattern:
 
     @classmethod
     def from_triples(cls, triples: Iterable[Sequence[Any]], *,
-                     max_triples: int = MAX_PATTERN_TRIPLES) -> "Pattern":
+                     max_triples: int = MAX_PATTERN_TRIPLES) -> Pattern:
         """Validate ``(head, relation, tail)`` records; raises :class:`PatternError`."""
         if isinstance(triples, (str, bytes)):
             raise PatternError("a pattern is a list of (head, relation, tail) triples, not a string")
@@ -121,7 +122,7 @@ class Pattern:
             groups.setdefault(find(u), []).append(j)
         return list(groups.values())
 
-    def subpattern(self, triple_indexes: Sequence[int]) -> "Pattern":
+    def subpattern(self, triple_indexes: Sequence[int]) -> Pattern:
         return Pattern.from_triples([self.triples[j] for j in triple_indexes])
 
     def as_list(self) -> list[tuple[str, str, str]]:

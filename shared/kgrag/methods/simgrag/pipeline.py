@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,7 @@ class SimGRAG(KGMethod):
             ef_construction=ef_construction, ef_search_factor=ef_search_factor)
 
     @classmethod
-    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None, **params: Any) -> "SimGRAG":
+    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None, **params: Any) -> SimGRAG:
         return cls(graph, llm=llm, embedder=embedder, **params)
 
     # ------------------------------------------------------------------ query -> pattern

@@ -9,7 +9,7 @@ examples, and both example lists can be replaced per graph (``pattern_examples=`
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 PATTERN_INSTRUCTIONS = """\
 Rewrite the query as a small knowledge-graph pattern.

@@ -48,8 +48,8 @@ from __future__ import annotations
 import bisect
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -80,12 +80,12 @@ class CandidateSet:
         object.__setattr__(self, "distances", dist[order])
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[int, float]) -> "CandidateSet":
+    def from_mapping(cls, mapping: Mapping[int, float]) -> CandidateSet:
         return cls(np.fromiter(mapping.keys(), np.int64, len(mapping)),
                    np.fromiter(mapping.values(), np.float64, len(mapping)))
 
     def __len__(self) -> int:
-        return int(len(self.ids))
+        return len(self.ids)
 
     @property
     def min_distance(self) -> float:
@@ -95,7 +95,7 @@ class CandidateSet:
 class _NodeCosts:
     """Distances of a node domain, looked up by id with a binary search (no graph-sized array)."""
 
-    __slots__ = ("ids", "costs")
+    __slots__ = ("costs", "ids")
 
     def __init__(self, ids: np.ndarray, costs: np.ndarray) -> None:
         order = np.argsort(ids, kind="stable")
@@ -109,7 +109,7 @@ class _NodeCosts:
         pos = np.minimum(np.searchsorted(self.ids, query), len(self.ids) - 1)
         return np.where(self.ids[pos] == query, self.costs[pos], np.inf)
 
-    def restrict(self, keep: np.ndarray) -> "_NodeCosts":
+    def restrict(self, keep: np.ndarray) -> _NodeCosts:
         """The domain without the ids where the sorted-order mask ``keep`` is False."""
         out = _NodeCosts.__new__(_NodeCosts)
         out.ids, out.costs = self.ids[keep], self.costs[keep]
