@@ -19,23 +19,13 @@ GraphRAFT run their LLM modes. The packaged MiniLM is loaded for byokg, graphraf
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Any
 
+from kgrag.cli import load_factory
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import KgragError
 
 METHODS = ("byokg", "simgrag", "ultrag", "graphraft")
-
-
-def _factory(spec: str | None) -> Any:
-    if not spec:
-        return None
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise KgragError(f"--llm must look like package.module:factory, got {spec!r}")
-    obj = getattr(importlib.import_module(module_name), attr)
-    return obj() if callable(obj) else obj
 
 
 def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: str | None = None,
@@ -81,7 +71,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if args.show and not args.show.lower().endswith((".png", ".html", ".htm")):
         raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
     kg = _graph_from_args(args)
-    result = retrieve(kg, args.question, args.method, llm=_factory(args.llm),
+    result = retrieve(kg, args.question, args.method, llm=load_factory(args.llm, "--llm"),
                       pattern=args.pattern, query=args.query, top=args.top)
     print(f"question: {result.question}")
     print(f"method: {result.method}  items: {len(result.items)}  "

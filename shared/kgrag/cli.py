@@ -27,7 +27,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from kgrag import __version__
-from kgrag.errors import KgragError
+from kgrag.errors import ConfigurationError, KgragError
 
 #: Dotted paths of modules that add subcommands through ``register(subparsers)``.
 COMMAND_MODULES: list[str] = [
@@ -43,6 +43,24 @@ COMMAND_MODULES: list[str] = [
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
 USAGE_ERROR = 2
+
+
+def load_factory(spec: str | None, option: str = "--llm") -> Any:
+    """The object named by ``package.module:factory`` (called when callable); ``None`` for no spec.
+
+    This is how every command takes a user's LLM or embedder (``--llm mymodels:chat``), so the
+    command line never needs to know about providers or API keys.
+    """
+    if not spec:
+        return None
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"{option} must look like package.module:factory, got {spec!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"{option} {spec!r}: {exc}") from None
+    return factory() if callable(factory) else factory
 
 
 def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise") -> Any:

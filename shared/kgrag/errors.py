@@ -29,6 +29,10 @@ class GraphLoadError(KgragError):
     """A saved graph or index directory is missing, corrupted, or not a kgrag directory."""
 
 
+class ConfigurationError(KgragError, ValueError):
+    """A user-supplied option is malformed (e.g. a ``package.module:factory`` spec)."""
+
+
 class UnknownNodeError(KgragError, KeyError):
     """A node name or id is not in the graph."""
 

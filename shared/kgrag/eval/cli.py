@@ -18,24 +18,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 from typing import Any
 
+from kgrag.cli import load_factory
 from kgrag.errors import KgragError
-
-
-def load_factory(spec: str | None, option: str) -> Any:
-    """Call the factory named ``module:function`` (``None`` when no spec is given)."""
-    if not spec:
-        return None
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise KgragError(f"{option} must look like package.module:factory, got {spec!r}")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise KgragError(f"{option} {spec!r}: {exc}") from None
-    return factory() if callable(factory) else factory
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:

@@ -14,23 +14,18 @@ replies are cached in ``--cache-dir`` (default ``<out>.cache``) so an interrupte
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from pathlib import Path
 from typing import Any
+
+from kgrag.cli import load_factory
 
 TEXT_SUFFIXES = (".txt", ".md")
 
 
 def load_llm(spec: str | None, option: str = "--llm") -> Any:
     """Call the factory named ``module:function`` and return its model (``None`` for no spec)."""
-    if not spec:
-        return None
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"{option} must look like package.module:factory, got {spec!r}")
-    factory = getattr(importlib.import_module(module_name), attr)
-    return factory() if callable(factory) else factory
+    return load_factory(spec, option)
 
 
 def read_documents(path: Path) -> list[dict[str, Any]]:

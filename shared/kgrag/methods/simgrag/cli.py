@@ -13,11 +13,11 @@ retrieved subgraphs. The pattern is parsed as a Python/JSON literal (never evalu
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from typing import Any
 
-from kgrag.errors import KgragError, LLMOutputError
+from kgrag.cli import load_factory
+from kgrag.errors import LLMOutputError
 from kgrag.methods.simgrag.pattern import PatternError
 
 
