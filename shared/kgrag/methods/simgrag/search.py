@@ -347,14 +347,18 @@ class SubgraphSearch:
         """
         kg = self.kg
         applied = 0
-        derived_from: dict[int, int] = {}
+        # sources[v]: the nodes whose domains constrain v's derived domain (absent: v was named)
+        sources: dict[int, set[int]] = {v: set() for v, c in enumerate(self.node_cost)
+                                        if c is None}
         for _ in range(2):
             changed = False
             for j, (u, v) in enumerate(self.edges):
                 for a, b in ((u, v), (v, u)):
                     source = self.node_cost[b]
-                    if source is None or derived_from.get(b) == a:
+                    if source is None or sources.get(b) == {a}:
                         continue
+                    if a in sources and len(sources.get(b, ())) == 1 and self.node_cost[a] is None:
+                        continue  # a chain of wildcards learns nothing from one named node
                     ids = source.ids
                     reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
                                 + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
@@ -367,10 +371,12 @@ class SubgraphSearch:
                     if target is None:
                         domain = np.flatnonzero(allowed).astype(np.int64)
                         self.node_cost[a] = _NodeCosts(domain, np.zeros(len(domain)))
-                        derived_from[a] = b
+                        sources[a].add(b)
                         changed = True
                         continue
                     keep = allowed[target.ids]
+                    if a in sources:
+                        sources[a].add(b)
                     if not keep.all():
                         self.node_cost[a] = target.restrict(keep)
                         changed = True
