@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
+from kgrag.methods.byokg import ByoKGRAG
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.tools import QueryEngineTool
+from llm_fakes import ScriptedLlamaLLM
 
-from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
-from kgrag.methods.byokg import ByoKGRAG
 from langchain_kgrag.byokg import ByoKGRetriever as LCByoKGRetriever
 from langchain_kgrag.byokg import KGToolkit
 from llama_index_kgrag.byokg import ByoKGQueryEngine, graph_tools
@@ -29,28 +28,8 @@ KASTEN_SCRIPT = [
     "<answers>\n1959 World Series\n1963 World Series\n1965 World Series\n1981 World Series\n"
     "1988 World Series\n</answers>",
 ]
+USAGE = {"prompt_tokens": 50, "completion_tokens": 5}
 KASTEN_Q = "In what years did Stan Kasten's organization win the World Series?"
-
-
-class ScriptedLlamaLLM(CustomLLM):
-    """A LlamaIndex CustomLLM replaying scripted replies and reporting token usage."""
-
-    replies: list[str] = []
-    prompts: list[str] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs):
-        self.prompts.append(prompt)
-        return CompletionResponse(text=self.replies.pop(0),
-                                  raw={"usage": {"prompt_tokens": 50, "completion_tokens": 5}})
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-        yield self.complete(prompt)
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +102,7 @@ def test_langchain_toolkit(kg, parts):
 
 # ---------------------------------------------------------------- LlamaIndex
 def test_llamaindex_query_engine_answers_with_sources(kg, parts):
-    llm = ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[])
+    llm = ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[], usage=USAGE)
     engine = ByoKGQueryEngine.from_graph(kg, llm=llm, **parts)
     response = engine.query(KASTEN_Q)
     assert set(response.metadata["answers"]) == WORLD_SERIES
@@ -133,12 +112,12 @@ def test_llamaindex_query_engine_answers_with_sources(kg, parts):
     assert all(year in sources for year in WORLD_SERIES)
     assert all(year in llm.prompts[-1] for year in WORLD_SERIES)  # final call sees the context
     tool = QueryEngineTool.from_defaults(
-        ByoKGQueryEngine.from_graph(kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[]),
+        ByoKGQueryEngine.from_graph(kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[], usage=USAGE),
                                     **parts),
         name="byokg", description="Answer questions from the knowledge graph.")
     assert "1988 World Series" in str(tool.call(KASTEN_Q))
     async_engine = ByoKGQueryEngine.from_graph(
-        kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[]), **parts)
+        kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[], usage=USAGE), **parts)
     async_response = asyncio.run(async_engine.aquery(KASTEN_Q))
     assert set(async_response.metadata["answers"]) == WORLD_SERIES
     assert async_response.metadata["usage"]["calls"] == 5
@@ -146,7 +125,7 @@ def test_llamaindex_query_engine_answers_with_sources(kg, parts):
 
 def test_llamaindex_retriever_sync_and_async(kg, parts):
     retriever = LIByoKGRetriever.from_graph(
-        kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT[:4]), prompts=[]), **parts)
+        kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT[:4]), prompts=[], usage=USAGE), **parts)
     assert isinstance(retriever, LIBaseRetriever)
     nodes = retriever.retrieve(KASTEN_Q)
     assert any("Los Angeles Dodgers" in n.node.get_content() for n in nodes)

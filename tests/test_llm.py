@@ -7,12 +7,6 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
-from llama_index.core.llms.mock import MockLLM
-
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.llm import (
     CallableLLM,
@@ -24,27 +18,10 @@ from kgrag.llm import (
     extract_tag,
     tag_lines,
 )
-
-
-class ScriptedLlamaLLM(CustomLLM):
-    """A LlamaIndex CustomLLM that replays scripted replies and reports token usage."""
-
-    replies: list[str] = []
-    prompts: list[str] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs):
-        self.prompts.append(prompt)
-        text = self.replies.pop(0)
-        return CompletionResponse(text=text, raw={"usage": {"prompt_tokens": 7, "completion_tokens": 3}})
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-        yield self.complete(prompt)
+from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from llama_index.core.llms.mock import MockLLM
+from llm_fakes import ScriptedLlamaLLM
 
 
 def test_as_llm_requires_a_model():
@@ -82,7 +59,8 @@ def test_langchain_fake_list_model_and_llamaindex_mock():
 
 
 def test_llamaindex_custom_llm_adapter_counts_tokens():
-    scripted = ScriptedLlamaLLM(replies=['{"answer": ["Satoshi Kon"]}'], prompts=[])
+    scripted = ScriptedLlamaLLM(replies=['{"answer": ["Satoshi Kon"]}'], prompts=[],
+                                usage={"prompt_tokens": 7, "completion_tokens": 3})
     llm = as_llm(scripted)
     parsed, raw = complete_and_parse(llm, "who?", extract_json_object)
     assert parsed == {"answer": ["Satoshi Kon"]}

@@ -22,8 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
+from llm_fakes import ScriptedLlamaLLM
 
 from langchain_kgrag.simgrag import SimGRAGRetriever as LCSimGRAG
 from llama_index_kgrag.simgrag import SimGRAGQueryEngine
@@ -189,29 +188,9 @@ def test_malformed_pattern_is_re_asked_once_then_fails(k1_method):
         with_llm(k1_method, llm).retrieve("Who directed Tokyo Godfathers?")
 
 
-class ScriptedLLM(CustomLLM):
-    """LlamaIndex CustomLLM replaying scripted replies and recording prompts."""
-
-    replies: list[str] = []
-    prompts: list[str] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs):
-        self.prompts.append(prompt)
-        return CompletionResponse(text=self.replies.pop(0))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-        yield self.complete(prompt)
-
-
 def test_llamaindex_query_engine_two_calls_and_evidence_prompt():
     kg = KnowledgeGraph.from_triples(K1)
-    llm = ScriptedLLM(replies=[PATTERN_REPLY, "Graph [1] names the director.\nAnswer: Satoshi Kon"],
+    llm = ScriptedLlamaLLM(replies=[PATTERN_REPLY, "Graph [1] names the director.\nAnswer: Satoshi Kon"],
                       prompts=[])
     engine = SimGRAGQueryEngine.from_graph(kg, llm=llm, embedder=distance_embedder(kg, K1_TABLES),
                                            k_nodes=2, humanize_relations=False)
@@ -225,7 +204,7 @@ def test_llamaindex_query_engine_two_calls_and_evidence_prompt():
 
 def test_llamaindex_retriever_async_and_pattern():
     kg = KnowledgeGraph.from_triples(K1)
-    llm = ScriptedLLM(replies=[PATTERN_REPLY], prompts=[])
+    llm = ScriptedLlamaLLM(replies=[PATTERN_REPLY], prompts=[])
     retriever = LISimGRAG.from_graph(kg, llm=llm, embedder=distance_embedder(kg, K1_TABLES),
                                      k_nodes=2, humanize_relations=False)
     assert isinstance(retriever, LIBaseRetriever)
