@@ -124,6 +124,12 @@ def extract_json_object(text: str, *, kind: type = dict) -> Any:
     raise LLMOutputError(f"no {kind.__name__} literal found in the reply: {text[:160]!r}")
 
 
+def _reask_prompt(prompt: str, error: LLMOutputError) -> str:
+    """The original prompt plus why the last reply was unusable (one bounded re-ask)."""
+    return (f"{prompt}\n\nYour previous reply could not be used ({error}). "
+            "Reply again, following the required format exactly.")
+
+
 def complete_and_parse(
     llm: Any,
     prompt: str,
@@ -144,10 +150,7 @@ def complete_and_parse(
             return parse(reply), reply
         except LLMOutputError as exc:
             last = exc
-            attempt_prompt = (
-                f"{prompt}\n\nYour previous reply could not be used ({exc}). "
-                "Reply again, following the required format exactly."
-            )
+            attempt_prompt = _reask_prompt(prompt, exc)
     assert last is not None
     raise last
 
@@ -169,9 +172,6 @@ async def acomplete_and_parse(
             return parse(reply), reply
         except LLMOutputError as exc:
             last = exc
-            attempt_prompt = (
-                f"{prompt}\n\nYour previous reply could not be used ({exc}). "
-                "Reply again, following the required format exactly."
-            )
+            attempt_prompt = _reask_prompt(prompt, exc)
     assert last is not None
     raise last
