@@ -18,23 +18,19 @@ from __future__ import annotations
 
 import os
 import random
-from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-from kgrag import KnowledgeGraph, Path as KGPath, Triple
+from kgrag import KnowledgeGraph
 from kgrag.errors import GraphDatabaseError, GraphFormatError, KgragError, UnsafeQueryError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.cypher_store import name_ordered
 from kgrag.graph.falkordb import FalkorDBGraphStore
 from kgrag.graph.neo4j import Neo4jGraphStore
+from metaqa_samples import metaqa_films
 
 pytestmark = pytest.mark.server
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-METAQA_KB = DATA / "metaqa" / "kb_reconstructed.txt"
 BOLT_BATCH = 40  # names per Bolt query: FalkorDB's Bolt endpoint crashes on > ~4 KB of parameters
 
 
@@ -43,22 +39,10 @@ def _clean(triple: tuple[str, str, str]) -> bool:
     return not any("'" in x or "\\" in x for x in triple)
 
 
+
+
 def metaqa_sample(n_triples: int = 2500, seed: int = 7) -> list[tuple[str, str, str]]:
-    """All triples of randomly chosen MetaQA films until ``n_triples`` (connected via hubs)."""
-    by_head: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    with open(METAQA_KB, encoding="utf-8") as f:
-        for line in f:
-            h, r, t = line.rstrip("\n").split("|")
-            by_head[h].append((h, r, t))
-    heads = sorted(by_head)
-    random.Random(seed).shuffle(heads)
-    out: list[tuple[str, str, str]] = []
-    for h in heads:
-        if all(_clean(t) for t in by_head[h]):
-            out.extend(by_head[h])
-        if len(out) >= n_triples:
-            break
-    return out
+    return metaqa_films(n_triples, seed, forbidden="'\\")
 
 
 NASTY_NAMES = ["O'Brien", 'say "hi"', "back\\slash", "trailing\\", "new\nline", "漢字", "emoji 😀",
@@ -503,9 +487,9 @@ def small_stores(own_server):
 
 
 def test_server_not_running_gives_a_clear_error():
-    from db_server import free_port
-
     import time
+
+    from db_server import free_port
 
     port = free_port()  # nothing listens there
     started = time.monotonic()

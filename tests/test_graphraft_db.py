@@ -14,16 +14,12 @@ from __future__ import annotations
 import os
 import random
 import zlib
-from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from kgrag import KnowledgeGraph
 from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, as_backend
-
-METAQA_KB = Path(__file__).resolve().parents[2] / "shared" / "data" / "metaqa" / "kb_reconstructed.txt"
+from metaqa_samples import metaqa_films
 
 TRICKY = [
     ("O'Brien", "knows", 'say "hi"'),
@@ -37,22 +33,9 @@ TRICKY = [
 ]
 
 
-def metaqa_films(n_triples: int = 900, seed: int = 3) -> list[tuple[str, str, str]]:
+def metaqa_films_default(n_triples: int = 900, seed: int = 3) -> list[tuple[str, str, str]]:
     """All triples of random MetaQA films (names without quotes/backslashes, for Bolt)."""
-    by_head: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    with open(METAQA_KB, encoding="utf-8") as f:
-        for line in f:
-            h, r, t = line.rstrip("\n").split("|")
-            by_head[h].append((h, r, t))
-    heads = sorted(by_head)
-    random.Random(seed).shuffle(heads)
-    out: list[tuple[str, str, str]] = []
-    for h in heads:
-        if not any("'" in x or "\\" in x or '"' in x for t in by_head[h] for x in t):
-            out.extend(by_head[h])
-        if len(out) >= n_triples:
-            break
-    return out
+    return metaqa_films(n_triples, seed)
 
 
 def _fresh_falkordb(server, key: str):
@@ -68,7 +51,7 @@ def stores(falkordb_server):
     from kgrag.graph.falkordb import FalkorDBGraphStore
     from kgrag.graph.neo4j import Neo4jGraphStore
 
-    graphs = {"metaqa": KnowledgeGraph.from_triples(metaqa_films()),
+    graphs = {"metaqa": KnowledgeGraph.from_triples(metaqa_films_default()),
               "tricky": KnowledgeGraph.from_triples(TRICKY)}
     out, opened = {}, []
     for name, kg in graphs.items():

@@ -10,7 +10,6 @@ LLM.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +18,7 @@ from kgrag.methods.ultrag import QueryResolutionError, QueryStructureError, UltR
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 from langchain_core.language_models import FakeListChatModel
-
-METAQA_KB = Path(__file__).resolve().parents[2] / "shared" / "data" / "metaqa" / \
-    "kb_reconstructed.txt"
+from metaqa_samples import metaqa_films
 
 
 class NameLevelStore:
@@ -49,20 +46,7 @@ class NameLevelStore:
 
 def films(n_triples: int = 700, seed: int = 5) -> list[tuple[str, str, str]]:
     """All triples of random MetaQA films whose names are safe for every driver."""
-    by_head: dict[str, list] = {}
-    with open(METAQA_KB, encoding="utf-8") as f:
-        for line in f:
-            h, r, t = line.rstrip("\n").split("|")
-            by_head.setdefault(h, []).append((h, r, t))
-    heads = sorted(by_head)
-    random.Random(seed).shuffle(heads)
-    out: list[tuple[str, str, str]] = []
-    for h in heads:
-        if not any(c in x for t in by_head[h] for x in t for c in "'\"\\"):
-            out.extend(by_head[h])
-        if len(out) >= n_triples:
-            break
-    return out
+    return metaqa_films(n_triples, seed)
 
 
 def sample_queries(kg: KnowledgeGraph, n: int, seed: int = 0) -> list[str]:
