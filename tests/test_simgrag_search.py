@@ -259,7 +259,8 @@ def search_case(draw):
     injective = draw(st.sampled_from([True, False, "prefer"]))
     distinct = draw(st.booleans())
     refine = draw(st.booleans())
-    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine
+    lookahead = draw(st.booleans())
+    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine, lookahead
 
 
 def as_sets(tables):
@@ -269,11 +270,12 @@ def as_sets(tables):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(search_case())
 def test_pruned_search_equals_brute_force(case):
-    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine = case
+    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine, lookahead = case
     expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=injective,
                             distinct_subgraphs=distinct)
     result = top_k_subgraphs(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables), k,
-                             injective=injective, distinct_subgraphs=distinct, refine=refine)
+                             injective=injective, distinct_subgraphs=distinct, refine=refine,
+                             lookahead=lookahead)
     assert result.complete
     got = [(m.gsd, m.edges, m.nodes) for m in result.matches]
     assert got == expected
