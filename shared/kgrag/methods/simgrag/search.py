@@ -514,7 +514,9 @@ class SubgraphSearch:
             F2, E2, G2, L2 = self._extend(F[i:j], E[i:j], G[i:j], s)
             self.batches += 1
             self.partials += len(G2)
-            if len(G2):
+            if len(G2) and s + 1 == len(self.steps):
+                self._collect(F2, E2, G2)  # complete matches: no order needed
+            elif len(G2):
                 order = np.argsort(L2, kind="stable")
                 self._level(F2[order], E2[order], G2[order], L2[order], s + 1, started)
             i = j
@@ -654,6 +656,14 @@ class SubgraphSearch:
         G2 = G[own] + cost
         ok &= G2 + self.rest[s + 1] <= self.threshold() + EPS
         own, e, t, G2 = own[ok], e[ok], t[ok], G2[ok]
+        if (s + 1 == len(self.steps) and self._plain_top_k() and not self.require_reuse
+                and len(G2) > self.k):
+            # last step: only this batch's k cheapest (ties kept) can enter the result, so a
+            # hub's thousands of completions are not materialised (EPS covers the summation
+            # order, which differs from _collect's by rounding only)
+            kth = np.partition(G2, self.k - 1)[self.k - 1]
+            ok = G2 <= kth + EPS
+            own, e, t, G2 = own[ok], e[ok], t[ok], G2[ok]
         F2 = F[own]
         if step.new:
             F2[:, step.dst] = t
@@ -672,6 +682,11 @@ class SubgraphSearch:
                   for j, c in enumerate(self.rel_cost)]
         return node_d, edge_d
 
+    def _plain_top_k(self) -> bool:
+        """True when a batch's k best keys are all it can contribute: a bounded search whose
+        results are not merged by edge set (``distinct_subgraphs`` may replace a duplicate)."""
+        return self.k is not None and self.prune and not self.distinct
+
     def _collect(self, F: np.ndarray, E: np.ndarray, G: np.ndarray) -> None:
         if len(G) == 0:
             return
@@ -685,6 +700,9 @@ class SubgraphSearch:
         if not ok.any():
             return
         gsd, F, E = gsd[ok], F[ok], E[ok]
+        if self._plain_top_k() and len(gsd) > self.k:
+            keep = gsd <= np.partition(gsd, self.k - 1)[self.k - 1]  # every tie at the k-th
+            gsd, F, E = gsd[keep], F[keep], E[keep]
         Ep = E[:, self.step_of_edge]  # edge ids in pattern-edge order
         keys = [F[:, i] for i in range(self.n_nodes - 1, -1, -1)]
         keys += [Ep[:, j] for j in range(Ep.shape[1] - 1, -1, -1)]
