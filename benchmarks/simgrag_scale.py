@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hnsw-m", type=int, default=32)
     parser.add_argument("--ef-construction", type=int, default=40)
     parser.add_argument("--no-verify", action="store_true")
+    parser.add_argument("--no-lookahead", action="store_true",
+                        help="prune with Eq. 11's bound only (the paper's search)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
@@ -188,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     method = SimGRAG(kg, embedder=embedder, k=args.k, k_nodes=args.k_nodes,
                      k_relations=args.k_relations, index=args.index, hnsw_m=args.hnsw_m,
                      ef_construction=args.ef_construction, node_vectors=node_vectors,
-                     humanize_relations=False, time_limit=None)
+                     humanize_relations=False, time_limit=None,
+                     lookahead=not args.no_lookahead)
     build_index_s = time.perf_counter() - t0
     print(f"index ({args.index}) in {build_index_s:.1f} s", file=sys.stderr)
     del node_vectors
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             pattern = Pattern.from_triples(triples)
             node_c, rel_c, _ = method.candidates.candidates(pattern)
             pruned = top_k_subgraphs(kg, len(pattern.nodes), pattern.edges, node_c, rel_c,
-                                     args.k, max_partials=None)
+                                     args.k, max_partials=None, lookahead=not args.no_lookahead)
             bound = pruned.matches[-1].gsd if len(pruned.matches) == args.k else float("inf")
             t1 = time.perf_counter()
             every = enumerate_matches(kg, len(pattern.nodes), pattern.edges, node_c, rel_c,
@@ -249,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                   "build_seconds": round(build_graph_s, 1)},
         "settings": {"k": args.k, "k_nodes": args.k_nodes, "k_relations": args.k_relations,
                      "dim": args.dim, "noise": args.noise, "index": args.index,
+                     "lookahead": not args.no_lookahead,
                      "index_build_seconds": round(build_index_s, 1), "seed": args.seed,
                      "embeddings": "random unit vectors; pattern items = noisy copies of gold"},
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),

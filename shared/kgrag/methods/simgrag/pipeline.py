@@ -58,7 +58,8 @@ class SimGRAG(KGMethod):
     * ``index`` / ``hnsw_threshold`` / ``hnsw_m`` / ``ef_construction`` / ``ef_search_factor`` --
       the node vector index (exact flat below the threshold, HNSW above; efSearch = factor × k).
     * ``max_partials`` / ``time_limit`` -- work bounds of one search (the result then says
-      ``complete=False``); ``max_local_edges`` -- edge cap when a database store's neighbourhood
+      ``complete=False``); ``lookahead`` (True) -- tighten Eq. 11's bound with each mapped
+      node's cheapest next step (same results, less work; ``False`` is the paper's bound); ``max_local_edges`` -- edge cap when a database store's neighbourhood
       is materialised for matching.
     * ``node_vectors`` -- precomputed node-name embeddings (rows in node-id order), e.g. cached.
 
@@ -78,6 +79,7 @@ class SimGRAG(KGMethod):
                  index: str = "auto", hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
                  hnsw_m: int = 32, ef_construction: int = 200, ef_search_factor: int = 8,
                  max_partials: int | None = 20_000_000, time_limit: float | None = 30.0,
+                 lookahead: bool = True,
                  max_local_edges: int = 2_000_000, humanize_relations: bool = True,
                  node_vectors: np.ndarray | None = None) -> None:
         from kgrag.embed import as_embedder
@@ -101,6 +103,7 @@ class SimGRAG(KGMethod):
         self.retries = retries
         self.max_partials = max_partials
         self.time_limit = time_limit
+        self.lookahead = lookahead
         self.max_local_edges = max_local_edges
         if self.kg is not None:
             node_names: Sequence[str] = self.kg.node_names
@@ -189,7 +192,8 @@ class SimGRAG(KGMethod):
         sub_rels = [rel_c[j] for j in comp]
         sub = (tuple(pattern.nodes[v] for v in node_ids), tuple(pattern.triples[j] for j in comp))
         options = dict(injective=self.injective, distinct_subgraphs=self.distinct_subgraphs,
-                       max_partials=self.max_partials, time_limit=self.time_limit)
+                       max_partials=self.max_partials, time_limit=self.time_limit,
+                       lookahead=self.lookahead)
         if self.kg is not None:
             result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels, self.k,
                                      **options)
