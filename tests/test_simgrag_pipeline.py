@@ -352,3 +352,21 @@ def test_cli_pattern_command(minilm, capsys):
     assert "graph [1]" in out and "(Perfect Blue, directed_by, Satoshi Kon)" in out.split("\n")[1]
     assert main(["simgrag", graph, "--pattern", "not a pattern"]) == 2
     assert main(["simgrag", graph]) == 2
+
+
+def test_auto_index_is_hnsw_for_many_names_but_exact_for_the_papers_large_k():
+    from kgrag.embed import LookupEmbedder
+    from kgrag.methods.simgrag.candidates import AUTO_HNSW_MAX_K, CandidateGenerator
+
+    rng = np.random.default_rng(5)
+    names = [f"n{i}" for i in range(3000)]
+    vectors = rng.standard_normal((3000, 8)).astype(np.float32)
+    embedder = LookupEmbedder({"r": [1.0] * 8})
+    small_k = CandidateGenerator(names, ["r"], embedder, k_nodes=16, node_vectors=vectors,
+                                 hnsw_threshold=1000)
+    large_k = CandidateGenerator(names, ["r"], embedder, k_nodes=AUTO_HNSW_MAX_K + 1,
+                                 node_vectors=vectors, hnsw_threshold=1000)
+    forced = CandidateGenerator(names, ["r"], embedder, k_nodes=AUTO_HNSW_MAX_K + 1,
+                                node_vectors=vectors, hnsw_threshold=1000, index="hnsw")
+    assert (small_k.node_index.kind, large_k.node_index.kind, forced.node_index.kind) == (
+        "hnsw", "flat", "hnsw")
