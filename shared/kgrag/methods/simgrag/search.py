@@ -24,11 +24,12 @@ match; notes §4 test 6). A branch is pruned when its bound exceeds the current 
 step the smallest distance over *all* candidates. For a remaining step whose source node is
 already mapped, the bound instead charges the cheapest option *of that graph node* (relation
 distance plus new node distance over its actual edges; ``inf`` when it has none), read once per
-step from the edges of the target's (or source's) domain. This is never below Eq. 11 and never
-above the true completion cost (injectivity is ignored, which only lowers it), so pruning stays
-exact -- the property test checks both settings against brute force. On a 3-arm star around a
-hub it is what keeps the search from expanding every hub neighbour: measured at 10M edges, the
-star's slowest query fell from 2.1 s to under 0.3 s (``benchmarks/simgrag_scale.py``).
+step from the edges of the target's domain when that domain is known and readable. This is
+never below Eq. 11 and never above the true completion cost (injectivity is ignored, which only
+lowers it), so pruning stays exact -- the property test checks both settings against brute
+force. On a 3-arm star around a hub it keeps the search from expanding every hub neighbour:
+measured at 10M edges, the star's slowest query fell from 1.3 s to under 0.3 s
+(``benchmarks/simgrag_scale.py --no-lookahead`` for the comparison).
 
 **Speed.** Partial matches are integer arrays, extended with numpy over the graph's CSR adjacency
 in batches (1, 2, 4, ... up to ``batch_max`` partial matches at a time). Within a level, batches
@@ -581,9 +582,13 @@ class SubgraphSearch:
 
     def _ahead_table(self, t: int) -> tuple[np.ndarray, np.ndarray] | None:
         """For step ``t``: sorted source node ids and the cheapest option of each, ``(ids,
-        best)`` -- a source absent from ``ids`` has no option at all. Built from the target's
-        reverse index, or else from the source domain's edges; None when neither is readable
-        within ``refine_budget``. Built once per step, ignoring injectivity (so a lower bound).
+        best)`` -- a source absent from ``ids`` has no option at all. A group minimum over the
+        step's reverse index, built once per step, ignoring injectivity (so a lower bound);
+        None when the target's domain is unknown or too large to read (``refine_budget``).
+
+        Reading the *source* domain's edges instead (when the target's are unreadable) was
+        measured too: it added 14 ms to 1-hop and 2-hop path queries at 10M edges and saved
+        nothing on the others, so it is not done.
         """
         if t in self._ahead:
             return self._ahead[t]
@@ -597,14 +602,6 @@ class SubgraphSearch:
                 table = (ids, np.minimum.reduceat(cost, first))
             else:
                 table = (np.empty(0, np.int64), np.empty(0))
-        else:
-            source = self.node_cost[self.steps[t].src]
-            if source is not None and self._domain_reads(source) <= self.refine_budget:
-                own, e, end = self._domain_edges(source)
-                cost = self._option_cost(t, e, end)
-                best = np.full(len(source.ids), np.inf)
-                np.minimum.at(best, own, cost)
-                table = (source.ids, best)
         self._ahead[t] = table
         return table
 
