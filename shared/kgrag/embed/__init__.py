@@ -15,6 +15,7 @@ from kgrag.embed.sentence_transformer import (
     default_embedder,
     default_model_path,
 )
+from kgrag.embed.similarity import matvec
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -30,5 +31,6 @@ __all__ = [
     "default_model_path",
     "embedder_name",
     "l2_normalize",
+    "matvec",
     "texts_fingerprint",
 ]

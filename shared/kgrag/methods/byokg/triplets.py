@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from kgrag.context.types import Triple
+from kgrag.embed.similarity import matvec
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
@@ -73,8 +74,8 @@ class TripletScorer:
     def edge_scores(self, qvec: np.ndarray, edge_ids: np.ndarray | None = None) -> np.ndarray:
         """Scores of ``edge_ids`` (all edges when ``None``) on a :class:`KnowledgeGraph`."""
         kg: KnowledgeGraph = self.graph
-        node_sim = self.node_vectors @ qvec
-        rel_sim = self.relation_vectors @ qvec
+        node_sim = matvec(self.node_vectors, qvec)
+        rel_sim = matvec(self.relation_vectors, qvec)
         if edge_ids is None:
             return node_sim[kg.heads] + rel_sim[kg.rels] + node_sim[kg.tails]
         return (node_sim[kg.heads[edge_ids]] + rel_sim[kg.rels[edge_ids]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kgrag.embed.similarity import matvec
 from kgrag.methods.ketrag.index import KETIndex
 from kgrag.text.tokens import TextTokenizer
 
@@ -55,7 +56,7 @@ def text_rag(index: KETIndex, query: np.ndarray, budget: int, tokenizer: TextTok
     if unit not in ("chunk", "sub_chunk"):
         raise ValueError("unit must be 'chunk' or 'sub_chunk'")
     vectors = index.chunk_vectors if unit == "chunk" else index.sub_vectors
-    scores = vectors @ query
+    scores = matvec(vectors, query)
     order = np.lexsort((np.arange(len(scores)), -scores)).tolist()
     return _fill(index, unit, order, budget, tokenizer)
 
@@ -68,7 +69,7 @@ def knng_rag(index: KETIndex, query: np.ndarray, budget: int, tokenizer: TextTok
     for u, v in index.knn_edges.tolist():
         neighbours[u].append(v)
         neighbours[v].append(u)
-    scores = index.chunk_vectors @ query
+    scores = matvec(index.chunk_vectors, query)
     order: list[int] = []
     seen: set[int] = set()
     for seed in np.lexsort((np.arange(n), -scores)).tolist():

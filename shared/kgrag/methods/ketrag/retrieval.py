@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Chunk
+from kgrag.embed.similarity import matvec
 from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.index import KETIndex
 from kgrag.text.tokens import TextTokenizer
@@ -141,8 +142,8 @@ def keyword_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETR
     meter = _Budget(tokenizer, budget)
     if budget <= 0 or kg.num_keywords == 0 or not meter.open(section):
         return Section(KEYWORD_SOURCES_HEADER), stats
-    kw_scores = kg.vectors @ query
-    sub_scores = index.sub_vectors @ query
+    kw_scores = matvec(kg.vectors, query)
+    sub_scores = matvec(index.sub_vectors, query)
     pool_limit = cfg.candidate_factor * budget
     taken = np.zeros(index.num_sub_chunks, dtype=bool)
     pool: list[int] = []
@@ -194,7 +195,7 @@ def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRA
     stats: dict[str, Any] = {"seed_entities": []}
     if budget <= 0 or kg.num_nodes == 0:
         return [], stats
-    ent_scores = index.entity_vectors @ query
+    ent_scores = matvec(index.entity_vectors, query)
     seeds = _top(ent_scores, cfg.top_k_entities)
     stats["seed_entities"] = [kg.node_names[s] for s in seeds.tolist()]
     degree = sk.degrees()

@@ -1,0 +1,41 @@
+"""kgrag.embed.similarity: the same product as ``@``, on one thread or split over row blocks."""
+
+import kgrag.embed.similarity as matvec_module
+import numpy as np
+import pytest
+from kgrag.embed import matvec
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matvec_equals_matmul(dtype):
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((1001, 37)).astype(dtype)
+    vector = rng.standard_normal(37).astype(dtype)
+    out = matvec(matrix, vector)
+    assert out.dtype == dtype and out.shape == (1001,)
+    assert np.allclose(out, matrix @ vector, rtol=1e-5, atol=1e-5)
+
+
+def test_row_blocks_cover_every_row(monkeypatch):
+    monkeypatch.setattr(matvec_module, "PARALLEL_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(matvec_module, "_workers", lambda: 3)
+    rng = np.random.default_rng(1)
+    matrix = rng.standard_normal((10, 4)).astype(np.float32)
+    vector = rng.standard_normal(4).astype(np.float32)
+    assert np.allclose(matvec(matrix, vector), matrix @ vector, atol=1e-6)
+    assert matvec(np.zeros((0, 4), np.float32), vector).shape == (0,)
+
+
+def test_mixed_precision_and_views():
+    rng = np.random.default_rng(2)
+    matrix = rng.standard_normal((50, 8)).astype(np.float32)[::2]  # a strided view
+    vector = rng.standard_normal(8)  # float64
+    out = matvec(matrix, vector)
+    assert out.dtype == np.float64
+    assert np.allclose(out, matrix @ vector)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (5,)), ((3,), (3,)), ((3, 4), (4, 1))])
+def test_shape_errors_are_clear(shapes):
+    with pytest.raises(ValueError, match="matvec needs"):
+        matvec(np.zeros(shapes[0]), np.zeros(shapes[1]))
