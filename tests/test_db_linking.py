@@ -297,3 +297,19 @@ def test_byokg_llm_free_runs_unchanged_with_the_database_linker(indexed):
         got = run(db, question)
         assert got == run(local, question)
         assert "Satoshi Kon" in got[0], got[:3]
+
+
+def test_methods_default_linker_uses_the_database_index(indexed, plain):
+    """EntityLinker.from_graph (what every method calls for its default linker) picks the
+    database's full-text index when it serves the mode, else the local index as before."""
+    from kgrag.methods.byokg.tools import GraphTools
+
+    fuzzy = EntityLinker.from_graph(indexed, mode="fuzzy", top_m=2)
+    assert isinstance(fuzzy, DatabaseEntityLinker)
+    assert fuzzy.index_source == "falkordb-fulltext:Entity"
+    assert fuzzy.link("Tokyo Godfather")[0].name == "Tokyo Godfathers"
+    assert isinstance(GraphTools(indexed).linker, DatabaseEntityLinker)
+    local = EntityLinker.from_graph(plain, mode="fuzzy")
+    assert type(local) is EntityLinker and "no full-text index" in local.index_source
+    hybrid = EntityLinker.from_graph(indexed, mode="hybrid", embedder=_NoEmbedder())
+    assert type(hybrid) is EntityLinker  # hybrid needs a named vector index too

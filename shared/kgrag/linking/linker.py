@@ -145,7 +145,17 @@ class EntityLinker:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_graph(cls, graph: Any, **kwargs: Any) -> EntityLinker:
-        """A linker over a graph's node names and aliases (in-memory graph or any GraphStore)."""
+        """A linker over a graph's node names and aliases (in-memory graph or any GraphStore).
+
+        A database store (one with ``search_indexes``, e.g. Neo4j or FalkorDB) goes through
+        :func:`kgrag.graph.db_linking.linker_for_store`: its own full-text / named vector index
+        when that serves ``mode``, otherwise a local index over the streamed names -- so every
+        method that builds its default linker here uses the database's index when it can.
+        """
+        if cls is EntityLinker and callable(getattr(graph, "search_indexes", None)):
+            from kgrag.graph.db_linking import linker_for_store
+
+            return linker_for_store(graph, **kwargs)
         names = getattr(graph, "node_names", None)
         if names is None:
             names = graph.iter_node_names()
