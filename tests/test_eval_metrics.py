@@ -43,3 +43,11 @@ def test_answer_recall_text_and_names():
     assert answer_recall("Parisian cafe", ["Paris"]) == 0.0  # no partial-word hits
     assert answer_recall(["Satoshi Kon", "Paris"], ["satoshi kon"]) == 1.0
     assert answer_recall("anything", []) == 0.0
+
+
+def test_answer_recall_sees_through_possessives_and_typographic_quotes():
+    assert answer_recall("Arsenio Hall's talk show", ["Arsenio Hall"]) == 1.0
+    assert answer_recall("Arsenio Hall\u2019s talk show", ["Arsenio Hall"]) == 1.0
+    assert answer_recall("Hall\u2019s Harbour, Nova Scotia", ["Hall's Harbour"]) == 1.0
+    assert answer_recall("the halls of fame", ["Hall"]) == 0.0  # plural, not possessive
+    assert normalize_answer("\u201cBig\u201d \u2013 a film") == "big film"
