@@ -31,7 +31,7 @@ import numpy as np
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
-from kgrag.llm import acomplete_and_parse, complete_and_parse, extract_tag, optional_llm
+from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import NO_LLM_HELP, track_usage
 from kgrag.methods.base import KGMethod
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
@@ -54,6 +54,7 @@ from kgrag.methods.ultrag.query import (
     to_dsl,
 )
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, induced_subgraph, seppr_nodes
+from kgrag.methods.ultrag.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
@@ -80,6 +81,17 @@ class Execution:
     @property
     def query_text(self) -> str:
         return to_dsl(self.query)
+
+
+@dataclass
+class Rounds:
+    """How Algorithm 1's rounds ended: the last query and its execution, or the failure."""
+
+    query: Query | None = None
+    reply: str | None = None
+    execution: Execution | None = None
+    count: int = 0
+    failure: LLMOutputError | QueryError | None = None
 
 
 def extract_query_text(reply: str) -> str:
@@ -323,22 +335,30 @@ class UltRAG(KGMethod):
         except QueryError as exc:
             raise LLMOutputError(f"invalid query {text[:200]!r}: {exc}") from exc
 
-    def generate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
-                       ) -> tuple[Query, str]:
-        """One query-generation call (plus at most ``max_reasks`` re-asks)."""
+    def _query_llm(self) -> Any:
+        """The LLM for query generation; a clear error when there is none."""
         if self.llm is None:
             raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation") +
                                         " Without an LLM, run a query you write with execute().")
-        return complete_and_parse(self.llm, self.query_prompt(question, seeds) + feedback,
-                                  self.parse_reply, retries=self.max_reasks, system=QUERY_SYSTEM)
+        return self.llm
+
+    def _query_steps(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
+                     ) -> Steps[tuple[Query, str]]:
+        """One query-generation request plus at most ``max_reasks`` re-asks, as steps."""
+        return ask_and_parse(self.query_prompt(question, seeds) + feedback, self.parse_reply,
+                             retries=self.max_reasks, system=QUERY_SYSTEM)
+
+    def generate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
+                       ) -> tuple[Query, str]:
+        """One query-generation call (plus at most ``max_reasks`` re-asks)."""
+        llm = self._query_llm()
+        return run_sync(self._query_steps(question, seeds, feedback), llm)
 
     async def agenerate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
                               ) -> tuple[Query, str]:
-        if self.llm is None:
-            raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation"))
-        return await acomplete_and_parse(self.llm, self.query_prompt(question, seeds) + feedback,
-                                         self.parse_reply, retries=self.max_reasks,
-                                         system=QUERY_SYSTEM)
+        """:meth:`generate_query` with ``await llm.acomplete``."""
+        llm = self._query_llm()
+        return await run_async(self._query_steps(question, seeds, feedback), llm)
 
     @staticmethod
     def _empty_feedback(tried: list[str]) -> str:
@@ -485,52 +505,48 @@ class UltRAG(KGMethod):
             raise exc
         return self._result(question, None, None, None, usage, error=str(exc))
 
+    def _retrieval_steps(self, question: str, seeds: Sequence[str]) -> Steps[Rounds]:
+        """Algorithm 1's rounds as steps: generate a query, run it, accept or ask again.
+
+        The decider accepts a non-empty result (UltRAG-OTS, ``max_rounds=1``: any result).
+        An invalid query (after the re-asks) or a failed execution ends the rounds with
+        ``failure`` set; the caller turns it into an empty result or raises it.
+        """
+        tried: list[str] = []
+        try:
+            for _ in range(self.max_rounds):
+                feedback = self._empty_feedback(tried) if tried else ""
+                query, reply = yield from self._query_steps(question, seeds, feedback)
+                execution = self.run(query)
+                tried.append(to_dsl(query))
+                if np.any(execution.scores != 0):
+                    break
+        except (LLMOutputError, QueryError) as exc:
+            return Rounds(failure=exc)
+        return Rounds(query, reply, execution, len(tried))
+
+    def _rounds_result(self, question: str, rounds: Rounds, usage: Usage) -> RetrievalResult:
+        if rounds.failure is not None:
+            return self._failed(question, rounds.failure, usage)
+        result = self._result(question, rounds.query, rounds.reply, rounds.execution, usage)
+        result.metadata["rounds"] = rounds.count
+        return result
+
     def retrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
         """Query generation (1 LLM call, + re-asks) and execution; top entities as items.
 
         With ``max_rounds > 1`` the decider of Algorithm 1 is "the answer set is non-empty":
         an empty result triggers a new query (the prompt then lists the queries that failed).
         """
-        tried: list[str] = []
         with track_usage(self.llm) as usage:
-            try:
-                for _ in range(self.max_rounds):
-                    feedback = self._empty_feedback(tried) if tried else ""
-                    query, reply = self.generate_query(question, seeds, feedback)
-                    execution = self.run(query)
-                    tried.append(to_dsl(query))
-                    if np.any(execution.scores != 0):
-                        break
-            except (LLMOutputError, QueryError) as exc:
-                failure: Exception | None = exc
-            else:
-                failure = None
-        if failure is not None:
-            return self._failed(question, failure, usage)
-        result = self._result(question, query, reply, execution, usage)
-        result.metadata["rounds"] = len(tried)
-        return result
+            rounds = run_sync(self._retrieval_steps(question, seeds), self._query_llm())
+        return self._rounds_result(question, rounds, usage)
 
     async def aretrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
-        tried: list[str] = []
+        """:meth:`retrieve` with ``await llm.acomplete``: the same steps, another driver."""
         with track_usage(self.llm) as usage:
-            try:
-                for _ in range(self.max_rounds):
-                    feedback = self._empty_feedback(tried) if tried else ""
-                    query, reply = await self.agenerate_query(question, seeds, feedback)
-                    execution = self.run(query)
-                    tried.append(to_dsl(query))
-                    if np.any(execution.scores != 0):
-                        break
-            except (LLMOutputError, QueryError) as exc:
-                failure: Exception | None = exc
-            else:
-                failure = None
-        if failure is not None:
-            return self._failed(question, failure, usage)
-        result = self._result(question, query, reply, execution, usage)
-        result.metadata["rounds"] = len(tried)
-        return result
+            rounds = await run_async(self._retrieval_steps(question, seeds), self._query_llm())
+        return self._rounds_result(question, rounds, usage)
 
     def candidates(self, retrieval: RetrievalResult) -> list[tuple[str, str, float]]:
         return [(e.metadata.get("entity_id", e.name), e.name, e.score)  # type: ignore[union-attr]
