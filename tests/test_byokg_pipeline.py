@@ -14,7 +14,7 @@ from kgrag.errors import LLMNotConfiguredError
 from kgrag.llm import as_llm
 from kgrag.methods.byokg import ByoKGRAG, retrieved_entities
 from kgrag.methods.byokg.prompts import NO_CONTEXT
-from kgrag.methods.byokg.steps import CallLog, run_sync
+from kgrag.llm.steps import CallLog, run_sync
 from kgrag.methods.byokg.triplets import agentic_traversal
 
 KASTEN_Q = "In what years did Stan Kasten's organization win the World Series?"

@@ -12,8 +12,8 @@ import asyncio
 import pytest
 from kgrag import KnowledgeGraph
 from kgrag.errors import LLMOutputError
+from kgrag.llm.steps import LLMRequest, ask_and_parse, run_async, run_sync
 from kgrag.methods.ultrag import UltRAG
-from kgrag.methods.ultrag.steps import LLMRequest, ask_and_parse, run_async, run_sync
 from llm_fakes import ScriptedLlamaLLM
 
 TOKENS = {"prompt_tokens": 11, "completion_tokens": 4}

@@ -1,4 +1,5 @@
-"""The LLM port: protocol, adapters (LangChain / LlamaIndex / callables), usage, parsing."""
+"""The LLM port: protocol, adapters (LangChain / LlamaIndex / callables), usage, parsing, and
+the step drivers that run one algorithm sync or async (:mod:`kgrag.llm.steps`)."""
 
 from kgrag.llm.base import (
     LLM,
@@ -12,8 +13,6 @@ from kgrag.llm.base import (
     track_usage,
 )
 from kgrag.llm.parsing import (
-    acomplete_and_parse,
-    complete_and_parse,
     extract_all_tags,
     extract_json_object,
     extract_tag,
@@ -21,22 +20,38 @@ from kgrag.llm.parsing import (
     split_items,
     tag_lines,
 )
+from kgrag.llm.steps import (
+    CallLog,
+    LLMRequest,
+    Steps,
+    acomplete_and_parse,
+    ask_and_parse,
+    complete_and_parse,
+    run_async,
+    run_sync,
+)
 
 __all__ = [
     "LLM",
     "BaseLLMAdapter",
+    "CallLog",
     "CallableLLM",
+    "LLMRequest",
     "LangChainLLM",
     "LlamaIndexLLM",
+    "Steps",
     "UsageTracker",
     "acomplete_and_parse",
     "as_llm",
+    "ask_and_parse",
     "complete_and_parse",
     "extract_all_tags",
     "extract_json_object",
     "extract_tag",
     "optional_llm",
     "parse_literal",
+    "run_async",
+    "run_sync",
     "split_items",
     "tag_lines",
     "track_usage",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Iterable, TypeVar
 
 from kgrag.errors import LLMOutputError
 
@@ -122,56 +122,3 @@ def extract_json_object(text: str, *, kind: type = dict) -> Any:
         if isinstance(value, kind):
             return value
     raise LLMOutputError(f"no {kind.__name__} literal found in the reply: {text[:160]!r}")
-
-
-def _reask_prompt(prompt: str, error: LLMOutputError) -> str:
-    """The original prompt plus why the last reply was unusable (one bounded re-ask)."""
-    return (f"{prompt}\n\nYour previous reply could not be used ({error}). "
-            "Reply again, following the required format exactly.")
-
-
-def complete_and_parse(
-    llm: Any,
-    prompt: str,
-    parse: Callable[[str], T],
-    *,
-    retries: int = 1,
-    system: str | None = None,
-) -> tuple[T, str]:
-    """Ask, parse, and on :class:`LLMOutputError` re-ask up to ``retries`` times with the error.
-
-    Returns ``(parsed, raw_reply)``; raises the last ``LLMOutputError`` when every try fails.
-    """
-    attempt_prompt = prompt
-    last: LLMOutputError | None = None
-    for _ in range(retries + 1):
-        reply = llm.complete(attempt_prompt, system=system)
-        try:
-            return parse(reply), reply
-        except LLMOutputError as exc:
-            last = exc
-            attempt_prompt = _reask_prompt(prompt, exc)
-    assert last is not None
-    raise last
-
-
-async def acomplete_and_parse(
-    llm: Any,
-    prompt: str,
-    parse: Callable[[str], T],
-    *,
-    retries: int = 1,
-    system: str | None = None,
-) -> tuple[T, str]:
-    """Async twin of :func:`complete_and_parse`."""
-    attempt_prompt = prompt
-    last: LLMOutputError | None = None
-    for _ in range(retries + 1):
-        reply = await llm.acomplete(attempt_prompt, system=system)
-        try:
-            return parse(reply), reply
-        except LLMOutputError as exc:
-            last = exc
-            attempt_prompt = _reask_prompt(prompt, exc)
-    assert last is not None
-    raise last

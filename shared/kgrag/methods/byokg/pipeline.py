@@ -39,6 +39,7 @@ from kgrag.graph.base import Direction, check_direction
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.llm import as_llm, optional_llm
 from kgrag.llm.base import BaseLLMAdapter
+from kgrag.llm.steps import CallLog, LLMRequest, Steps, run_async, run_sync
 from kgrag.methods.base import KGMethod
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
@@ -46,7 +47,6 @@ from kgrag.methods.byokg.parsing import parse_answers, parse_linker_output
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
 from kgrag.methods.byokg.prompts import ANSWER_SYSTEM, LINKER_SYSTEM, answer_prompt, linker_prompt
 from kgrag.methods.byokg.query import execute_query
-from kgrag.methods.byokg.steps import Ask, CallLog, Steps, run_async, run_sync
 from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_traversal
 
 TRIPLET_MODES = ("agentic", "scoring", "none")
@@ -248,9 +248,9 @@ class ByoKGRAG(KGMethod):
             return qvec[0]
 
         for t in range(1, self.iterations + 1):
-            reply = yield Ask(linker_prompt(question, self.schema, context.verbalize(),
-                                            with_query=self.use_cypher),
-                              system=LINKER_SYSTEM, step="kg_linker")
+            reply = yield LLMRequest(linker_prompt(question, self.schema, context.verbalize(),
+                                                   with_query=self.use_cypher),
+                                     system=LINKER_SYSTEM, step="kg_linker")
             out = parse_linker_output(reply)
             if not self.use_cypher:
                 out.query = ""
@@ -346,8 +346,8 @@ class ByoKGRAG(KGMethod):
 
     def _answer_steps(self, question: str) -> Steps[tuple[GraphContext, dict[str, Any], str]]:
         context, meta = yield from self._retrieval_steps(question)
-        reply = yield Ask(answer_prompt(question, context.verbalize()), system=ANSWER_SYSTEM,
-                          step="answer")
+        reply = yield LLMRequest(answer_prompt(question, context.verbalize()),
+                                 system=ANSWER_SYSTEM, step="answer")
         return context, meta, reply
 
     # ------------------------------------------------------------------ public API

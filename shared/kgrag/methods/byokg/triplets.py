@@ -21,10 +21,10 @@ import numpy as np
 from kgrag.context.types import Triple
 from kgrag.embed.similarity import matvec
 from kgrag.graph.memory import KnowledgeGraph
+from kgrag.llm.steps import LLMRequest, Steps
 from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
 from kgrag.methods.byokg.prompts import entity_selection_prompt, relation_selection_prompt
-from kgrag.methods.byokg.steps import Ask, Steps
 from kgrag.text.names import relation_words
 
 
@@ -255,8 +255,8 @@ def agentic_traversal(
             trace.stop_reason = "no triplets around the current entities"
             break
         relations = sorted({t.relation for t in candidates})[:max_relations]
-        reply = yield Ask(relation_selection_prompt(question, current, relations),
-                          step="select_relations")
+        reply = yield LLMRequest(relation_selection_prompt(question, current, relations),
+                                 step="select_relations")
         selected = parse_selected_relations(reply, relations)
         chosen = set(selected)
         new = [t for t in candidates if t.relation in chosen and t.as_tuple() not in seen]
@@ -276,7 +276,8 @@ def agentic_traversal(
             trace.stop_reason = "no relation selected"
             break
         context = "\n".join(merge_triples(trace.triples))
-        reply = yield Ask(entity_selection_prompt(question, context), step="select_entities")
+        reply = yield LLMRequest(entity_selection_prompt(question, context),
+                                 step="select_entities")
         picked, finish = parse_next_entities(reply)
         log["next"] = picked
         if finish:

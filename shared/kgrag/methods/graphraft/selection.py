@@ -19,7 +19,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from kgrag.errors import LLMOutputError
-from kgrag.llm.parsing import acomplete_and_parse, complete_and_parse
+from kgrag.llm import acomplete_and_parse, complete_and_parse
 from kgrag.methods.graphraft.decoding import TokenScorer, constrained_beam_search
 from kgrag.methods.graphraft.enumeration import Candidate
 from kgrag.methods.graphraft.prompts import SELECT_SYSTEM, selection_prompt

@@ -5,8 +5,8 @@ Modules: :mod:`~kgrag.methods.ultrag.query` (DSL / tuple parser, AST),
 :mod:`~kgrag.methods.ultrag.executor` (fuzzy executors on sparse matrices),
 :mod:`~kgrag.methods.ultrag.linking` (Eq. 2 softmax linking), :mod:`~kgrag.methods.ultrag.seppr`
 (Algorithm 2), :mod:`~kgrag.methods.ultrag.arbitrator`, :mod:`~kgrag.methods.ultrag.prompts`,
-:mod:`~kgrag.methods.ultrag.pipeline` (Algorithm 1), :mod:`~kgrag.methods.ultrag.steps` (its LLM
-calls as yielded requests, driven sync or async).
+:mod:`~kgrag.methods.ultrag.pipeline` (Algorithm 1; its LLM calls are yielded requests, driven
+sync or async by :mod:`kgrag.llm.steps`).
 """
 
 from kgrag.methods.ultrag.arbitrator import (

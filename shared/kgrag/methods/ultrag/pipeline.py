@@ -33,6 +33,7 @@ from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import NO_LLM_HELP, track_usage
+from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.base import KGMethod
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
 from kgrag.methods.ultrag.executor import (
@@ -54,7 +55,6 @@ from kgrag.methods.ultrag.query import (
     to_dsl,
 )
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, induced_subgraph, seppr_nodes
-from kgrag.methods.ultrag.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 

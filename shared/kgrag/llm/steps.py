@@ -1,0 +1,149 @@
+"""One algorithm, two drivers: LLM calls as yielded requests, answered sync or async.
+
+A method's LLM loop (ByoKG-RAG's Algorithms 1 and 2, UltRAG's query rounds, a bounded re-ask)
+is written once, as a generator that ``yield``s an :class:`LLMRequest` whenever it needs the
+LLM and receives the reply text back. :func:`run_sync` answers each request with
+``llm.complete``, :func:`run_async` with ``await llm.acomplete`` -- so the async path is really
+asynchronous without a second copy of the algorithm. Both share one loop, :func:`_drive`; the
+sync driver runs it with a ``complete`` that never suspends (no event loop involved, so it can
+be called from inside one).
+
+An exception raised by the LLM call is thrown back into the generator at its ``yield``, so the
+algorithm sees it exactly where a direct ``llm.complete(...)`` would have raised it. Every
+request is recorded, by step name, in a :class:`CallLog`.
+
+:func:`complete_and_parse` / :func:`acomplete_and_parse` are the smallest such algorithm,
+:func:`ask_and_parse` (ask, parse, re-ask with the error), driven to the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from kgrag.errors import LLMOutputError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One LLM completion an algorithm needs; ``step`` names the step (for accounting)."""
+
+    prompt: str
+    system: str | None = None
+    step: str = ""
+
+
+@dataclass
+class CallLog:
+    """The LLM requests of one run: their step names, in order."""
+
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return len(self.steps)
+
+    def count(self, step: str) -> int:
+        return sum(1 for s in self.steps if s == step)
+
+    def by_step(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.steps:
+            out[s] = out.get(s, 0) + 1
+        return out
+
+
+#: a generator of LLM requests that receives each reply and returns a ``T`` at the end
+Steps = Generator[LLMRequest, str, T]
+
+
+def reask_prompt(prompt: str, error: LLMOutputError) -> str:
+    """The original prompt plus why the last reply was unusable (one bounded re-ask)."""
+    return (f"{prompt}\n\nYour previous reply could not be used ({error}). "
+            "Reply again, following the required format exactly.")
+
+
+def ask_and_parse(prompt: str, parse: Callable[[str], T], *, retries: int = 1,
+                  system: str | None = None, step: str = "") -> Steps[tuple[T, str]]:
+    """Ask, parse, and on :class:`LLMOutputError` re-ask up to ``retries`` times with the error.
+
+    Returns ``(parsed, raw_reply)``; raises the last ``LLMOutputError`` when every try fails.
+    """
+    attempt = prompt
+    for re_asks_left in range(retries, -1, -1):
+        reply = yield LLMRequest(attempt, system, step)
+        try:
+            return parse(reply), reply
+        except LLMOutputError as exc:
+            if not re_asks_left:
+                raise
+            attempt = reask_prompt(prompt, exc)
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
+def _as_text(reply: Any) -> str:
+    return reply if isinstance(reply, str) else str(reply or "")
+
+
+async def _drive(steps: Steps[T], complete: Callable[[LLMRequest], Awaitable[Any]],
+                 log: CallLog | None) -> T:
+    """The one driver loop: answer each request with ``await complete(request)``.
+
+    A reply is sent into ``steps``; an exception of the call is thrown into it instead.
+    """
+    reply: str | None = None
+    error: Exception | None = None
+    while True:
+        try:
+            request = steps.throw(error) if error is not None else steps.send(reply)
+        except StopIteration as done:
+            return done.value
+        if log is not None:
+            log.steps.append(request.step)
+        try:
+            reply, error = _as_text(await complete(request)), None
+        except Exception as exc:  # noqa: BLE001 -- re-raised inside the algorithm, at its yield
+            reply, error = None, exc
+
+
+async def run_async(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
+    """Drive ``steps`` to the end, answering every request with ``await llm.acomplete``."""
+
+    async def complete(request: LLMRequest) -> Any:
+        return await llm.acomplete(request.prompt, system=request.system)
+
+    return await _drive(steps, complete, log)
+
+
+def run_sync(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
+    """Drive ``steps`` to the end, answering every request with ``llm.complete``.
+
+    The same loop as :func:`run_async`: its ``complete`` never suspends, so the coroutine runs
+    to the end on its first ``send``.
+    """
+
+    async def complete(request: LLMRequest) -> Any:
+        return llm.complete(request.prompt, system=request.system)
+
+    driver = _drive(steps, complete, log)
+    try:
+        driver.send(None)
+    except StopIteration as done:
+        return done.value
+    driver.close()
+    raise RuntimeError("the synchronous driver was suspended; use run_async")
+
+
+def complete_and_parse(llm: Any, prompt: str, parse: Callable[[str], T], *, retries: int = 1,
+                       system: str | None = None) -> tuple[T, str]:
+    """:func:`ask_and_parse` answered by ``llm.complete``: ``(parsed, raw_reply)``."""
+    return run_sync(ask_and_parse(prompt, parse, retries=retries, system=system), llm)
+
+
+async def acomplete_and_parse(llm: Any, prompt: str, parse: Callable[[str], T], *,
+                              retries: int = 1, system: str | None = None) -> tuple[T, str]:
+    """:func:`ask_and_parse` answered by ``await llm.acomplete``: ``(parsed, raw_reply)``."""
+    return await run_async(ask_and_parse(prompt, parse, retries=retries, system=system), llm)
