@@ -16,11 +16,17 @@ Reported per hop (seeded sample of ``--limit`` questions):
 * ``llm_calls`` -- mean oracle calls per question (KG-Linker + agentic steps; no answer call);
 * LLM-free mode (no LLM at all): the same recall over its context (2-hop walks, top-10 triplets,
   ranked candidates), plus ``candidate_hits_at_1`` (top-ranked candidate is a gold answer), with
-  the question's ``[brackets]`` kept (MetaQA's given topic entity) and removed.
+  the question's ``[brackets]`` kept (MetaQA's given topic entity) and removed, and
+  ``candidate_hits_at_1_by_qtype`` (the same per MetaQA question type, ``[hits, questions]``).
+
+``--relation-names raw`` embeds the relation identifiers as they are (``directed_by``) instead of
+as words (``directed by``, the default since :func:`kgrag.text.names.relation_words`), for the
+before/after comparison in ``docs/byokg.md``; write such runs elsewhere with ``--out``.
 
 Usage (from the repo root; name embeddings are cached under ``benchmarks/.cache/``)::
 
     python benchmarks/byokg_metaqa_recall.py --limit 300
+    python benchmarks/byokg_metaqa_recall.py --hops 2 --relation-names raw --out /tmp/raw.json
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "byokg_metaqa_recall.json"
 sys.path.insert(0, str(ROOT / "shared"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+QUIET = ("misses", "candidate_hits_at_1_by_qtype")  # in the JSON, not on the console
 _QUESTION_LINE = re.compile(r"^Question: (.*)$", re.MULTILINE)
 _QUESTION_TAG = re.compile(r"<question>(.*?)</question>", re.DOTALL)
 
@@ -72,6 +79,7 @@ def evaluate(method, examples, *, strip_brackets: bool = False) -> dict:
     from kgrag.methods.byokg import retrieved_entities
 
     recalls, times, calls, top1, misses = [], [], [], [], []
+    top1_by_qtype: dict[str, list[int]] = {}
     for ex in examples:
         question = ex.question_text if strip_brackets else ex.question
         start = time.perf_counter()
@@ -84,6 +92,9 @@ def evaluate(method, examples, *, strip_brackets: bool = False) -> dict:
         cands = result.metadata.get("answer_candidates")
         if cands is not None:
             top1.append(1.0 if cands and cands[0] in set(ex.answers) else 0.0)
+            counts = top1_by_qtype.setdefault(ex.qtype, [0, 0])
+            counts[0] += int(top1[-1])
+            counts[1] += 1
         if recall < 1.0 and len(misses) < 10:
             missing = sorted(set(ex.answers) - found)[:5]
             misses.append({"question": ex.question, "qtype": ex.qtype, "recall": round(recall, 3),
@@ -100,6 +111,7 @@ def evaluate(method, examples, *, strip_brackets: bool = False) -> dict:
     }
     if top1:
         out["candidate_hits_at_1"] = round(statistics.mean(top1), 4)
+        out["candidate_hits_at_1_by_qtype"] = dict(sorted(top1_by_qtype.items()))
     return out
 
 
@@ -109,8 +121,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hops", default="1,2,3")
     parser.add_argument("--skip-llm-free", action="store_true")
+    parser.add_argument("--relation-names", choices=("words", "raw"), default="words",
+                        help="embed relation names as words (default) or as raw identifiers")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON path")
     args = parser.parse_args()
 
+    import numpy as np
     import torch
 
     torch.set_num_threads(1)  # single-query inference: threads only add contention on 2 cores
@@ -118,17 +134,21 @@ def main() -> None:
     from kgrag.embed import CachedEmbedder, default_embedder
     from kgrag.eval.datasets import load_metaqa
     from kgrag.methods.byokg import ByoKGRAG
+    from kgrag.methods.byokg.triplets import TripletScorer
 
     t0 = time.perf_counter()
     kg = KnowledgeGraph.from_csv(DATA / "kb_reconstructed.txt", sep="|")
     embedder = CachedEmbedder(default_embedder(), CACHE, min_texts=500)
     base = ByoKGRAG(kg, embedder=embedder)
     scorer, linker = base.scorer, base.linker.build()
+    if args.relation_names == "raw":  # the behaviour before relation_words (commit a289e8c)
+        raw = np.asarray(embedder.embed_documents(list(kg.relation_names)), np.float32)
+        scorer = TripletScorer(kg, embedder, node_vectors=scorer.node_vectors, relation_vectors=raw)
     setup_s = time.perf_counter() - t0
     print(f"{kg!r}; embeddings + linker ready in {setup_s:.1f}s", flush=True)
 
     report = {"kg": kg.counts(), "setup_s": round(setup_s, 1), "limit": args.limit,
-              "seed": args.seed, "python": platform.python_version(), "hops": {}}
+              "seed": args.seed, "relation_names": args.relation_names, "python": platform.python_version(), "hops": {}}
     for hop in [int(h) for h in args.hops.split(",")]:
         examples = load_metaqa(DATA, hop, limit=args.limit, seed=args.seed)
         oracle = ByoKGRAG(kg, llm=OracleLinker(examples), linker=linker, scorer=scorer)
@@ -141,11 +161,11 @@ def main() -> None:
             row["llm_free_no_brackets"] = evaluate(free, examples, strip_brackets=True)
             for key in ("llm_free", "llm_free_no_brackets"):
                 print(f"{hop}-hop {key}: "
-                      f"{json.dumps({k: v for k, v in row[key].items() if k != 'misses'})}", flush=True)
+                      f"{json.dumps({k: v for k, v in row[key].items() if k not in QUIET})}", flush=True)
         report["hops"][str(hop)] = row
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {RESULTS}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
