@@ -3,8 +3,9 @@
 The LLM-free retriever (:mod:`kgrag.methods.byokg.llm_free`) scores every 1..2-edge walk from the
 linked question entities by the similarity of the masked question to the walk's relations, then
 ranks the walks' end nodes. This benchmark re-ranks the same walks (same linking, same masked
-question, same tie rule: higher score, then shorter walk, then first found) under alternative
-rules and relation renderings, to show which rule wins which hop count:
+question, same weighting by the start entity's link score, same tie rule: higher score, then
+shorter walk, then first found) under alternative rules and relation renderings, to show which
+rule wins which hop count:
 
 * ``mean`` -- the shipped rule: mean of the per-relation cosines;
 * ``centroid`` -- cosine between the question and the sum of the walk's relation vectors (a walk
@@ -112,7 +113,11 @@ def main() -> None:
         hits = {f"{r}/{rule}": 0 for r, rule in combos}
         for ex in examples:
             mentions = extract_mentions(ex.question, linker, top_m=1)
-            seeds = list(dict.fromkeys(link.name for m in mentions for link in m.links[:1]))
+            link_score: dict[str, float] = {}
+            for m in mentions:
+                for link in m.links[:1]:
+                    link_score[link.name] = max(link_score.get(link.name, 0.0), link.score)
+            seeds = list(link_score)
             if not seeds:
                 continue
             masked = ex.question
@@ -125,9 +130,13 @@ def main() -> None:
             ends = np.concatenate([nodes[:, -1] for nodes in nodes_by_len])
             lengths = np.concatenate([np.full(len(nodes), i + 1) for i, nodes in enumerate(nodes_by_len)])
             not_seed = ~np.isin(ends, seed_ids)
+            weight_of = {int(kg.node_ids([name])[0]): w for name, w in link_score.items()}
+            starts = np.concatenate([nodes[:, 0] for nodes in nodes_by_len])
+            start_weight = np.fromiter((weight_of[int(x)] for x in starts), float, len(starts))
             for rendering, rule in combos:
                 scores = np.concatenate([walk_scores(rule, rels, renderings[rendering], qvec, phrases)
                                          for rels in rels_by_len])
+                scores = np.maximum(scores, 0.0) * start_weight
                 order = np.lexsort((np.arange(len(scores)), lengths, -scores))
                 order = order[not_seed[order]]
                 if len(order) and kg.node_names[int(ends[order[0]])] in set(ex.answers):

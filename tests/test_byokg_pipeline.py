@@ -255,6 +255,23 @@ def test_llm_free_mode(kg, shared_parts):
         method.answer("What language is spoken in Jamaica?")
 
 
+def test_llm_free_walks_are_weighted_by_their_seed_link_score(minilm):
+    """A fuzzy n-gram link ("who's the" -> the film *Who's the Man?*) starts walks over the same
+    relation as the bracketed topic entity; its walks must rank below, not win the tie by
+    coming first in the question (MetaQA: 5 of 300 1-hop questions lost the director this way)."""
+    from kgrag import KnowledgeGraph
+
+    kg = KnowledgeGraph.from_triples([("Who's the Man?", "directed_by", "Ted Demme"),
+                                      ("Rick", "directed_by", "Curtiss Clayton"),
+                                      ("Rick", "starred_actors", "Bill Pullman")])
+    result = ByoKGRAG(kg, llm=None, embedder=minilm).retrieve("who's the director of [Rick]")
+    assert result.metadata["entities"] == ["Who's the Man?", "Rick"]  # the spurious link is made
+    candidates = {c.name: c for c in result.items if getattr(c, "source", "") == "llm_free"}
+    assert result.metadata["answer_candidates"][0] == "Curtiss Clayton"
+    spurious, right = candidates["Ted Demme"].score, candidates["Curtiss Clayton"].score
+    assert 0 < spurious < right and spurious == pytest.approx(right * 0.95, abs=0.03)
+
+
 def test_scoring_variant_with_a_user_cross_encoder(kg, shared_parts):
     """"ByoKG-RAG (scoring)": the graph reranker replaces the agentic traversal (no extra calls)."""
     seen = []

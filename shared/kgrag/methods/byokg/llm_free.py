@@ -8,8 +8,13 @@ A cheap retriever built from the same graph tools (not in the paper, which alway
 2. **Triplets** -- the text-based top-k over the whole graph (``cos(q,h)+cos(q,r)+cos(q,t)``).
 3. **Paths** -- every walk of up to ``hops`` edges (both directions, no immediate backtrack) from
    the linked entities, scored by the mean similarity of the question -- with the entity
-   mentions cut out, so the relation words dominate -- to the walk's relations (ties go to the
-   shorter walk); the best walk per end node is kept.
+   mentions cut out, so the relation words dominate -- to the walk's relations, times the link
+   score of the entity the walk starts from (ties go to the shorter walk); the best walk per end
+   node is kept. The link score makes a walk only as trustworthy as its start: an exact or
+   bracketed mention links with score 1, while a fuzzy n-gram match ("who's the" -> the film
+   *Who's the Man?*, 0.95) scores below 1, so its walks no longer tie with, or beat by a hair,
+   the walks of the entity the question is about. Negative similarities count as 0, so the product stays a
+   score in [0, 1] that cannot reward a weak link.
 4. **Answer candidates** -- the walks' end nodes ranked by that score, as
    :class:`~kgrag.context.types.ScoredEntity` items.
 
@@ -127,10 +132,18 @@ def llm_free_retrieve(
             return result
         kg = KnowledgeGraph.from_triples([t.as_tuple() for t in local])
         rel_sim = scorer.relation_vectors_for(kg.relation_names) @ rvec
-    seed_ids = kg.node_ids(list(seen))
+    seed_weight: dict[int, float] = {}  # node id -> best link score, in mention order
+    for name, entity in seen.items():
+        for node in kg.node_ids([name]).tolist():
+            seed_weight[node] = max(seed_weight.get(node, 0.0), float(entity.score))
+    seed_ids = np.fromiter(seed_weight, np.int64, len(seed_weight))
     nodes_by_len, edges_by_len, fwd_by_len, scores = scored_walks(kg, seed_ids, rel_sim, hops)
     if not len(scores):
         return result
+    starts = np.concatenate([n[:, 0] for n in nodes_by_len])
+    by_id = np.argsort(seed_ids)
+    weights = np.fromiter(seed_weight.values(), float, len(seed_weight))
+    scores = np.maximum(scores, 0.0) * weights[by_id[np.searchsorted(seed_ids[by_id], starts)]]
     lengths = np.concatenate([np.full(len(n), i + 1) for i, n in enumerate(nodes_by_len)])
     ends = np.concatenate([n[:, -1] for n in nodes_by_len])
     offsets = np.cumsum([0] + [len(n) for n in nodes_by_len])
