@@ -13,8 +13,11 @@ A cheap retriever built from the same graph tools (not in the paper, which alway
    node is kept. The link score makes a walk only as trustworthy as its start: an exact or
    bracketed mention links with score 1, while a fuzzy n-gram match ("who's the" -> the film
    *Who's the Man?*, 0.95) scores below 1, so its walks no longer tie with, or beat by a hair,
-   the walks of the entity the question is about. Negative similarities count as 0, so the product stays a
-   score in [0, 1] that cannot reward a weak link.
+   the walks of the entity the question is about. Negative similarities count as 0, so the
+   product stays a score in [0, 1] that cannot reward a weak link. With the mean, a 2-edge walk
+   beats its own 1-edge prefix only when its second relation matches the question better than
+   its first; rules that reward longer walks (sum of relation vectors, the walk as one phrase)
+   win 2-hop questions but lose more 1-hop ones (``docs/byokg.md``, MetaQA analysis).
 4. **Answer candidates** -- the walks' end nodes ranked by that score, as
    :class:`~kgrag.context.types.ScoredEntity` items.
 
