@@ -102,8 +102,8 @@ def main() -> None:
     word_vecs = unit(np.asarray(embedder.embed_documents(words), np.float32))
     renderings = {"words": word_vecs, "raw": raw, "raw+words": unit(raw + word_vecs)}
     n = len(names)
-    phrases = unit(np.asarray(embedder.embed_documents(
-        [f"{words[a]} {words[b]}" for a in range(n) for b in range(n)]), np.float32)).reshape(n, n, -1)
+    pairs = [f"{words[a]} {words[b]}" for a in range(n) for b in range(n)]
+    phrases = unit(np.asarray(embedder.embed_documents(pairs), np.float32)).reshape(n, n, -1)
     combos = [("words", rule) for rule in RULES] + [("raw", "mean"), ("raw", "centroid"),
                                                      ("raw+words", "mean")]
     report = {"limit": args.limit, "seed": args.seed, "hops": {}}
@@ -128,13 +128,15 @@ def main() -> None:
             nodes_by_len, edges_by_len, _, _ = scored_walks(kg, seed_ids, np.zeros(n), hops=2)
             rels_by_len = [kg.rels[e].astype(np.int64) for e in edges_by_len]
             ends = np.concatenate([nodes[:, -1] for nodes in nodes_by_len])
-            lengths = np.concatenate([np.full(len(nodes), i + 1) for i, nodes in enumerate(nodes_by_len)])
+            lengths = np.concatenate([np.full(len(nodes), length)
+                                      for length, nodes in enumerate(nodes_by_len, start=1)])
             not_seed = ~np.isin(ends, seed_ids)
             weight_of = {int(kg.node_ids([name])[0]): w for name, w in link_score.items()}
             starts = np.concatenate([nodes[:, 0] for nodes in nodes_by_len])
             start_weight = np.fromiter((weight_of[int(x)] for x in starts), float, len(starts))
             for rendering, rule in combos:
-                scores = np.concatenate([walk_scores(rule, rels, renderings[rendering], qvec, phrases)
+                vectors = renderings[rendering]
+                scores = np.concatenate([walk_scores(rule, rels, vectors, qvec, phrases)
                                          for rels in rels_by_len])
                 scores = np.maximum(scores, 0.0) * start_weight
                 order = np.lexsort((np.arange(len(scores)), lengths, -scores))
