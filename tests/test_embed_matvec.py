@@ -39,3 +39,29 @@ def test_mixed_precision_and_views():
 def test_shape_errors_are_clear(shapes):
     with pytest.raises(ValueError, match="matvec needs"):
         matvec(np.zeros(shapes[0]), np.zeros(shapes[1]))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_scans_with_a_fresh_pool(monkeypatch):
+    """The parent's pool threads do not exist in a fork; the child must not wait on them."""
+    import multiprocessing
+
+    monkeypatch.setattr(matvec_module, "PARALLEL_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(matvec_module, "_workers", lambda: 2)
+    matrix = np.arange(40, dtype=np.float32).reshape(10, 4)
+    vector = np.ones(4, dtype=np.float32)
+    import threading
+
+    barrier = threading.Barrier(2)
+    pool = matvec_module._get_pool()
+    list(pool.map(lambda _: barrier.wait(timeout=10), range(2)))  # two workers, both now idle
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        result = pool.apply_async(_child_scan, (matrix, vector))
+        assert np.allclose(result.get(timeout=20), matrix @ vector)
+
+
+def _child_scan(matrix, vector):
+    matvec_module.PARALLEL_MIN_ELEMENTS = 1
+    matvec_module._workers = lambda: 2
+    return matvec(matrix, vector)

@@ -45,6 +45,17 @@ def _get_pool() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's threads: its first scan starts a new pool
+    (reusing the inherited one would wait forever for workers that do not exist)."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """``matrix @ vector`` for a 2-D ``matrix`` and 1-D ``vector`` (see the module docs)."""
     matrix = np.asarray(matrix)
