@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.embed.similarity import matvec
+from kgrag.linking.dense import add_in_chunks
 from kgrag.methods.simgrag.pattern import Pattern, is_unknown
 from kgrag.methods.simgrag.search import CandidateSet
 
@@ -132,7 +133,7 @@ class NameIndex:
             faiss = _faiss()
             self.index = faiss.IndexHNSWFlat(vectors.shape[1], hnsw_m, faiss.METRIC_L2)
             self.index.hnsw.efConstruction = ef_construction
-            self.index.add(vectors)
+            add_in_chunks(self.index, vectors, desc="HNSW index (SimGRAG names)")
 
     def _search_exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact k nearest by squared L2, ids ascending by (distance, id).
