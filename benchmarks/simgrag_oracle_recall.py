@@ -43,58 +43,25 @@ DATA = ROOT.parent / "shared" / "data"
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = ROOT / "benchmarks" / "results" / "simgrag_oracle_recall.json"
 
-#: How a question writer names MetaQA's relations (not the KB's identifiers).
-METAQA_PHRASES = {
-    "starred_actors": "starring", "directed_by": "director", "written_by": "writer",
-    "has_genre": "genre", "in_language": "language", "release_year": "release year",
-    "has_tags": "tag", "has_imdb_rating": "imdb rating", "has_imdb_votes": "imdb votes",
-}
-METAQA_TYPES = {"movie": "movie", "actor": "actor", "director": "person", "writer": "person",
-                "genre": "genre", "language": "language", "year": "year", "tags": "tag",
-                "tag": "tag", "imdbrating": "rating", "imdbvotes": "votes", "rating": "rating",
-                "votes": "votes"}
-
-
-def pathquestion_phrase(relation: str) -> str:
-    return relation.replace("_", " ")
-
-
-def oracle_pattern(example, phrase) -> tuple[list[tuple[str, str, str]], str]:
-    """The pattern triples and the answer placeholder for a gold relation path."""
-    types = []
-    if example.qtype and "_to_" in example.qtype:
-        types = [METAQA_TYPES.get(t, t) for t in example.qtype.split("_to_")]
-    nodes = [example.entities[0]]
-    counts: dict[str, int] = {}
-    for i in range(len(example.relation_path)):
-        kind = types[i + 1] if types else "entity"
-        counts[kind] = counts.get(kind, 0) + 1
-        nodes.append(f"UNKNOWN {kind} {counts[kind]}")
-    triples = []
-    for i, step in enumerate(example.relation_path):
-        rel = phrase(step.relation)
-        a, b = nodes[i], nodes[i + 1]
-        triples.append((a, rel, b) if step.direction == "out" else (b, rel, a))
-    return triples, nodes[-1]
-
-
-def evaluate_modes(name, kg, examples, method, phrase) -> list[dict]:
+def evaluate_modes(name, kg, examples, method) -> list[dict]:
     """One row per matching mode: injective (Definition 1) and the reference code's "prefer"."""
     rows = []
     for mode in (True, "prefer"):
         method.injective = mode
-        row = evaluate(name, kg, examples, method, phrase)
+        row = evaluate(name, kg, examples, method)
         row["injective"] = mode
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "example_misses"}), file=sys.stderr)
     return rows
 
 
-def evaluate(name, kg, examples, method, phrase) -> dict:
+def evaluate(name, kg, examples, method) -> dict:
+    from kgrag.eval.oracles import simgrag_pattern  # the pattern `kgrag eval` builds too
+
     hits_k = hits_1 = in_nodes = complete = 0
     vec, match, misses = [], [], []
     for ex in examples:
-        triples, answer_node = oracle_pattern(ex, phrase)
+        triples, answer_node = simgrag_pattern(ex)
         result = method.retrieve_pattern(triples, ex.question)
         gold = {a.strip().lower() for a in ex.answers}
         answers = [s.metadata["mapping"].get(answer_node, "").lower() for s in result.items]
@@ -184,13 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         method = build(kg, embedder, args.k, args.k_nodes, args.k_relations)
         examples = load_pathquestion(DATA / "pathquestion" / hop_file, limit=args.limit,
                                      seed=args.seed)
-        rows += evaluate_modes(label, kg, examples, method, pathquestion_phrase)
+        rows += evaluate_modes(label, kg, examples, method)
     kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
     method = build(kg, embedder, args.k, args.k_nodes, args.k_relations)
     for hop in (1, 2, 3):
         examples = load_metaqa(DATA / "metaqa", hop, limit=args.limit, seed=args.seed)
-        rows += evaluate_modes(f"MetaQA-{hop}hop", kg, examples, method,
-                               lambda r: METAQA_PHRASES.get(r, r.replace("_", " ")))
+        rows += evaluate_modes(f"MetaQA-{hop}hop", kg, examples, method)
     report = {
         "benchmark": "simgrag_oracle_recall",
         "settings": {"k": args.k, "k_nodes": args.k_nodes, "k_relations": args.k_relations,
