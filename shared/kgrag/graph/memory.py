@@ -133,7 +133,7 @@ def _range_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.cumsum(steps)
 
 
-def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions ``starts[i] .. starts[i]+counts[i]-1`` for all i, and the owner ``i`` of each."""
     if len(counts) == 1:  # the common single-node case, without the repeat/cumsum machinery
         start, count = int(starts[0]), int(counts[0])
@@ -536,18 +536,36 @@ class KnowledgeGraph:
         if rel_ids is None:
             indptr = self.in_indptr if reverse else self.out_indptr
             starts, counts = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
-            pos, owner = _expand_ranges(starts, counts)
+            pos, owner = expand_ranges(starts, counts)
         else:
             parts_pos, parts_owner = [], []
             for rel in rel_ids.tolist():
                 starts, counts = self._pair_ranges(nodes, rel, reverse)
-                p, o = _expand_ranges(starts, counts)
+                p, o = expand_ranges(starts, counts)
                 parts_pos.append(p)
                 parts_owner.append(o)
             pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
             owner = np.concatenate(parts_owner) if parts_owner else np.empty(0, np.int64)
         edges = self.in_order[pos].astype(np.int64) if reverse else pos
         return edges, owner
+
+    def incident_ids(self, nodes: np.ndarray, *, self_loops_once: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge at ``nodes`` in either direction, per entry of ``nodes`` (repeats allowed):
+        ``(owner index into nodes, edge id, other end, forward)``, out-edges first.
+
+        A self-loop is both an out-edge and an in-edge of its node; ``self_loops_once`` keeps
+        only its out-edge copy (set it False to walk it both ways).
+        """
+        nodes = np.asarray(nodes, dtype=np.int64)
+        e_out, own_out = self._edges_one_direction(nodes, False, None)
+        e_in, own_in = self._edges_one_direction(nodes, True, None)
+        if self_loops_once:
+            keep = self.heads[e_in] != self.tails[e_in]
+            e_in, own_in = e_in[keep], own_in[keep]
+        other = np.concatenate([self.tails[e_out], self.heads[e_in]]).astype(np.int64)
+        forward = np.concatenate([np.ones(len(e_out), bool), np.zeros(len(e_in), bool)])
+        return np.concatenate([own_out, own_in]), np.concatenate([e_out, e_in]), other, forward
 
     def edges_ids(self, nodes: np.ndarray, direction: Direction = "both",
                   relations: Iterable[str | int] | None = None) -> np.ndarray:
@@ -618,7 +636,7 @@ class KnowledgeGraph:
                 starts, counts = self._pair_ranges(frontier, int(rel), reverse)
                 if fan_out is not None:
                     counts = np.minimum(counts, fan_out)
-                pos, owner = _expand_ranges(starts, counts)
+                pos, owner = expand_ranges(starts, counts)
                 e = self.in_order[pos].astype(np.int64) if reverse else pos
                 nxt = (self.heads if reverse else self.tails)[e].astype(np.int64)
                 cand.append((e, owner, nxt, np.full(len(e), not reverse)))

@@ -47,23 +47,6 @@ class LLMFreeResult:
     candidates: list[ScoredEntity] = field(default_factory=list)
 
 
-def _incident(kg: KnowledgeGraph, nodes: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(owner index, edge id, other end, forward flag) of every edge touching ``nodes``."""
-    parts = []
-    for reverse in (False, True):
-        indptr = kg.in_indptr if reverse else kg.out_indptr
-        starts, counts = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
-        owner = np.repeat(np.arange(len(nodes), dtype=np.int64), counts)
-        offsets = np.cumsum(counts) - counts
-        pos = (np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(offsets, counts)
-               + np.repeat(starts, counts))
-        edges = kg.in_order[pos].astype(np.int64) if reverse else pos
-        other = (kg.heads if reverse else kg.tails)[edges].astype(np.int64)
-        parts.append((owner, edges, other, np.full(len(edges), not reverse)))
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))  # type: ignore[return-value]
-
-
 def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hops: int = 2
                  ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
     """All walks of 1..``hops`` edges from ``seeds``; returns per-length node/edge/forward arrays
@@ -76,7 +59,8 @@ def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hop
     for length in range(1, hops + 1):
         if len(nodes) == 0:
             break
-        owner, e, other, f = _incident(kg, nodes[:, -1])
+        # a self-loop is walked both ways, as an out-edge and as an in-edge
+        owner, e, other, f = kg.incident_ids(nodes[:, -1], self_loops_once=False)
         if edges.shape[1]:
             keep = e != edges[owner, -1]  # no immediate backtrack over the same edge
             owner, e, other, f = owner[keep], e[keep], other[keep], f[keep]

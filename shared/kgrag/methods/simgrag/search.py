@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kgrag.graph.memory import expand_ranges
 from kgrag.methods.simgrag.pattern import PatternError
 
 #: Slack on the pruning test, so float rounding in partial sums never prunes an exact tie.
@@ -219,17 +220,6 @@ def plan_steps(n_nodes: int, edges: Sequence[tuple[int, int]], root: int) -> lis
     return steps
 
 
-def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``starts[i] .. starts[i]+counts[i]-1`` for every i, and the owner ``i`` of each."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    offsets = np.cumsum(counts) - counts
-    positions = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, counts)
-    return positions, owner
-
-
 class SubgraphSearch:
     """One top-k search over a :class:`~kgrag.graph.memory.KnowledgeGraph` (see module docs).
 
@@ -356,16 +346,8 @@ class SubgraphSearch:
     def _incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every edge at ``nodes`` in either direction: ``(owner index into nodes, edge id, other
         end)``, out-edges first; a self-loop appears once."""
-        kg = self.kg
-        start = kg.out_indptr[nodes]
-        e_out, own_out = _expand_ranges(start, kg.out_indptr[nodes + 1] - start)
-        start = kg.in_indptr[nodes]
-        pos_in, own_in = _expand_ranges(start, kg.in_indptr[nodes + 1] - start)
-        e_in = kg.in_order[pos_in].astype(np.int64)
-        loop = kg.heads[e_in] == kg.tails[e_in]  # a self-loop is already among the out-edges
-        e_in, own_in = e_in[~loop], own_in[~loop]
-        other = np.concatenate([kg.tails[e_out], kg.heads[e_in]]).astype(np.int64)
-        return np.concatenate([own_out, own_in]), np.concatenate([e_out, e_in]), other
+        owner, edges, other, _ = self.kg.incident_ids(nodes)
+        return owner, edges, other
 
     def _domain_reads(self, domain: _NodeCosts) -> int:
         """How many adjacency entries reading every edge of the domain costs (cached)."""
@@ -558,7 +540,7 @@ class SubgraphSearch:
             outer, edges, inner = reverse
             lo = np.searchsorted(outer, nodes, side="left")
             hi = np.searchsorted(outer, nodes, side="right")
-            pos, own = _expand_ranges(lo, hi - lo)
+            pos, own = expand_ranges(lo, hi - lo)
             e, t = edges[pos], inner[pos]
             return own, e, t, self._option_cost(s, e, t)  # grouped by owner (nodes are sorted)
         own, e, t = self._incident(nodes)
@@ -638,7 +620,7 @@ class SubgraphSearch:
         o_own, o_e, o_t, o_cost = self._options(s, nodes)
         counts = np.bincount(o_own, minlength=len(nodes))
         starts = np.cumsum(counts) - counts
-        idx, own = _expand_ranges(starts[which], counts[which])
+        idx, own = expand_ranges(starts[which], counts[which])
         e, t, cost = o_e[idx], o_t[idx], o_cost[idx]
         ok = np.ones(len(e), dtype=bool)
         if step.new:
