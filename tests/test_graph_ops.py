@@ -299,3 +299,19 @@ def test_names_and_lookups(kg):
     with pytest.raises(UnknownNodeError):
         kg.node_ids(["Nobody"], missing="raise")
     assert len(kg) == 13 and "edges=13" in repr(kg)
+
+
+def test_incident_ids_reads_both_directions_per_entry():
+    kg = KnowledgeGraph.from_triples([("a", "r", "b"), ("c", "r", "a"), ("a", "s", "a")])
+    a, b = kg.node_id("a"), kg.node_id("b")
+    owner, edges, other, forward = kg.incident_ids(np.array([a, b, a]))
+    got = sorted(zip(owner.tolist(), kg.edge_triples(edges), other.tolist(), forward.tolist()),
+                 key=lambda x: (x[0], not x[3], x[1].tail))
+    names = [(o, t.as_tuple(), kg.node_names[n], f) for o, t, n, f in got]
+    for o in (0, 2):  # a repeated node is read once per entry
+        assert [x for x in names if x[0] == o] == [
+            (o, ("a", "s", "a"), "a", True), (o, ("a", "r", "b"), "b", True),
+            (o, ("c", "r", "a"), "c", False)]  # the self-loop once
+    assert [x for x in names if x[0] == 1] == [(1, ("a", "r", "b"), "a", False)]
+    both = kg.incident_ids(np.array([a]), self_loops_once=False)
+    assert len(both[0]) == 4 and sorted(both[3].tolist()) == [False, False, True, True]
