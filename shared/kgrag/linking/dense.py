@@ -20,11 +20,12 @@ DEFAULT_HNSW_THRESHOLD = 200_000
 ADD_CHUNK = 50_000
 
 
-def _faiss() -> Any:
+def load_faiss(purpose: str = "dense linking") -> Any:
+    """The ``faiss`` module, imported on first use; a clear error naming ``purpose`` if absent."""
     try:
         import faiss
     except ImportError as exc:  # pragma: no cover - declared dependency
-        raise ImportError("dense linking needs FAISS: `pip install faiss-cpu`") from exc
+        raise ImportError(f"{purpose} needs FAISS: `pip install faiss-cpu`") from exc
     return faiss
 
 
@@ -60,7 +61,7 @@ class DenseIndex:
     @classmethod
     def build(cls, vectors: np.ndarray, *, hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
               hnsw_m: int = 32, ef_construction: int = 100, ef_search: int = 128) -> DenseIndex:
-        faiss = _faiss()
+        faiss = load_faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
@@ -98,11 +99,11 @@ class DenseIndex:
         return scores, ids
 
     def save(self, path: str | Path) -> None:
-        _faiss().write_index(self.index, str(path))
+        load_faiss().write_index(self.index, str(path))
 
     @classmethod
     def load(cls, path: str | Path) -> DenseIndex:
-        faiss = _faiss()
+        faiss = load_faiss()
         try:
             return cls(faiss.read_index(str(path)))
         except Exception as exc:

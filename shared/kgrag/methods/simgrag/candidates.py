@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.embed.similarity import matvec
-from kgrag.linking.dense import add_in_chunks
+from kgrag.linking.dense import add_in_chunks, load_faiss
 from kgrag.methods.simgrag.pattern import Pattern, is_unknown
 from kgrag.methods.simgrag.search import CandidateSet
 
@@ -48,14 +48,6 @@ DEFAULT_HNSW_THRESHOLD = 1_000_000
 #: 114 ms at efSearch = k (recall 0.997) and 4.0 s at the paper's efSearch = 8 k. At k = 16
 #: HNSW takes 1.1 ms against flat's 5.1 ms.
 AUTO_HNSW_MAX_K = 1024
-
-
-def _faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - declared dependency
-        raise ImportError("SimGRAG's vector search needs FAISS: `pip install faiss-cpu`") from exc
-    return faiss
 
 
 def humanize_relation(name: str) -> str:
@@ -130,7 +122,7 @@ class NameIndex:
             self.vectors = vectors
             self._norms = np.einsum("ij,ij->i", vectors, vectors)
         else:
-            faiss = _faiss()
+            faiss = load_faiss("SimGRAG's HNSW vector search")
             self.index = faiss.IndexHNSWFlat(vectors.shape[1], hnsw_m, faiss.METRIC_L2)
             self.index.hnsw.efConstruction = ef_construction
             add_in_chunks(self.index, vectors, desc="HNSW index (SimGRAG names)")
