@@ -77,21 +77,17 @@ def smallest_k(values: np.ndarray, k: int, *, sample: int = 32768) -> np.ndarray
     k = min(int(k), n)
     if k <= 0:
         return np.empty(0, dtype=np.int64)
+    kept = None
     step = n // sample
     if step >= 4 and k < n // 2:
         probe = values[::step]
         expected = k * len(probe) / n
         rank = min(len(probe) - 1, int(expected + 4.0 * np.sqrt(expected) + 8))
-        threshold = np.partition(probe, rank)[rank]
-        kept = np.flatnonzero(values <= threshold)
-        if len(kept) < k:
-            kept = np.argpartition(values, k - 1)[:k]
-    else:
-        kept = np.argpartition(values, k - 1)[:k] if k < n else np.arange(n)
-    # the k-th value may be tied beyond ``kept`` only in the fallback: take every tie, then cut
-    kth = values[kept].max() if len(kept) == k else None
-    if kth is not None:
-        kept = np.flatnonzero(values <= kth)
+        kept = np.flatnonzero(values <= np.partition(probe, rank)[rank])
+        if len(kept) < k:  # the sample misled: fall back to the exact k-th value
+            kept = None
+    if kept is None:  # every value up to the k-th smallest, ties included
+        kept = np.flatnonzero(values <= np.partition(values, k - 1)[k - 1])
     order = np.lexsort((kept, values[kept]))[:k]
     return kept[order].astype(np.int64)
 
@@ -100,19 +96,23 @@ class NameIndex:
     """L2 nearest names over embeddings; :meth:`search` gives :class:`CandidateSet` per query.
 
     ``index="flat"`` keeps the float32 matrix itself (no copy when given one) and searches it
-    exactly with numpy; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat``.
+    exactly with numpy; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat``; ``index="auto"``
+    picks HNSW from ``hnsw_threshold`` vectors on, unless ``expected_k`` (the k searches will
+    ask for) is above ``AUTO_HNSW_MAX_K``.
     """
 
     def __init__(self, vectors: np.ndarray, *, index: str = "auto",
                  hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD, hnsw_m: int = 32,
-                 ef_construction: int = 200, ef_search_factor: int = 8) -> None:
+                 ef_construction: int = 200, ef_search_factor: int = 8,
+                 expected_k: int | None = None) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
         if index not in ("auto", "flat", "hnsw"):
             raise ValueError("index must be 'auto', 'flat' or 'hnsw'")
-        if index == "auto":
-            index = "hnsw" if len(vectors) >= hnsw_threshold else "flat"
+        if index == "auto":  # HNSW for many names, unless searches will ask for a large k
+            index = "hnsw" if len(vectors) >= hnsw_threshold and (
+                expected_k is None or expected_k <= AUTO_HNSW_MAX_K) else "flat"
         self.kind = index
         self.ef_search_factor = ef_search_factor
         self._size = len(vectors)
@@ -195,9 +195,7 @@ class CandidateGenerator:
             node_vectors = embedder.embed_documents(list(node_names))
         if len(node_vectors) != len(node_names):
             raise ValueError("node_vectors must have one row per node")
-        if index_options.get("index", "auto") == "auto" and self.k_nodes > AUTO_HNSW_MAX_K:
-            index_options["index"] = "flat"
-        self.node_index = NameIndex(node_vectors, **index_options)
+        self.node_index = NameIndex(node_vectors, expected_k=self.k_nodes, **index_options)
         rel_texts = [humanize_relation(r) if humanize_relations else r for r in self.relation_names]
         self.relation_index = NameIndex(embedder.embed_documents(rel_texts), index="flat")
         self.type_members: list[np.ndarray] = []
