@@ -191,13 +191,14 @@ def test_demo_on_other_data_and_missing_data(capsys, tmp_path, monkeypatch):
 
 def test_demo_data_path(monkeypatch, tmp_path):
     monkeypatch.delenv(demo.DEMO_DATA_ENV, raising=False)
-    assert demo.demo_data_path() == MOVIES
+    assert demo.demo_data_path() == MOVIES.resolve()
+    assert demo.demo_data_path().parent.name == "data"  # inside the package, not examples/
     other = tmp_path / "mine.tsv"
     other.write_text("a\tr\tb\n")
     monkeypatch.setenv(demo.DEMO_DATA_ENV, str(other))
     assert demo.demo_data_path() == other
     monkeypatch.delenv(demo.DEMO_DATA_ENV)
-    with pytest.raises(FileNotFoundError, match="pip install -e"):
+    with pytest.raises(FileNotFoundError, match="KGRAG_DEMO_DATA"):
         demo.demo_data_path("no-such-file.tsv")
 
 

@@ -39,12 +39,11 @@ DEMO_DATA_ENV = "KGRAG_DEMO_DATA"
 def demo_data_path(name: str = "movies.tsv") -> Path:
     """Where the bundled demo data file ``name`` is.
 
-    The data lives in the repository (``examples/data/``), not inside the Python package, and
-    kgrag is installed in editable mode from a checkout, so the file is found relative to this
-    module: ``shared/kgrag/demo.py`` -> ``<repo>/examples/data/<name>``. Setting the environment
-    variable ``KGRAG_DEMO_DATA`` to a triples file overrides the lookup (e.g. for a
-    non-editable install). Raises :class:`FileNotFoundError` saying both options when the file
-    is not there.
+    The demo graph ships inside the package (``kgrag/data/``, package data), so ``kgrag demo``
+    works from any folder after a plain ``pip install kgrag``; ``examples/data/movies.tsv`` in
+    a checkout is a link to the same file. Setting the environment variable
+    ``KGRAG_DEMO_DATA`` to a triples file overrides the lookup. Raises
+    :class:`FileNotFoundError` naming what was looked for when the file is not there.
     """
     override = os.environ.get(DEMO_DATA_ENV)
     if override:
@@ -52,12 +51,11 @@ def demo_data_path(name: str = "movies.tsv") -> Path:
         if not path.is_file():
             raise FileNotFoundError(f"{DEMO_DATA_ENV}={override} is not a file")
         return path
-    repo_root = Path(__file__).resolve().parents[2]
-    path = repo_root / "examples" / "data" / name
+    path = Path(__file__).resolve().parent / "data" / name
     if not path.is_file():
         raise FileNotFoundError(
-            f"demo data {path} not found; the demo needs kgrag installed from a repository "
-            f"checkout (pip install -e .), or {DEMO_DATA_ENV} set to a triples file"
+            f"demo data {name!r} is not in the installed package ({path.parent}); set "
+            f"{DEMO_DATA_ENV} to a triples file or reinstall kgrag"
         )
     return path
 
