@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from pathlib import Path
 
-METAQA_KB = Path(__file__).resolve().parents[2] / "shared" / "data" / "metaqa" / "kb_reconstructed.txt"
+from shared_data import shared_data
+
 
 
 def metaqa_films(n_triples: int, seed: int, *, forbidden: str = "'\"\\") -> list[tuple[str, str, str]]:
@@ -16,7 +16,7 @@ def metaqa_films(n_triples: int, seed: int, *, forbidden: str = "'\"\\") -> list
     does not escape parameters; see docs/graph-databases.md).
     """
     by_head: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    with open(METAQA_KB, encoding="utf-8") as f:
+    with open(shared_data("metaqa", "kb_reconstructed.txt"), encoding="utf-8") as f:
         for line in f:
             h, r, t = line.rstrip("\n").split("|")
             by_head[h].append((h, r, t))

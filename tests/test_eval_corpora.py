@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from kgrag.errors import GraphFormatError
 from kgrag.eval import load_hotpotqa, load_musique
 from kgrag.eval.metrics import answer_recall
+from shared_data import shared_data
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def test_musique_ketrag_sample():
-    data = load_musique(DATA / "musique")
+    data = load_musique(shared_data("musique"))
     assert len(data.examples) == 500 and len(data.passages) == 6761
     first = data.examples[0]
     assert first.id == "2hop__10515_21567" and first.answers == ("John Kukuzelis",)
@@ -25,7 +24,7 @@ def test_musique_ketrag_sample():
 
 
 def test_musique_hipporag_subset_has_aliases_and_titled_passages():
-    data = load_musique(DATA / "musique", subset="hipporag_train100")
+    data = load_musique(shared_data("musique"), subset="hipporag_train100")
     assert len(data.examples) == 100 and len(data.passages) == 1890
     first = data.examples[0]
     assert first.answers == ("G. Stanley Hall", "Stanley Hall")
@@ -37,7 +36,7 @@ def test_musique_hipporag_subset_has_aliases_and_titled_passages():
 
 
 def test_hotpotqa_questions_and_corpus():
-    data = load_hotpotqa(DATA / "hotpotqa")
+    data = load_hotpotqa(shared_data("hotpotqa"))
     assert len(data.examples) == 100 and len(data.passages) == 994
     first = data.examples[0]
     assert first.question == "If Gallu is a demon Lilu is what?" and first.answers == ("a spirit",)
@@ -46,11 +45,11 @@ def test_hotpotqa_questions_and_corpus():
 
 
 def test_limit_is_a_seeded_sample_in_file_order():
-    a = load_musique(DATA / "musique", limit=20, seed=3).examples
-    b = load_musique(DATA / "musique", limit=20, seed=3).examples
-    c = load_musique(DATA / "musique", limit=20, seed=4).examples
+    a = load_musique(shared_data("musique"), limit=20, seed=3).examples
+    b = load_musique(shared_data("musique"), limit=20, seed=3).examples
+    c = load_musique(shared_data("musique"), limit=20, seed=4).examples
     assert a == b and a != c and len(a) == 20
-    everything = [ex.id for ex in load_musique(DATA / "musique").examples]
+    everything = [ex.id for ex in load_musique(shared_data("musique")).examples]
     positions = [everything.index(ex.id) for ex in a]
     assert positions == sorted(positions)
 

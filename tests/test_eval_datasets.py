@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError
 from kgrag.eval import load_jsonl, load_metaqa, load_pathquestion, metaqa_relation_path
+from shared_data import shared_data
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def test_metaqa_relation_paths():
@@ -22,20 +21,20 @@ def test_metaqa_relation_paths():
 
 
 def test_metaqa_gold_paths_reach_the_answers():
-    kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt")
+    kg = KnowledgeGraph.from_csv(shared_data("metaqa") / "kb_reconstructed.txt")
     for hop in (1, 2, 3):
-        examples = load_metaqa(DATA / "metaqa", hop, limit=40, seed=1)
+        examples = load_metaqa(shared_data("metaqa"), hop, limit=40, seed=1)
         assert len(examples) == 40
         for ex in examples:
             ends = {p.target for p in kg.follow_path(ex.entities, ex.relation_path)}
             assert set(ex.answers) <= ends, ex
-    again = load_metaqa(DATA / "metaqa", 1, limit=40, seed=1)
-    assert again == load_metaqa(DATA / "metaqa", 1, limit=40, seed=1)  # seeded sample
+    again = load_metaqa(shared_data("metaqa"), 1, limit=40, seed=1)
+    assert again == load_metaqa(shared_data("metaqa"), 1, limit=40, seed=1)  # seeded sample
 
 
 def test_pathquestion_paths_and_answers():
-    kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / "3H-kb.txt")
-    examples = load_pathquestion(DATA / "pathquestion" / "PQ-3H.txt", limit=50)
+    kg = KnowledgeGraph.from_csv(shared_data("pathquestion") / "3H-kb.txt")
+    examples = load_pathquestion(shared_data("pathquestion") / "PQ-3H.txt", limit=50)
     for ex in examples:
         assert len(ex.relation_path) == 3 and len(ex.path_entities) == 4
         ends = {p.target for p in kg.follow_path(ex.entities, ex.relation_path)}
