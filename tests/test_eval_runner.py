@@ -306,3 +306,25 @@ def test_eval_embedder_caches_whole_name_lists_on_disk(tmp_path):
     second.embed_documents(names[3:4])
     assert np.allclose(second.embed_documents(names), first.embed_documents(names))
     assert inner.calls == [names[:2], names, names[3:4]]  # the whole list came from disk
+
+
+def test_data_root_lookup_says_where_it_looked(monkeypatch, tmp_path, capsys):
+    from kgrag.eval import runner
+
+    monkeypatch.chdir(tmp_path)  # no ../shared/data from here
+    monkeypatch.delenv("KGRAG_DATA", raising=False)
+    beside_checkout = runner.data_root_candidates()[-1][1]
+    if beside_checkout.is_dir():  # a checkout with its datasets: found without any setting
+        assert runner.default_data_root() == beside_checkout
+    monkeypatch.setenv("KGRAG_DATA", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match=r"KGRAG_DATA.*--data-root"):
+        runner.default_data_root()
+    from kgrag.cli import main
+
+    status = main(["eval", "--method", "ultrag", "--dataset", "pq-2h", "--limit", "1",
+                   "--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2 and "kgrag eval: error:" in err and str(tmp_path / "missing") in err
+    status = main(["eval", "--method", "ultrag", "--dataset", "pq-2h", "--limit", "1",
+                   "--data-root", str(tmp_path / "nowhere"), "--no-progress"])
+    assert status == 2 and "nowhere" in capsys.readouterr().err

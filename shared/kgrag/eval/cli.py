@@ -104,7 +104,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="eval-results", help="output directory")
     parser.add_argument("--data-root", default=None,
-                        help="datasets directory (default $KGRAG_DATA or ../shared/data)")
+                        help="datasets folder holding metaqa/, pathquestion/, musique/, hotpotqa/ "
+                             "(default: $KGRAG_DATA, else ../shared/data from the current folder, "
+                             "else beside the kgrag checkout)")
     parser.add_argument("--cache-dir", default=None,
                         help="keep name/passage embeddings here between runs")
     parser.add_argument("--llm", help="module:factory returning a LangChain/LlamaIndex LLM")

@@ -13,7 +13,8 @@ text methods); exact match and token F1 when the method wrote an answer (``llm``
 calls, tokens and latency.
 
 Which method runs on which dataset is :data:`METHOD_DATASETS`; :data:`DATASETS` says where each
-dataset lives under ``data_root`` (default ``../shared/data``, or ``$KGRAG_DATA``).
+dataset lives under ``data_root`` (default: ``$KGRAG_DATA``, else ``../shared/data`` from the
+current folder or beside the checkout; see :func:`default_data_root`).
 """
 
 from __future__ import annotations
@@ -171,8 +172,33 @@ def check_applicable(method: str, dataset: str, mode: str) -> None:
         raise ValueError(f"{method} has no {mode} mode (modes: {', '.join(modes)})")
 
 
+def data_root_candidates() -> list[tuple[str, Path]]:
+    """Where :func:`default_data_root` looks, in order, each with the rule that names it."""
+    if os.environ.get("KGRAG_DATA"):
+        return [("$KGRAG_DATA", Path(os.environ["KGRAG_DATA"]).expanduser())]
+    checkout = Path(__file__).resolve().parents[3]  # <checkout>/shared/kgrag/eval/runner.py
+    return [("./../shared/data from the current folder", Path("../shared/data")),
+            ("../shared/data beside the kgrag checkout", checkout.parent / "shared" / "data")]
+
+
 def default_data_root() -> Path:
-    return Path(os.environ.get("KGRAG_DATA", "../shared/data"))
+    """The datasets folder: ``$KGRAG_DATA``, else ``../shared/data`` (from the current folder,
+    then beside the checkout kgrag is installed from). Raises :class:`FileNotFoundError`
+    listing every place it looked, and how to point it elsewhere, when none exists."""
+    candidates = data_root_candidates()
+    for _, path in candidates:
+        if path.is_dir():
+            return path
+    looked = "; ".join(f"{path} ({rule})" for rule, path in candidates)
+    raise FileNotFoundError(
+        f"no datasets folder found (looked in: {looked}); pass --data-root DIR or set "
+        f"KGRAG_DATA=DIR to the folder holding metaqa/, pathquestion/, musique/, hotpotqa/")
+
+
+def _check_data_root(root: Path) -> Path:
+    if not root.is_dir():
+        raise FileNotFoundError(f"datasets folder {root} (--data-root / data_root=) does not exist")
+    return root
 
 
 #: graphs / corpora loaded in this process, by (data_root, resource key)
@@ -317,7 +343,8 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
     else:
         check_applicable(method_name, dataset_name, mode)
         spec = DATASETS[dataset_name]
-    root = Path(data_root) if data_root is not None else default_data_root()
+    root = (_check_data_root(Path(data_root)) if data_root is not None
+            else default_data_root())
     random.seed(seed)
     np.random.seed(seed)
     examples = spec.load_examples(root, limit, seed)
