@@ -410,16 +410,30 @@ class RelationLinker(EntityLinker):
     Relation names are embedded as their words ("film film directed by", "place of birth":
     :func:`~kgrag.text.names.relation_words`), which embedding models understand better than
     identifiers; exact and fuzzy matching already ignore
-    ``_`` and ``.`` through :func:`~kgrag.linking.fuzzy.name_key`.
+    ``_`` and ``.`` through :func:`~kgrag.linking.fuzzy.name_key`. :meth:`from_graph` adds a
+    relation's other texts (:func:`kgrag.text.relations.relation_texts`: labels and aliases,
+    the last segment of a path-like id) as aliases, so "place of birth" links
+    ``people.person.place_of_birth`` and "director" a ``P57`` labelled so.
     """
 
     kind = "relation"
 
     @classmethod
     def from_graph(cls, graph: Any, **kwargs: Any) -> RelationLinker:
+        from kgrag.text.relations import relation_texts
+
         names = getattr(graph, "relation_names", None)
         if names is None:
             names = graph.list_relations()
+        names = list(names)
+        if "aliases" not in kwargs:
+            aliases: dict[str, list[str]] = {}
+            for name in names:
+                own = name_key(name)
+                for text in relation_texts(graph, name):
+                    if name_key(text) != own:
+                        aliases.setdefault(text, []).append(name)
+            kwargs["aliases"] = aliases
         return cls(names, **kwargs)
 
     def surface_text(self, surface: str) -> str:

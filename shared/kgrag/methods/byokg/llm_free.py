@@ -112,13 +112,13 @@ def llm_free_retrieve(
         masked = masked[:m.start] + masked[m.end:]
     rvec = scorer.query_vector(masked) if masked.strip() and masked != question else qvec
     if isinstance(graph, KnowledgeGraph):
-        kg, rel_sim = graph, scorer.relation_vectors @ rvec
+        kg, rel_sim = graph, scorer.relation_similarities(rvec)
     else:
         local = graph.k_hop_subgraph(list(seen), hops=hops)
         if not local:
             return result
         kg = KnowledgeGraph.from_triples([t.as_tuple() for t in local])
-        rel_sim = scorer.relation_vectors_for(kg.relation_names) @ rvec
+        rel_sim = scorer.relation_similarities_for(kg.relation_names, rvec)
     seed_weight: dict[int, float] = {}  # node id -> best link score, in mention order
     for name, entity in seen.items():
         for node in kg.node_ids([name]).tolist():

@@ -19,13 +19,14 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from kgrag.context.types import Triple
+from kgrag.embed.relations import RelationTextVectors
 from kgrag.embed.similarity import matvec
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm.steps import LLMRequest, Steps
 from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
 from kgrag.methods.byokg.prompts import entity_selection_prompt, relation_selection_prompt
-from kgrag.text.names import relation_words
+from kgrag.text.relations import relation_texts
 
 
 class TripletScorer:
@@ -34,21 +35,30 @@ class TripletScorer:
     Build with :meth:`from_graph` (embeds every node and relation name once; wrap the embedder
     in :class:`kgrag.embed.CachedEmbedder` -- or pass ``cache_dir`` -- to reuse the vectors
     across runs). ``node_vectors`` may also be handed in (e.g. those of a dense entity linker).
+
+    A relation is embedded as the texts of :func:`kgrag.text.relations.relation_texts` (its
+    labels, or its identifier in words, the last segment of a path-like id as well as the whole
+    id); ``cos(q, r)`` is that of its best-matching text. ``relation_vectors`` is either a
+    :class:`~kgrag.embed.relations.RelationTextVectors` or one row per relation.
     """
 
     def __init__(self, graph: Any, embedder: Any, *, node_vectors: np.ndarray | None = None,
-                 relation_vectors: np.ndarray | None = None, hops: int = 2) -> None:
+                 relation_vectors: np.ndarray | RelationTextVectors | None = None,
+                 hops: int = 2) -> None:
         self.graph = graph
         self.embedder = embedder
         self.hops = hops
         self.node_vectors = node_vectors
-        self.relation_vectors = relation_vectors
+        if relation_vectors is not None and not isinstance(relation_vectors, RelationTextVectors):
+            rows = np.asarray(relation_vectors, np.float32)
+            relation_vectors = RelationTextVectors(rows, np.arange(len(rows) + 1))
+        self.relation_vectors: RelationTextVectors | None = relation_vectors
         self._memo: dict[str, np.ndarray] = {}
         if isinstance(graph, KnowledgeGraph):
             if node_vectors is None or relation_vectors is None:
                 raise ValueError("use TripletScorer.from_graph to embed the graph's names")
             if (node_vectors.shape[0] != graph.num_nodes
-                    or relation_vectors.shape[0] != graph.num_relations):
+                    or len(relation_vectors) != graph.num_relations):
                 raise ValueError("node/relation vectors do not match the graph's name tables")
 
     @classmethod
@@ -62,8 +72,7 @@ class TripletScorer:
             return cls(graph, embedder, hops=hops)
         if node_vectors is None:
             node_vectors = np.asarray(embedder.embed_documents(graph.node_names), np.float32)
-        relation_vectors = np.asarray(
-            embedder.embed_documents([relation_words(r) for r in graph.relation_names]), np.float32)
+        relation_vectors = RelationTextVectors.from_graph(graph, embedder)
         return cls(graph, embedder, node_vectors=node_vectors, relation_vectors=relation_vectors,
                    hops=hops)
 
@@ -75,7 +84,7 @@ class TripletScorer:
         """Scores of ``edge_ids`` (all edges when ``None``) on a :class:`KnowledgeGraph`."""
         kg: KnowledgeGraph = self.graph
         node_sim = matvec(self.node_vectors, qvec)
-        rel_sim = matvec(self.relation_vectors, qvec)
+        rel_sim = self.relation_similarities(qvec)
         if edge_ids is None:
             return node_sim[kg.heads] + rel_sim[kg.rels] + node_sim[kg.tails]
         return (node_sim[kg.heads[edge_ids]] + rel_sim[kg.rels[edge_ids]]
@@ -88,9 +97,21 @@ class TripletScorer:
                 self._memo[name] = vec.astype(np.float32)
         return np.stack([self._memo[n] for n in names]) if names else np.zeros((0, 1), np.float32)
 
-    def relation_vectors_for(self, names: Sequence[str]) -> np.ndarray:
-        """Vectors of relation names, embedded as words (:func:`~kgrag.text.names.relation_words`)."""
-        return self._vectors([relation_words(n) for n in names])
+    def relation_similarities(self, qvec: np.ndarray) -> np.ndarray:
+        """``cos(q, r)`` of every relation of the in-memory graph (best text per relation)."""
+        if self.relation_vectors is None:
+            raise ValueError("relation vectors exist only for an in-memory graph")
+        return self.relation_vectors.similarities(qvec)
+
+    def relation_similarities_for(self, names: Sequence[str], qvec: np.ndarray) -> np.ndarray:
+        """``cos(q, r)`` of the named relations (texts embedded on demand and memoised)."""
+        if not names:
+            return np.zeros(0, np.float32)
+        groups = [relation_texts(self.graph, n) for n in names]
+        vectors = self._vectors([t for g in groups for t in g])
+        indptr = np.zeros(len(groups) + 1, np.int64)
+        np.cumsum([len(g) for g in groups], out=indptr[1:])
+        return RelationTextVectors(vectors, indptr).similarities(qvec)
 
     def score_triples(self, qvec: np.ndarray, triples: Sequence[Triple]) -> np.ndarray:
         """Scores of arbitrary triples (names embedded on demand and memoised)."""
@@ -102,10 +123,10 @@ class TripletScorer:
             r = np.fromiter((kg.relation_index[t.relation] for t in triples), np.int64,
                             len(triples))
             tl = np.fromiter((kg.node_index[t.tail] for t in triples), np.int64, len(triples))
-            return (self.node_vectors[h] @ qvec + self.relation_vectors[r] @ qvec
+            return (self.node_vectors[h] @ qvec + self.relation_similarities(qvec)[r]
                     + self.node_vectors[tl] @ qvec)
         heads = self._vectors([t.head for t in triples]) @ qvec
-        rels = self.relation_vectors_for([t.relation for t in triples]) @ qvec
+        rels = self.relation_similarities_for([t.relation for t in triples], qvec)
         tails = self._vectors([t.tail for t in triples]) @ qvec
         return heads + rels + tails
 

@@ -16,9 +16,11 @@ of L2 distances whatever the embedder's normalisation.
   searched with efSearch = ``ef_search_factor`` × k as in the paper (8 × k(n) / 8 × k(r)).
   Approximate: the search downstream is exact only relative to these candidates.
 
-Texts embedded: node names as stored; relation names made readable (``directed_by`` ->
-"directed by", ``placeOfBirth`` -> "place of birth") unless ``humanize_relations=False``, since
-the pattern's relations are written in plain words. An ``UNKNOWN`` item gets no vector search:
+Texts embedded: node names as stored; relations as the texts of
+:func:`kgrag.text.relations.relation_texts` (labels, or the identifier in words: ``directed_by``
+-> "directed by", ``people.person.place_of_birth`` -> "place of birth" and "people person place
+of birth"), the nearest of a relation's texts giving its distance, since the pattern's relations
+are written in plain words; ``humanize_relations=False`` embeds the raw names instead. An ``UNKNOWN`` item gets no vector search:
 it is a wildcard (every item at distance 0). Entity types (``node_types``: type name ->
 entity names) give candidates to the unknown nodes of a pattern component that names no entity
 (the reference code's rule): the placeholder's label without ``UNKNOWN`` and its number
@@ -35,10 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.embed.relations import RelationTextVectors
 from kgrag.embed.similarity import matvec
 from kgrag.linking.dense import add_in_chunks, load_faiss
 from kgrag.methods.simgrag.pattern import Pattern, is_unknown
 from kgrag.methods.simgrag.search import CandidateSet
+from kgrag.text.names import relation_words
 
 DEFAULT_HNSW_THRESHOLD = 1_000_000
 
@@ -51,10 +55,9 @@ AUTO_HNSW_MAX_K = 1024
 
 
 def humanize_relation(name: str) -> str:
-    """``directed_by`` / ``placeOfBirth`` / ``film.director`` -> plain lower-case words."""
-    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    text = re.sub(r"[_./:#]+", " ", text)
-    return " ".join(text.split()).lower() or name
+    """``directed_by`` / ``placeOfBirth`` / ``film.director`` -> plain lower-case words
+    (:func:`kgrag.text.names.relation_words`)."""
+    return relation_words(name)
 
 
 def placeholder_label(text: str) -> str:
@@ -175,12 +178,16 @@ class CandidateGenerator:
 
     ``node_names`` and ``relation_names`` are the graph's name tables (ids are positions).
     ``k_nodes`` / ``k_relations`` / ``k_types`` are the paper's k(n), k(r), k(t).
+    ``relation_texts``: per relation, the texts embedded for it (default: the identifier in
+    words, :func:`~kgrag.text.relations.relation_texts_for`); a relation's distance to a
+    pattern relation is that of its nearest text.
     """
 
     def __init__(self, node_names: Sequence[str], relation_names: Sequence[str], embedder: Any, *,
                  k_nodes: int = 16, k_relations: int = 16, k_types: int = 16,
                  node_types: Mapping[str, Iterable[str]] | None = None,
                  humanize_relations: bool = True, node_vectors: np.ndarray | None = None,
+                 relation_texts: Sequence[Sequence[str]] | None = None,
                  **index_options: Any) -> None:
         for name, value in (("k_nodes", k_nodes), ("k_relations", k_relations),
                             ("k_types", k_types)):
@@ -196,8 +203,17 @@ class CandidateGenerator:
         if len(node_vectors) != len(node_names):
             raise ValueError("node_vectors must have one row per node")
         self.node_index = NameIndex(node_vectors, expected_k=self.k_nodes, **index_options)
-        rel_texts = [humanize_relation(r) if humanize_relations else r for r in self.relation_names]
-        self.relation_index = NameIndex(embedder.embed_documents(rel_texts), index="flat")
+        if not humanize_relations:
+            texts: Sequence[Sequence[str]] = [[r] for r in self.relation_names]
+        elif relation_texts is not None:
+            texts = relation_texts
+        else:
+            from kgrag.text.relations import relation_texts_for
+
+            texts = [relation_texts_for(r) for r in self.relation_names]
+        if len(texts) != len(self.relation_names):
+            raise ValueError("relation_texts must have one entry per relation")
+        self.relation_vectors = RelationTextVectors.from_texts(texts, embedder)
         self.type_members: list[np.ndarray] = []
         self.type_names: list[str] = []
         self.type_index: NameIndex | None = None
@@ -230,7 +246,7 @@ class CandidateGenerator:
                 found = self.node_index.search(vectors[: len(node_texts)], self.k_nodes)
                 node_sets = dict(zip(node_texts, found))
             if rel_texts:
-                found = self.relation_index.search(vectors[len(node_texts):], self.k_relations)
+                found = self.relation_candidates(vectors[len(node_texts):])
                 rel_sets = dict(zip(rel_texts, found))
         else:
             embed_seconds = 0.0
@@ -240,6 +256,14 @@ class CandidateGenerator:
         info = {"vector_search_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds, "typed_nodes": typed}
         return node_cands, rel_cands, info
+
+    def relation_candidates(self, vectors: np.ndarray) -> list[CandidateSet]:
+        """The ``k_relations`` nearest relations of each query vector (exact; ties by id)."""
+        out = []
+        for row in self.relation_vectors.distances(vectors):
+            ids = smallest_k(row, self.k_relations)
+            out.append(CandidateSet(ids, row[ids]))
+        return out
 
     def _type_candidates(self, pattern: Pattern, node_cands: list[CandidateSet | None]) -> list[str]:
         """Fill unknown nodes of components without a known node from the nearest entity types."""

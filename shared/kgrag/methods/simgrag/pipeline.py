@@ -37,6 +37,7 @@ from kgrag.methods.simgrag.prompts import (
     verbalize_graphs,
 )
 from kgrag.methods.simgrag.search import CandidateSet, Match, SearchResult, top_k_subgraphs
+from kgrag.text.relations import all_relation_texts
 
 
 class SimGRAG(KGMethod):
@@ -116,7 +117,8 @@ class SimGRAG(KGMethod):
         self.candidates = CandidateGenerator(
             node_names, relation_names, self.embedder, k_nodes=k_nodes, k_relations=k_relations,
             k_types=k_types, node_types=node_types, humanize_relations=humanize_relations,
-            node_vectors=node_vectors, index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
+            node_vectors=node_vectors,
+            relation_texts=all_relation_texts(graph, self.relation_names), index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
             ef_construction=ef_construction, ef_search_factor=ef_search_factor)
 
     @classmethod

@@ -1,0 +1,92 @@
+"""One place turns a relation into the texts an embedder reads; every method uses it."""
+
+import numpy as np
+import pytest
+
+from kgrag import KnowledgeGraph
+from kgrag.embed import LookupEmbedder
+from kgrag.embed.relations import RelationTextVectors
+from kgrag.linking import RelationLinker
+from kgrag.text.relations import identifier_texts, is_opaque, relation_texts, relation_texts_for
+
+
+@pytest.mark.parametrize("name, texts", [
+    ("directed_by", ["directed by"]),
+    ("people.person.place_of_birth", ["place of birth", "people person place of birth"]),
+    ("__people__person__place_of_birth", ["place of birth", "people person place of birth"]),
+    ("/film/film/directed_by", ["directed by", "film film directed by"]),
+    ("http://dbpedia.org/ontology/birthPlace", ["birth place"]),
+    ("schema:birthPlace", ["birth place", "schema birth place"]),
+    ("P57", ["p57"]),
+])
+def test_identifier_texts(name, texts):
+    assert identifier_texts(name) == texts
+
+
+def test_priority_label_then_description_then_identifier():
+    assert relation_texts_for("P57", labels=["director", "directed by"],
+                              description="the film's director") == ["director", "directed by"]
+    assert relation_texts_for("P57", description="the film's director") == ["the film's director"]
+    # a readable identifier adds its words after the description, a label's duplicate is dropped
+    assert relation_texts_for("directed_by", labels=["Directed By"]) == ["Directed By"]
+    assert relation_texts_for("film.directed_by", description="who directed it") == [
+        "who directed it", "directed by", "film directed by"]
+    assert is_opaque("P57") and is_opaque("r12") and not is_opaque("born_in")
+
+
+def test_relation_texts_reads_the_graphs_tables():
+    kg = KnowledgeGraph.from_triples([("a", "P1", "b"), ("a", "x.y.lives_in", "c")],
+                                     relation_descriptions={"P1": "child of"})
+    kg.relation_labels = {"P1": ["parent"]}
+    assert relation_texts(kg, "P1") == ["parent"]
+    assert relation_texts(kg, kg.relation_id("x.y.lives_in")) == ["lives in", "x y lives in"]
+
+
+def test_vectors_take_the_best_text_per_relation():
+    emb = LookupEmbedder({"a": [1, 0, 0], "b": [0, 1, 0], "c": [0, 0, 1]})
+    vecs = RelationTextVectors.from_texts([["a", "b"], ["c"], ["a"]], emb)
+    q = np.array([0.0, 1.0, 0.0], np.float32)
+    assert vecs.similarities(q).tolist() == [1.0, 0.0, 0.0]
+    d = vecs.distances(np.stack([q, np.array([0, 0, 1.0])]))
+    assert d.shape == (2, 3)
+    np.testing.assert_allclose(d[0], [0.0, np.sqrt(2), np.sqrt(2)], atol=1e-6)
+    np.testing.assert_allclose(d[1], [np.sqrt(2), 0.0, np.sqrt(2)], atol=1e-6)
+    with pytest.raises(ValueError):
+        RelationTextVectors.from_texts([["a"], []], emb)
+
+
+def test_last_segment_wins_for_a_person_phrase(minilm):
+    """Relations sharing domain words crowd each other out when only the whole path is read."""
+    rels = ["people.person.place_of_birth", "people.person.parents", "people.person.profession",
+            "people.person.nationality", "people.deceased_person.place_of_death"]
+    q = minilm.embed_query("birthplace")
+    whole = RelationTextVectors.from_texts([[identifier_texts(r)[-1]] for r in rels], minilm)
+    both = RelationTextVectors.from_texts([identifier_texts(r) for r in rels], minilm)
+    assert int(np.argmax(both.similarities(q))) == 0
+    assert both.similarities(q)[0] > whole.similarities(q)[0]
+
+
+def test_relation_linker_links_labels_and_last_segments():
+    kg = KnowledgeGraph.from_triples([("a", "P1", "b"), ("a", "people.person.place_of_birth", "c")])
+    kg.relation_labels = {"P1": ["parent", "father or mother"]}
+    linker = RelationLinker.from_graph(kg, mode="fuzzy")
+    assert linker.link("parent")[0].name == "P1"
+    assert linker.link("place of birth")[0].name == "people.person.place_of_birth"
+    assert linker.link("place of birth")[0].source == "alias"
+
+
+def test_simgrag_and_byokg_read_labels(minilm):
+    """An opaque relation id with a label is found by the label's words in both methods."""
+    from kgrag.methods.byokg.triplets import TripletScorer
+    from kgrag.methods.simgrag import SimGRAG
+
+    triples = [("Paprika", "P1", "Satoshi Kon"), ("Paprika", "P2", "Japanese"),
+               ("Paprika", "P3", "Megumi Hayashibara")]
+    kg = KnowledgeGraph.from_triples(triples)
+    kg.relation_labels = {"P1": ["directed by"], "P2": ["in language"], "P3": ["starred actors"]}
+    sim = SimGRAG(kg, embedder=minilm, k_relations=1)
+    result = sim.retrieve_pattern([("Paprika", "director", "UNKNOWN person 1")])
+    assert [t.relation for t in result.items[0].triples] == ["P1"]
+    scorer = TripletScorer.from_graph(kg, minilm)
+    q = minilm.embed_query("language")
+    assert kg.relation_names[int(np.argmax(scorer.relation_similarities(q)))] == "P2"
