@@ -129,3 +129,20 @@ def test_parsers_only_raise_their_own_error(text):
         extract_json_object(text)
     except LLMOutputError:
         pass
+
+
+def test_an_exhausted_fake_model_is_a_typed_error_sync_and_async():
+    import asyncio
+
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from kgrag.errors import LLMCallError
+    from kgrag.llm.base import as_llm
+    from kgrag.llm.steps import acomplete_and_parse, complete_and_parse
+
+    llm = as_llm(GenericFakeChatModel(messages=iter(["only one"])))
+    assert complete_and_parse(llm, "q", str)[0] == "only one"
+    with pytest.raises(LLMCallError, match="ran out of replies"):
+        complete_and_parse(llm, "q", str)
+    with pytest.raises(LLMCallError, match="ran out of replies"):
+        asyncio.run(acomplete_and_parse(llm, "q", str))

@@ -51,6 +51,11 @@ class LLMNotConfiguredError(KgragError):
     """A step needs an LLM and none was passed."""
 
 
+class LLMCallError(KgragError, RuntimeError):
+    """The LLM call itself failed in a way that is not a network or provider error the caller
+    should see as-is (e.g. a scripted fake model that ran out of replies)."""
+
+
 class LLMOutputError(KgragError, ValueError):
     """An LLM reply could not be parsed into what the step needs (after any bounded retries)."""
 

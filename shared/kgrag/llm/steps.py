@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kgrag.errors import LLMOutputError
+from kgrag.errors import LLMCallError, LLMOutputError
 
 T = TypeVar("T")
 
@@ -84,6 +84,13 @@ def ask_and_parse(prompt: str, parse: Callable[[str], T], *, retries: int = 1,
     raise AssertionError("unreachable: the last try returns or raises")
 
 
+def _exhausted(exc: StopIteration) -> LLMCallError:
+    # A StopIteration escaping an LLM call would become "coroutine raised StopIteration" (PEP
+    # 479) far from its cause; it almost always means a scripted fake model ran out of replies.
+    return LLMCallError("the LLM raised StopIteration (a scripted or fake model that ran out "
+                        "of replies?)")
+
+
 def _as_text(reply: Any) -> str:
     return reply if isinstance(reply, str) else str(reply or "")
 
@@ -113,7 +120,14 @@ async def run_async(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
     """Drive ``steps`` to the end, answering every request with ``await llm.acomplete``."""
 
     async def complete(request: LLMRequest) -> Any:
-        return await llm.acomplete(request.prompt, system=request.system)
+        try:
+            return await llm.acomplete(request.prompt, system=request.system)
+        except StopIteration as exc:
+            raise _exhausted(exc) from None
+        except RuntimeError as exc:  # asyncio turns a StopIteration into a bare RuntimeError
+            if isinstance(exc.__cause__, StopIteration):
+                raise _exhausted(exc.__cause__) from None
+            raise
 
     return await _drive(steps, complete, log)
 
@@ -126,7 +140,10 @@ def run_sync(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
     """
 
     async def complete(request: LLMRequest) -> Any:
-        return llm.complete(request.prompt, system=request.system)
+        try:
+            return llm.complete(request.prompt, system=request.system)
+        except StopIteration as exc:
+            raise _exhausted(exc) from None
 
     driver = _drive(steps, complete, log)
     try:
