@@ -90,3 +90,31 @@ def test_simgrag_and_byokg_read_labels(minilm):
     scorer = TripletScorer.from_graph(kg, minilm)
     q = minilm.embed_query("language")
     assert kg.relation_names[int(np.argmax(scorer.relation_similarities(q)))] == "P2"
+
+
+def test_relation_labels_from_a_mapping_a_file_and_networkx(tmp_path):
+    import networkx as nx
+
+    from kgrag.errors import GraphFormatError, UnknownRelationError
+
+    triples = [("Paprika", "P57", "Satoshi Kon"), ("Paprika", "P364", "Japanese")]
+    kg = KnowledgeGraph.from_triples(triples, relation_labels={"P57": "director"})
+    assert kg.relation_labels == {"P57": ["director"]}
+    assert relation_texts(kg, "P57") == ["director"]
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("P57\tdirector\tdirected by\nP364\toriginal language\n", encoding="utf-8")
+    kg = KnowledgeGraph.from_triples(triples, relation_labels=labels)
+    assert kg.relation_labels == {"P57": ["director", "directed by"],
+                                  "P364": ["original language"]}
+    kg.save(tmp_path / "g")
+    assert KnowledgeGraph.load(tmp_path / "g").relation_labels == kg.relation_labels
+    g = nx.MultiDiGraph()
+    g.add_edge("Paprika", "Satoshi Kon", relation="P57", label="director")
+    from_nx = KnowledgeGraph.from_networkx(g)
+    assert from_nx.relation_labels == {"P57": ["director"]}
+    assert KnowledgeGraph.from_networkx(from_nx.to_networkx()).relation_labels == {
+        "P57": ["director"]}
+    with pytest.raises(UnknownRelationError):
+        KnowledgeGraph.from_triples(triples, relation_labels={"P1": "x"})
+    with pytest.raises(GraphFormatError):
+        KnowledgeGraph.from_triples(triples, relation_labels=tmp_path / "missing.tsv")

@@ -96,7 +96,7 @@ def name_ordered(kg: KnowledgeGraph) -> KnowledgeGraph:
         [kg.node_names[i] for i in node_order], [kg.relation_names[i] for i in rel_order],
         node_map[kg.heads], rel_map[kg.rels], node_map[kg.tails],
         node_descriptions=kg.node_descriptions, relation_descriptions=kg.relation_descriptions,
-        aliases=kg.aliases,
+        aliases=kg.aliases, relation_labels=kg.relation_labels, annotations=kg.annotations,
     )
 
 

@@ -155,6 +155,44 @@ def read_triples(path: Any, **kwargs: Any) -> TripleReader:
     return TripleReader(path, **kwargs)
 
 
+# ---------------------------------------------------------------------- relation labels
+def read_relation_labels(path: Any, *, encoding: str = "utf-8") -> dict[str, list[str]]:
+    """Relation labels from a second file: JSON ``{"P57": "director" | [labels...]}``, or
+    lines ``relation<TAB>label[<TAB>alias...]`` (comma-separated in a ``.csv``; ``#`` comments).
+
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "labels.tsv")
+    >>> _ = open(f, "w").write("P57\tdirector\tdirected by\n# comment\nP161\tcast member\n")
+    >>> read_relation_labels(f)
+    {'P57': ['director', 'directed by'], 'P161': ['cast member']}
+    """
+    import csv
+
+    p = FsPath(path)
+    if not p.exists():
+        raise GraphFormatError(f"relation label file {p} does not exist", path=str(p))
+    text = p.read_text(encoding=encoding)
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GraphFormatError(f"not JSON: {exc}", path=str(p)) from None
+        if not isinstance(data, dict):
+            raise GraphFormatError("expected a JSON object {relation: label(s)}", path=str(p))
+        return {str(k): [v] if isinstance(v, str) else [str(x) for x in v]
+                for k, v in data.items()}
+    delimiter = "," if p.suffix.lower() == ".csv" else "\t"
+    labels: dict[str, list[str]] = {}
+    for number, row in enumerate(csv.reader(text.splitlines(), delimiter=delimiter), start=1):
+        if not row or not row[0].strip() or row[0].lstrip().startswith("#"):
+            continue
+        names = [c.strip() for c in row[1:] if c.strip()]
+        if not names:
+            raise GraphFormatError("expected relation and label", path=str(p), line=number)
+        labels.setdefault(row[0].strip(), []).extend(names)
+    return labels
+
+
 # ---------------------------------------------------------------------- save / load
 def _write_json(path: FsPath, obj: Any) -> None:
     path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
@@ -174,7 +212,10 @@ def save_graph(kg: "KnowledgeGraph", directory: Any) -> None:
             "node_descriptions": kg.node_descriptions,
             "relation_descriptions": kg.relation_descriptions,
             "aliases": kg.aliases,
+            "relation_labels": kg.relation_labels,
         })
+        if kg.annotations:
+            _write_json(tmp / "annotations.json", kg.annotations.to_json())
         _write_json(tmp / "manifest.json", {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
@@ -239,10 +280,19 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any) -> "KnowledgeGraph":
         arrays[name] = arr
     if len(nodes) != manifest.get("nodes") or len(relations) != manifest.get("relations"):
         raise GraphLoadError(f"{root}: name tables do not match the manifest")
+    annotations = None
+    if (root / "annotations.json").exists():
+        from kgrag.graph.annotations import GraphAnnotations
+
+        try:
+            annotations = GraphAnnotations.from_json(_read_json(root / "annotations.json"))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise GraphLoadError(f"{root}/annotations.json is inconsistent: {exc}") from None
     try:
         return cls(nodes, relations, arrays["heads"], arrays["rels"], arrays["tails"],
                    node_descriptions=extras.get("node_descriptions"),
                    relation_descriptions=extras.get("relation_descriptions"),
-                   aliases=extras.get("aliases"))
+                   aliases=extras.get("aliases"), relation_labels=extras.get("relation_labels"),
+                   annotations=annotations)
     except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
         raise GraphLoadError(f"{root} is inconsistent: {exc}") from None

@@ -28,6 +28,7 @@ import numpy as np
 
 from kgrag.context.types import Path, Triple, _path_from_names, _triples_from_rows
 from kgrag.errors import GraphFormatError, UnknownNodeError, UnknownRelationError
+from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -177,6 +178,8 @@ class KnowledgeGraph:
         node_descriptions: Mapping[str, str] | None = None,
         relation_descriptions: Mapping[str, str] | None = None,
         aliases: Mapping[str, Iterable[str]] | None = None,
+        relation_labels: Mapping[str, str | Iterable[str]] | str | Any = None,
+        annotations: GraphAnnotations | None = None,
         _sorted_unique: bool = False,
     ) -> None:
         self.node_names: list[str] = list(node_names)
@@ -218,6 +221,21 @@ class KnowledgeGraph:
             if isinstance(names, str):  # one alias, not a sequence of one-letter aliases
                 names = [names]
             self.aliases[key] = [normalize_name(a) for a in names if normalize_name(a)]
+        #: relation name -> its label and aliases ("director", "directed by"): what embedders
+        #: read for it (:func:`kgrag.text.relations.relation_texts`)
+        self.relation_labels: dict[str, list[str]] = {}
+        if relation_labels is not None and not isinstance(relation_labels, Mapping):
+            from kgrag.graph.io import read_relation_labels  # a file of labels
+
+            relation_labels = read_relation_labels(relation_labels)
+        for name, labels in (relation_labels or {}).items():
+            key = normalize_name(name)
+            if key not in self.relation_index:
+                raise UnknownRelationError(f"label given for unknown relation {name!r}")
+            labels = [labels] if isinstance(labels, str) else list(labels)
+            self.relation_labels[key] = [str(x).strip() for x in labels if str(x).strip()]
+        #: node types, properties and source chunks from a graph source (LangChain, LlamaIndex)
+        self.annotations: GraphAnnotations = annotations or GraphAnnotations()
         self._scratch = threading.local()
         self._path_cache: dict[Any, tuple[tuple[int, Direction], ...] | None] = {}
         self._adj_tables: tuple[np.ndarray, np.ndarray] | None = None
@@ -350,13 +368,18 @@ class KnowledgeGraph:
 
     @classmethod
     def from_networkx(cls, graph: "nx.Graph", *, relation_key: str = "relation",
-                      default_relation: str | None = None, **kwargs: Any) -> "KnowledgeGraph":
+                      default_relation: str | None = None, label_key: str = "label",
+                      **kwargs: Any) -> "KnowledgeGraph":
         """Build from a networkx (Multi)DiGraph whose edges carry the relation in ``relation_key``.
 
-        Node attributes ``description`` and ``aliases`` are picked up. An edge without the
-        relation attribute raises :class:`GraphFormatError` unless ``default_relation`` is given.
-        An undirected graph is read with each edge in its stored orientation.
+        Node attributes ``description`` and ``aliases`` are picked up; an edge attribute
+        ``label_key`` (``"label"``) names its relation in words (``relation_labels``). An edge
+        without the relation attribute raises :class:`GraphFormatError` unless
+        ``default_relation`` is given. An undirected graph is read with each edge in its stored
+        orientation.
         """
+        labels: dict[str, list[str]] = {}
+
         def edges() -> Iterator[tuple[Any, Any, Any]]:
             for u, v, data in graph.edges(data=True):
                 rel = data.get(relation_key, default_relation)
@@ -365,6 +388,11 @@ class KnowledgeGraph:
                         f"edge ({u!r}, {v!r}) has no {relation_key!r} attribute; "
                         "pass relation_key= or default_relation="
                     )
+                label = data.get(label_key)
+                if label:
+                    seen = labels.setdefault(normalize_name(rel), [])
+                    if str(label) not in seen:
+                        seen.append(str(label))
                 yield (u, rel, v)
 
         descriptions = {normalize_name(n): str(d["description"]) for n, d in graph.nodes(data=True)
@@ -374,15 +402,36 @@ class KnowledgeGraph:
         kwargs.setdefault("node_descriptions", descriptions)
         kwargs.setdefault("aliases", aliases)
         kg = cls.from_triples(edges(), **kwargs)
+        if labels and "relation_labels" not in kwargs:
+            kg.relation_labels = {r: names for r, names in labels.items() if r in kg.relation_index}
         isolated = [normalize_name(n) for n in graph.nodes if normalize_name(n) not in kg.node_index]
         if isolated:  # keep isolated nodes: they can still be linked and described
             edges_only = kg
             kg = cls(kg.node_names + isolated, kg.relation_names, kg.heads, kg.rels, kg.tails,
                      node_descriptions=kg.node_descriptions,
                      relation_descriptions=kg.relation_descriptions, aliases=kg.aliases,
+                     relation_labels=kg.relation_labels, annotations=kg.annotations,
                      _sorted_unique=True)
             kg.stats = dict(edges_only.stats)  # the input counts, not those of the rebuild
         return kg
+
+    @classmethod
+    def from_llama_index(cls, source: Any, **kwargs: Any) -> "KnowledgeGraph":
+        """Build from a LlamaIndex ``PropertyGraphIndex`` or any ``PropertyGraphStore``, keeping
+        node types, properties, descriptions and chunk provenance
+        (:func:`kgrag.graph.sources.llama_index.from_llama_index`)."""
+        from kgrag.graph.sources.llama_index import from_llama_index
+
+        return from_llama_index(source, cls=cls, **kwargs)
+
+    @classmethod
+    def from_graph_documents(cls, graph_documents: Any, **kwargs: Any) -> "KnowledgeGraph":
+        """Build from LangChain ``GraphDocument``\\ s (e.g. ``LLMGraphTransformer``'s output),
+        keeping node types, properties and source documents
+        (:func:`kgrag.graph.sources.langchain.from_graph_documents`)."""
+        from kgrag.graph.sources.langchain import from_graph_documents
+
+        return from_graph_documents(graph_documents, cls=cls, **kwargs)
 
     def to_neo4j(self, target: Any, username: str | None = None, password: str | None = None,
                  **options: Any) -> Any:
@@ -415,8 +464,10 @@ class KnowledgeGraph:
                 attrs["aliases"] = list(self.aliases[name])
             g.add_node(name, **attrs)
         names, rnames = self.node_names, self.relation_names
+        labels = [self.relation_labels.get(r, [None])[0] for r in rnames]
         g.add_edges_from(
-            (names[h], names[t], {"relation": rnames[r]})
+            (names[h], names[t], {"relation": rnames[r]} if labels[r] is None
+             else {"relation": rnames[r], "label": labels[r]})
             for h, r, t in zip(self.heads.tolist(), self.rels.tolist(), self.tails.tolist())
         )
         return g

@@ -141,4 +141,5 @@ def induced_subgraph(kg: KnowledgeGraph, nodes: np.ndarray) -> KnowledgeGraph:
     names = [kg.node_names[i] for i in nodes.tolist()]
     return KnowledgeGraph.from_arrays(
         local[kg.heads[keep]], kg.rels[keep], local[kg.tails[keep]], names,
-        kg.relation_names, relation_descriptions=kg.relation_descriptions)
+        kg.relation_names, relation_descriptions=kg.relation_descriptions,
+        relation_labels=kg.relation_labels)

@@ -1,0 +1,159 @@
+"""Graph sources: LlamaIndex property graphs and LangChain GraphDocuments, with the real classes."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relationship
+from llama_index.core.graph_stores import SimplePropertyGraphStore
+from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
+
+from kgrag import KnowledgeGraph
+from kgrag.errors import GraphFormatError
+from kgrag.graph.sources.langchain import document_id, from_graph_documents
+from kgrag.graph.sources.llama_index import from_llama_index
+
+
+def _store() -> SimplePropertyGraphStore:
+    store = SimplePropertyGraphStore()
+    chunk = ChunkNode(text="Paprika is a 2006 film directed by Satoshi Kon.", id_="chunk-1")
+    store.upsert_nodes([
+        chunk,
+        EntityNode(name="Paprika", label="MOVIE",
+                   properties={"year": 2006, "triplet_source_id": "chunk-1",
+                               "description": "a 2006 animated film"}),
+        EntityNode(name="Satoshi Kon", label="PERSON", properties={"triplet_source_id": "chunk-1"}),
+        EntityNode(name="Madhouse"),  # no relation: kept as an isolated node
+    ])
+    store.upsert_relations([
+        Relation(label="DIRECTED_BY", source_id="Paprika", target_id="Satoshi Kon",
+                 properties={"triplet_source_id": "chunk-1"}),
+        Relation(label="BORN_IN", source_id="Satoshi Kon", target_id="Sapporo"),
+    ])
+    return store
+
+
+def test_simple_property_graph_store_round_trip():
+    kg = from_llama_index(_store())
+    assert sorted(t.as_tuple() for t in kg.triples()) == [
+        ("Paprika", "DIRECTED_BY", "Satoshi Kon"), ("Satoshi Kon", "BORN_IN", "Sapporo")]
+    assert kg.has_node("Madhouse") and kg.num_nodes == 4  # chunks are not nodes
+    assert kg.node_descriptions == {"Paprika": "a 2006 animated film"}
+    notes = kg.annotations
+    assert notes.node_types == {"Paprika": ["MOVIE"], "Satoshi Kon": ["PERSON"]}
+    assert notes.node_properties == {"Paprika": {"year": 2006}}
+    assert notes.chunks == {"chunk-1": "Paprika is a 2006 film directed by Satoshi Kon."}
+    assert notes.node_chunks == {"Paprika": ["chunk-1"], "Satoshi Kon": ["chunk-1"]}
+    assert notes.texts_of_edge("Paprika", "DIRECTED_BY", "Satoshi Kon") == [
+        "Paprika is a 2006 film directed by Satoshi Kon."]
+    assert notes.nodes_by_type() == {"MOVIE": ["Paprika"], "PERSON": ["Satoshi Kon"]}
+    assert kg.stats["chunks"] == 1
+
+
+def test_store_read_through_the_public_api_gives_the_same_graph():
+    """Any PropertyGraphStore (e.g. Neo4jPropertyGraphStore) is read with get() and
+    get_triplets(ids=...) -- the same graph as the direct read of the simple store."""
+    store = _store()
+
+    class PublicApiOnly:  # hides .graph: only the PropertyGraphStore methods remain
+        def get(self, **kw):
+            return store.get(**kw)
+
+        def get_triplets(self, **kw):
+            return store.get_triplets(**kw)
+
+    direct, public = from_llama_index(store), from_llama_index(PublicApiOnly())
+    assert sorted(t.as_tuple() for t in direct.triples()) == sorted(
+        t.as_tuple() for t in public.triples())
+    assert public.annotations == direct.annotations
+
+
+def test_property_graph_index_with_a_scripted_extractor():
+    from llama_index.core import PropertyGraphIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
+    from llama_index.core.schema import TextNode
+    from llm_fakes import ScriptedLlamaLLM
+
+    llm = ScriptedLlamaLLM(replies=["(Paprika, directed by, Satoshi Kon)",
+                                    "(Satoshi Kon, born in, Sapporo)"], prompts=[])
+    extractor = SimpleLLMPathExtractor(llm=llm, num_workers=1)
+    chunks = [TextNode(text="Paprika was directed by Satoshi Kon.", id_="n1"),
+              TextNode(text="Satoshi Kon was born in Sapporo.", id_="n2")]
+    index = PropertyGraphIndex(nodes=chunks, kg_extractors=[extractor], llm=llm,
+                               embed_model=MockEmbedding(embed_dim=8), embed_kg_nodes=False,
+                               property_graph_store=SimplePropertyGraphStore())
+    assert len(llm.prompts) == 2
+    kg = KnowledgeGraph.from_llama_index(index)
+    # LlamaIndex's default triplet parser capitalises each item ("Satoshi kon")
+    assert sorted(t.as_tuple() for t in kg.triples()) == [
+        ("Paprika", "Directed by", "Satoshi kon"), ("Satoshi kon", "Born in", "Sapporo")]
+    notes = kg.annotations
+    assert notes.texts_of_edge("Paprika", "Directed by", "Satoshi kon") == [
+        "Paprika was directed by Satoshi Kon."]
+    assert notes.node_chunks["Sapporo"] == ["n2"]
+    # one EntityNode per name keeps one source; the relations add the other chunk
+    assert sorted(notes.node_chunks["Satoshi kon"]) == ["n1", "n2"]
+    assert set(notes.chunks) == {"n1", "n2"}
+
+
+def test_llama_index_rejects_other_objects():
+    with pytest.raises(GraphFormatError):
+        from_llama_index(object())
+
+
+def _graph_documents() -> list[GraphDocument]:
+    paprika, kon = Node(id="Paprika", type="Movie"), Node(id="Satoshi Kon", type="Person")
+    doc1 = Document(page_content="Paprika is directed by Satoshi Kon.", metadata={"id": "d1"})
+    doc2 = Document(page_content="Satoshi Kon was born in Sapporo.")
+    sapporo = Node(id="Sapporo", type="City", properties={"description": "a city in Japan",
+                                                          "population": 1_950_000})
+    return [
+        GraphDocument(nodes=[paprika, kon], source=doc1, relationships=[
+            Relationship(source=paprika, target=kon, type="DIRECTED_BY")]),
+        GraphDocument(nodes=[kon, sapporo, Node(id="Madhouse", type="Company")], source=doc2,
+                      relationships=[Relationship(source=kon, target=sapporo, type="BORN_IN")]),
+    ]
+
+
+def test_graph_documents_round_trip():
+    docs = _graph_documents()
+    kg = KnowledgeGraph.from_graph_documents(docs)
+    assert sorted(t.as_tuple() for t in kg.triples()) == [
+        ("Paprika", "DIRECTED_BY", "Satoshi Kon"), ("Satoshi Kon", "BORN_IN", "Sapporo")]
+    assert kg.has_node("Madhouse")
+    assert kg.node_descriptions == {"Sapporo": "a city in Japan"}
+    notes = kg.annotations
+    assert notes.node_types["Satoshi Kon"] == ["Person"]
+    assert notes.nodes_by_type()["Company"] == ["Madhouse"]
+    assert notes.node_properties == {"Sapporo": {"population": 1_950_000}}
+    d2 = document_id(docs[1].source)  # the id Neo4jGraph.add_graph_documents would give it
+    assert notes.chunks == {"d1": "Paprika is directed by Satoshi Kon.",
+                            d2: "Satoshi Kon was born in Sapporo."}
+    assert notes.node_chunks["Satoshi Kon"] == ["d1", d2]
+    assert notes.edge_chunks[("Satoshi Kon", "BORN_IN", "Sapporo")] == [d2]
+    assert kg.stats["graph_documents"] == 2
+
+
+def test_graph_documents_errors_and_single_document():
+    kg = from_graph_documents(_graph_documents()[0], include_sources=False)
+    assert kg.num_edges == 1 and kg.annotations.chunks == {}
+    assert kg.annotations.node_chunks["Paprika"] == ["d1"]
+    with pytest.raises(GraphFormatError):
+        from_graph_documents([object()])
+
+
+def test_annotations_survive_save_and_load(tmp_path):
+    kg = KnowledgeGraph.from_graph_documents(_graph_documents())
+    kg.save(tmp_path / "g")
+    back = KnowledgeGraph.load(tmp_path / "g")
+    assert back.annotations == kg.annotations
+
+
+def test_simgrag_retrieves_over_a_langchain_graph(minilm):
+    from kgrag.methods.simgrag import SimGRAG
+
+    kg = KnowledgeGraph.from_graph_documents(_graph_documents())
+    sim = SimGRAG(kg, embedder=minilm)
+    result = sim.retrieve_pattern([("Satoshi Kon", "born in", "UNKNOWN city 1")])
+    assert result.items[0].triples[0].tail == "Sapporo"
