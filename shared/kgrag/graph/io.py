@@ -198,14 +198,24 @@ def _write_json(path: FsPath, obj: Any) -> None:
     path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
 
 
-def save_graph(kg: "KnowledgeGraph", directory: Any) -> None:
-    """Save atomically: write into a temporary sibling directory, then rename into place."""
+def save_graph(kg: "KnowledgeGraph", directory: Any, *, index: bool = True) -> None:
+    """Save atomically: write into a temporary sibling directory, then rename into place.
+
+    ``index=True`` also writes the adjacency index (:data:`kgrag.graph.mapped.INDEX_ARRAYS`
+    and the single-node adjacency rows), which ``load(..., mmap=True)`` maps instead of
+    building it in every process; it takes about 5x the space of the edges alone.
+    """
     target = FsPath(directory)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = FsPath(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         for name in _EDGE_ARRAYS:
             np.save(tmp / f"{name}.npy", getattr(kg, name), allow_pickle=False)
+        index_names: list[str] = []
+        if index:
+            from kgrag.graph.mapped import save_index
+
+            index_names = save_index(kg, tmp)
         _write_json(tmp / "nodes.json", kg.node_names)
         _write_json(tmp / "relations.json", kg.relation_names)
         _write_json(tmp / "extras.json", {
@@ -222,6 +232,7 @@ def save_graph(kg: "KnowledgeGraph", directory: Any) -> None:
             "nodes": kg.num_nodes,
             "edges": kg.num_edges,
             "relations": kg.num_relations,
+            **({"index": index_names} if index_names else {}),
         })
         if target.exists():
             if not (target / "manifest.json").exists() and any(target.iterdir()):
@@ -252,7 +263,10 @@ def _read_json(path: FsPath) -> Any:
         raise GraphLoadError(f"{path} is corrupted: {exc}") from None
 
 
-def load_graph(cls: type["KnowledgeGraph"], directory: Any) -> "KnowledgeGraph":
+def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = False
+               ) -> "KnowledgeGraph":
+    """Read a folder written by :func:`save_graph`; ``mmap=True`` maps its arrays read-only
+    (shared between processes; see :mod:`kgrag.graph.mapped`)."""
     root = FsPath(directory)
     if not root.is_dir():
         raise GraphLoadError(f"{root} is not a directory")
@@ -267,6 +281,15 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any) -> "KnowledgeGraph":
     extras = _read_json(root / "extras.json")
     if not (isinstance(nodes, list) and isinstance(relations, list) and isinstance(extras, dict)):
         raise GraphLoadError(f"{root}: name tables have the wrong shape")
+    if mmap:
+        from kgrag.graph.mapped import load_mapped
+
+        if len(nodes) != manifest.get("nodes") or len(relations) != manifest.get("relations"):
+            raise GraphLoadError(f"{root}: name tables do not match the manifest")
+        try:
+            return load_mapped(cls, root, manifest, nodes, relations, extras)
+        except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
+            raise GraphLoadError(f"{root} is inconsistent: {exc}") from None
     arrays = {}
     for name in _EDGE_ARRAYS:
         try:

@@ -96,6 +96,12 @@ def _sort_unique_edges(edges: list[np.ndarray], n: int, r: int) -> list[np.ndarr
     return [heads, rels, tails]
 
 
+def _count_equal(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> int:
+    """``count_nonzero(a == b)`` in chunks (no full-size temporary for mapped arrays)."""
+    return sum(int(np.count_nonzero(a[i:i + chunk] == b[i:i + chunk]))
+               for i in range(0, len(a), chunk))
+
+
 def _unique(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values (``np.sort`` + a mask: many times faster than ``np.unique`` for
     int64 arrays in numpy 2.x, which matters on every traversal step)."""
@@ -211,6 +217,49 @@ class KnowledgeGraph:
         self.stats["duplicate_edges"] = self.stats["input_edges"] - int(len(self.heads))
         self.stats["self_loops"] = int(np.count_nonzero(self.heads == self.tails))
         self._build_index()
+        self._init_extras(node_descriptions, relation_descriptions, aliases)
+
+    @classmethod
+    def _from_checked_arrays(
+        cls,
+        node_names: Sequence[str],
+        relation_names: Sequence[str],
+        heads: np.ndarray,
+        rels: np.ndarray,
+        tails: np.ndarray,
+        index: Mapping[str, np.ndarray] | None = None,
+        **extras: Any,
+    ) -> "KnowledgeGraph":
+        """A graph over arrays used as they are (no copy): already int32, sorted, unique and in
+        range, with ``index`` (``out_indptr``, ``out_key``, ``in_indptr``, ``in_order``,
+        ``in_key``) consistent with them, or ``None`` to build it. The caller checked all of
+        that (:mod:`kgrag.graph.mapped` does, for memory-mapped loads); read-only arrays work.
+        """
+        self = cls.__new__(cls)
+        self.node_names = list(node_names)
+        self.relation_names = list(relation_names)
+        self.node_index = {n: i for i, n in enumerate(self.node_names)}
+        self.relation_index = {r: i for i, r in enumerate(self.relation_names)}
+        if (len(self.node_index) != len(self.node_names)
+                or len(self.relation_index) != len(self.relation_names)):
+            raise GraphFormatError("node and relation names must be unique")
+        self.heads, self.rels, self.tails = heads, rels, tails
+        self.stats = {"input_edges": int(len(heads)), "duplicate_edges": 0,
+                      "self_loops": _count_equal(heads, tails)}
+        if index is None:
+            self._build_index()
+        else:
+            self._r = max(len(self.relation_names), 1)
+            for name in ("out_indptr", "out_key", "in_indptr", "in_order", "in_key"):
+                setattr(self, name, index[name])
+        self._init_extras(extras.get("node_descriptions"), extras.get("relation_descriptions"),
+                          extras.get("aliases"))
+        return self
+
+    def _init_extras(self, node_descriptions: Mapping[str, str] | None,
+                     relation_descriptions: Mapping[str, str] | None,
+                     aliases: Mapping[str, Iterable[str]] | None) -> None:
+        """Descriptions, aliases and the per-process caches (shared by every constructor)."""
         self.node_descriptions: dict[str, str] = dict(node_descriptions or {})
         self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
         self.aliases: dict[str, list[str]] = {}
@@ -473,18 +522,24 @@ class KnowledgeGraph:
         return g
 
     # ------------------------------------------------------------------ persistence
-    def save(self, directory: Any) -> None:
-        """Write a JSON manifest, names as JSON and edges as ``.npy`` (no pickle)."""
+    def save(self, directory: Any, *, index: bool = True) -> None:
+        """Write a JSON manifest, names as JSON and edges as ``.npy`` (no pickle); with
+        ``index``, the adjacency index too, so ``load(..., mmap=True)`` can share it."""
         from kgrag.graph.io import save_graph
 
-        save_graph(self, directory)
+        save_graph(self, directory, index=index)
 
     @classmethod
-    def load(cls, directory: Any) -> "KnowledgeGraph":
-        """Load a directory written by :meth:`save`; raises :class:`~kgrag.errors.GraphLoadError`."""
+    def load(cls, directory: Any, *, mmap: bool = False) -> "KnowledgeGraph":
+        """Load a directory written by :meth:`save`; raises :class:`~kgrag.errors.GraphLoadError`.
+
+        ``mmap=True`` maps the edge arrays and the adjacency index read-only from the saved
+        ``.npy`` files instead of reading them (after checking them), so processes that load
+        the same folder share one copy in the page cache (see :mod:`kgrag.graph.mapped`).
+        """
         from kgrag.graph.io import load_graph
 
-        return load_graph(cls, directory)
+        return load_graph(cls, directory, mmap=mmap)
 
     # ------------------------------------------------------------------ sizes and lookups
     @property

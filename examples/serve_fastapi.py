@@ -1,0 +1,382 @@
+"""Serve kgrag retrievers over HTTP: FastAPI + uvicorn, several worker processes sharing one
+memory-mapped graph, a health endpoint, graceful shutdown and atomic graph reload.
+
+Save a graph once, then serve it::
+
+    kgrag ... / KnowledgeGraph.from_csv("triples.tsv").save("graph/")     # or --from-triples
+    python examples/serve_fastapi.py graph/ --workers 4 --port 8000
+    curl -s localhost:8000/health
+    curl -s localhost:8000/retrieve -H 'content-type: application/json' \\
+        -d '{"method": "byokg", "question": "Where was the director of Tokyo Godfathers born?"}'
+    curl -s localhost:8000/retrieve -H 'content-type: application/json' \\
+        -d '{"method": "ultrag", "query": "\\"Tokyo Godfathers\\" -> directed_by -> born_in"}'
+
+Every method runs without an LLM, so the service works offline:
+
+* ``byokg`` -- ByoKG-RAG's LLM-free mode (question n-grams linked to entities, triplets and
+  paths scored against the question; answer candidates). Uses the packaged MiniLM.
+* ``graphraft`` -- GraphRAFT with its embedding selector (no LLM). Uses MiniLM.
+* ``ultrag`` -- UltRAG's executor on a logical query you send in ``query`` (the DSL, e.g.
+  ``AND("A" -> r, "B" -> s)``); names resolve exactly, no model.
+
+To put an LLM behind it, pass ``llm=`` where the methods are built (:func:`build_methods`).
+
+**Process model.** ``--workers N`` starts N uvicorn worker processes (uvicorn's supervisor
+restarts a worker that dies). Each worker opens the graph with
+``KnowledgeGraph.load(path, mmap=True)``: the edge arrays and adjacency index are mapped
+read-only from the saved ``.npy`` files, so the N workers share one copy in the page cache
+instead of holding N private copies (name tables and the embedding model are still per
+process; see docs/benchmarks.md for the numbers).
+
+**Graceful shutdown.** SIGTERM (or Ctrl-C) stops accepting connections, lets in-flight requests
+finish (at most ``--graceful-timeout`` seconds), then exits 0.
+
+**Atomic reload.** A worker never changes the graph under a running request: a reload loads the
+new graph *completely* (and warms the methods on it), then swaps one reference. A request holds
+the bundle it started with until it finishes, so it completes on the old graph; later requests
+see the new one. A failed load (a half-written or corrupt folder) keeps the old graph serving
+and is reported in ``/health`` as ``last_reload_error``. Deploy a new graph by saving it over
+the served folder (``KnowledgeGraph.save`` writes into a temporary folder and renames it into
+place) or by re-pointing a symlink; every worker notices within ``--watch-interval`` seconds.
+``POST /admin/reload`` reloads the worker that receives it at once (keep ``/admin`` off the
+public network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, Field
+
+log = logging.getLogger("kgrag.serve")
+
+#: Environment variable carrying the configuration to the worker processes (uvicorn starts each
+#: worker by importing this module, so arguments cannot be passed in any other way).
+CONFIG_ENV = "KGRAG_SERVE_CONFIG"
+METHODS = ("byokg", "graphraft", "ultrag")
+MAX_QUESTION_CHARS = 2_000
+MAX_QUERY_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What every worker needs to know: the graph folder and how to serve it."""
+
+    graph: str
+    methods: tuple[str, ...] = METHODS
+    mmap: bool = True
+    watch_interval: float = 2.0  # seconds between checks of the graph folder (0 = never)
+    cache_dir: str | None = None  # on-disk cache of node-name embeddings, shared by workers
+    test_hooks: bool = False  # accept "delay_ms" in requests (tests of drain / reload only)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.methods) - set(METHODS)
+        if unknown or not self.methods:
+            raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls) -> "ServeConfig":
+        raw = os.environ.get(CONFIG_ENV)
+        if not raw:
+            raise RuntimeError(f"set {CONFIG_ENV} (run this module as a script to serve)")
+        data = json.loads(raw)
+        data["methods"] = tuple(data["methods"])
+        return cls(**data)
+
+
+# ---------------------------------------------------------------------------- graph bundles
+def graph_version(folder: str) -> str:
+    """Identity of the graph currently saved at ``folder`` (follows a symlink).
+
+    ``KnowledgeGraph.save`` renames a new folder into place, so a new save is a new inode of
+    ``manifest.json``; mtime and size catch an in-place rewrite as well.
+    """
+    st = os.stat(Path(folder) / "manifest.json")
+    return f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
+
+
+def build_methods(kg: Any, names: tuple[str, ...], embedder: Any, cache_dir: str | None
+                  ) -> dict[str, Any]:
+    """The retrieval methods served for one graph, warmed so the first request is not slow.
+
+    Pass ``llm=`` here to serve the LLM modes instead (each method's ``retrieve`` then calls it).
+    """
+    methods: dict[str, Any] = {}
+    if "byokg" in names:
+        from kgrag.methods.byokg import ByoKGRAG
+
+        byokg = ByoKGRAG(kg, embedder=embedder, cache_dir=cache_dir)
+        byokg.linker  # builds the scorer (node-name vectors) and the entity linker now
+        methods["byokg"] = byokg
+    if "graphraft" in names:
+        from kgrag.methods.graphraft import GraphRAFT
+
+        methods["graphraft"] = GraphRAFT(kg, embedder=embedder)  # links eagerly
+    if "ultrag" in names:
+        from kgrag.methods.ultrag import UltRAG
+
+        methods["ultrag"] = UltRAG(kg, linking="exact")
+    return methods
+
+
+@dataclass
+class Bundle:
+    """One loaded graph and the methods built on it; never modified after it is published."""
+
+    graph: Any
+    methods: dict[str, Any]
+    version: str
+    generation: int
+    loaded_seconds: float
+
+    def retrieve(self, method: str, question: str, query: str | None, top_k: int) -> dict:
+        if method not in self.methods:
+            raise LookupError(f"method {method!r} is not served here; served: {sorted(self.methods)}")
+        core = self.methods[method]
+        if method == "ultrag":
+            if not query:
+                raise ValueError("ultrag needs 'query': a logical query such as "
+                                 "'\"Tokyo Godfathers\" -> directed_by'")
+            result = core.retrieve_query(query, question)
+        else:
+            if not question.strip():
+                raise ValueError("'question' is empty")
+            result = core.retrieve(question)
+        items = [{"text": item.verbalize(), "score": _score(item), "kind": type(item).__name__}
+                 for item in result.items[:top_k]]
+        meta = result.metadata
+        answers = meta.get("answer_candidates") or [
+            i["text"].rsplit(" (", 1)[0] for i in items if i["kind"] == "ScoredEntity"]
+        return {"method": method, "items": items, "answers": answers[:top_k],
+                "entities": meta.get("entities", []), "query": meta.get("query"),
+                "generation": self.generation, "pid": os.getpid()}
+
+
+def _score(item: Any) -> float | None:
+    score = getattr(item, "score", None)
+    return None if score is None else float(score)
+
+
+class GraphHolder:
+    """The worker's current :class:`Bundle`, replaced atomically on reload.
+
+    Readers take ``holder.bundle`` once per request and use that object to the end: publishing a
+    new bundle is a single reference assignment, so a request sees either the old graph or the
+    new one, never a mix, and nothing is freed while a request still uses it.
+    """
+
+    def __init__(self, config: ServeConfig, embedder: Any = None) -> None:
+        self.config = config
+        self._embedder = embedder
+        self._bundle: Bundle | None = None
+        self._reload_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._count_lock = threading.Lock()
+        self.in_flight = 0
+        self.served = 0
+        self.last_reload_error: str | None = None
+
+    @property
+    def bundle(self) -> Bundle:
+        bundle = self._bundle
+        if bundle is None:
+            raise RuntimeError("no graph loaded yet")
+        return bundle
+
+    def embedder(self) -> Any:
+        if self._embedder is None and {"byokg", "graphraft"} & set(self.config.methods):
+            from kgrag.embed import default_embedder
+
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def reload(self, force: bool = False) -> bool:
+        """Load the graph at the configured folder if it changed (or ``force``); swap it in.
+
+        Returns whether a new bundle was published. A failing load raises and leaves the current
+        bundle in place.
+        """
+        from kgrag import KnowledgeGraph
+
+        with self._reload_lock:
+            version = graph_version(self.config.graph)
+            current = self._bundle
+            if current is not None and not force and version == current.version:
+                return False
+            started = time.perf_counter()
+            graph = KnowledgeGraph.load(self.config.graph, mmap=self.config.mmap)
+            methods = build_methods(graph, self.config.methods, self.embedder(),
+                                    self.config.cache_dir)
+            generation = 1 if current is None else current.generation + 1
+            self._bundle = Bundle(graph, methods, version, generation,
+                                  time.perf_counter() - started)
+            self.last_reload_error = None
+            log.info("pid %d serves graph generation %d (%d nodes, %d edges, %.2f s)",
+                     os.getpid(), generation, graph.num_nodes, graph.num_edges,
+                     self._bundle.loaded_seconds)
+            return True
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.config.watch_interval):
+            try:
+                self.reload()
+            except Exception as exc:  # keep serving the old graph; report it on /health
+                self.last_reload_error = f"{type(exc).__name__}: {exc}"
+                log.warning("graph reload failed, still serving generation %d: %s",
+                            self.bundle.generation, self.last_reload_error)
+
+    def start_watching(self) -> None:
+        if self.config.watch_interval > 0 and self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name="kgrag-graph-watch",
+                                             daemon=True)
+            self._watcher.start()
+
+    def stop_watching(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+
+    @contextmanager
+    def request(self) -> Iterator[Bundle]:
+        """The bundle a request runs on, counted as in flight until it is done."""
+        bundle = self.bundle
+        with self._count_lock:
+            self.in_flight += 1
+        try:
+            yield bundle
+        finally:
+            with self._count_lock:
+                self.in_flight -= 1
+                self.served += 1
+
+
+# ---------------------------------------------------------------------------- the ASGI app
+class RetrieveRequest(BaseModel):
+    """``POST /retrieve``: ``question`` for byokg / graphraft, ``query`` (the DSL) for ultrag."""
+
+    method: Literal["byokg", "graphraft", "ultrag"]
+    question: str = Field("", max_length=MAX_QUESTION_CHARS)
+    query: str | None = Field(None, max_length=MAX_QUERY_CHARS)
+    top_k: int = Field(10, ge=1, le=100)
+    delay_ms: int = Field(0, ge=0, le=10_000)
+
+
+def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> Any:
+    """The FastAPI application (uvicorn calls this in every worker: ``factory=True``)."""
+    from fastapi import FastAPI, HTTPException
+
+    from kgrag.errors import KgragError
+
+    config = config or ServeConfig.from_env()
+    holder = GraphHolder(config, embedder)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> Any:
+        holder.reload(force=True)  # the worker accepts connections only once this is done
+        holder.start_watching()
+        yield
+        holder.stop_watching()  # uvicorn has drained the in-flight requests by now
+
+    app = FastAPI(title="kgrag retrieval service", lifespan=lifespan)
+    app.state.holder = holder
+
+    # Plain `def` endpoints: FastAPI runs them in its thread pool, so a retrieval (CPU-bound
+    # numpy, thread-safe in kgrag) never blocks the event loop that accepts requests.
+    @app.get("/health")
+    def health() -> dict:
+        bundle = holder.bundle
+        return {"status": "ok", "pid": os.getpid(), "generation": bundle.generation,
+                "graph_version": bundle.version, "nodes": bundle.graph.num_nodes,
+                "edges": bundle.graph.num_edges, "mmap": config.mmap,
+                "methods": sorted(bundle.methods), "in_flight": holder.in_flight,
+                "served": holder.served, "last_reload_error": holder.last_reload_error}
+
+    @app.post("/retrieve")
+    def retrieve(req: RetrieveRequest) -> dict:
+        if req.delay_ms and not config.test_hooks:
+            raise HTTPException(422, "delay_ms is a test hook; start the server with --test-hooks")
+        with holder.request() as bundle:
+            if req.delay_ms:
+                time.sleep(req.delay_ms / 1000)  # simulates a slow call (e.g. an LLM) in tests
+            try:
+                return bundle.retrieve(req.method, req.question, req.query, req.top_k)
+            except LookupError as exc:
+                raise HTTPException(404, str(exc)) from None
+            except (KgragError, ValueError) as exc:  # bad query / question: the caller's fault
+                raise HTTPException(422, f"{type(exc).__name__}: {exc}") from None
+
+    @app.post("/admin/reload")
+    def admin_reload() -> dict:
+        try:
+            changed = holder.reload(force=True)
+        except Exception as exc:
+            holder.last_reload_error = f"{type(exc).__name__}: {exc}"
+            raise HTTPException(500, f"reload failed, still serving the old graph: "
+                                     f"{holder.last_reload_error}") from None
+        bundle = holder.bundle
+        return {"reloaded": changed, "generation": bundle.generation, "pid": os.getpid(),
+                "graph_version": bundle.version, "seconds": round(bundle.loaded_seconds, 3)}
+
+    return app
+
+
+# ---------------------------------------------------------------------------- command line
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("graph", help="folder written by KnowledgeGraph.save")
+    p.add_argument("--from-triples", metavar="FILE",
+                   help="build the graph from a triples file and save it to GRAPH first")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help=f"comma-separated subset of {','.join(METHODS)}")
+    p.add_argument("--no-mmap", action="store_true", help="load private copies in every worker")
+    p.add_argument("--watch-interval", type=float, default=2.0,
+                   help="seconds between checks for a new graph at GRAPH (0 = off)")
+    p.add_argument("--cache-dir", help="cache node-name embeddings here (shared by the workers)")
+    p.add_argument("--graceful-timeout", type=float, default=30.0,
+                   help="on SIGTERM, wait at most this long for in-flight requests")
+    p.add_argument("--test-hooks", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--log-level", default="info")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    if args.from_triples:
+        from kgrag import KnowledgeGraph
+
+        KnowledgeGraph.from_csv(args.from_triples).save(args.graph)
+    config = ServeConfig(graph=str(Path(args.graph).resolve()),
+                         methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+                         mmap=not args.no_mmap, watch_interval=args.watch_interval,
+                         cache_dir=args.cache_dir, test_hooks=args.test_hooks)
+    graph_version(config.graph)  # fail here, once, if the folder holds no saved graph
+    os.environ[CONFIG_ENV] = config.to_env()  # inherited by the spawned workers
+    uvicorn.run("serve_fastapi:create_app", factory=True, app_dir=str(Path(__file__).parent),
+                host=args.host, port=args.port, workers=args.workers,
+                timeout_graceful_shutdown=args.graceful_timeout, log_level=args.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""``KnowledgeGraph.load(path, mmap=True)``: the arrays are mapped read-only from the saved
+files, the graph answers exactly as a normal load, damaged files are typed errors, and two
+processes that map one saved graph share its pages."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgrag import KnowledgeGraph
+from kgrag.errors import GraphLoadError
+
+ARRAYS = ("heads", "rels", "tails", "out_indptr", "out_key", "in_indptr", "in_order", "in_key")
+
+triples = st.lists(
+    st.tuples(st.sampled_from("abcdefgh"), st.sampled_from(["r", "s", "t"]),
+              st.sampled_from("abcdefghij")),
+    min_size=1, max_size=40)
+
+
+def is_mapped(arr: np.ndarray) -> bool:
+    """The array's memory is a file mapping (the view's base chain ends in ``mmap.mmap``)."""
+    import mmap
+
+    base = arr
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None) if not isinstance(base, memoryview) else base.obj
+    return isinstance(base, mmap.mmap)
+
+
+def same_answers(a: KnowledgeGraph, b: KnowledgeGraph) -> None:
+    names = a.node_names
+    assert b.node_names == names and b.relation_names == a.relation_names
+    assert b.node_index == a.node_index
+    for direction in ("out", "in", "both"):
+        for name in names:
+            assert b.one_hop([name], direction=direction) == a.one_hop([name], direction=direction)
+        assert b.one_hop(names[:3], direction=direction) == a.one_hop(names[:3], direction=direction)
+        assert b.degree(names, direction=direction) == a.degree(names, direction=direction)
+    for rel in a.relation_names:
+        path = f"{rel} -> {a.relation_names[0]}_inv"
+        assert b.follow_path(names, path) == a.follow_path(names, path)
+    assert b.shortest_paths(names[:2], names[-2:]) == a.shortest_paths(names[:2], names[-2:])
+    assert b.k_hop_subgraph(names[:1], hops=2) == a.k_hop_subgraph(names[:1], hops=2)
+    assert list(b.triples()) == list(a.triples())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=triples, index=st.booleans())
+def test_a_mapped_load_equals_a_normal_load(tmp_path_factory, rows, index):
+    folder = tmp_path_factory.mktemp("g") / "g"
+    kg = KnowledgeGraph.from_triples(rows, aliases={rows[0][0]: ["alias"]})
+    kg.save(folder, index=index)
+    plain, mapped = KnowledgeGraph.load(folder), KnowledgeGraph.load(folder, mmap=True)
+    for name in ARRAYS:
+        np.testing.assert_array_equal(getattr(mapped, name), getattr(plain, name))
+        assert getattr(mapped, name).dtype == getattr(plain, name).dtype
+    assert is_mapped(mapped.heads) and not mapped.heads.flags.writeable
+    assert is_mapped(mapped.in_key) == index  # an index-less save builds it in the process
+    assert mapped.aliases == plain.aliases and mapped.counts() == plain.counts()
+    assert mapped.stats["self_loops"] == plain.stats["self_loops"]
+    same_answers(plain, mapped)
+    if index:  # the single-node adjacency rows are mapped too, and equal the built ones
+        ptr, rows_ = mapped._adj_tables
+        built_ptr, built_rows = plain._adjacency_rows()
+        assert is_mapped(rows_)
+        np.testing.assert_array_equal(ptr, built_ptr)
+        np.testing.assert_array_equal(rows_, built_rows)
+
+
+def test_empty_graph_and_old_saves(tmp_path):
+    empty = KnowledgeGraph.from_triples([])
+    empty.save(tmp_path / "empty")
+    assert KnowledgeGraph.load(tmp_path / "empty", mmap=True).counts() == empty.counts()
+
+
+@pytest.fixture
+def saved(tmp_path):
+    rows = [(f"n{i}", f"r{i % 3}", f"n{(i * 7 + 1) % 50}") for i in range(200)]
+    rows.append(("n5", "r0", "n5"))  # a self-loop
+    KnowledgeGraph.from_triples(rows).save(tmp_path / "g")
+    return tmp_path / "g"
+
+
+def rewrite(path, mutate):
+    arr = np.load(path)
+    arr = mutate(arr.copy())
+    np.save(path, arr)
+
+
+@pytest.mark.parametrize("name, mutate, message", [
+    ("tails", lambda a: a.astype(np.float64), "not integers"),
+    ("heads", lambda a: a[:-1], "expected"),
+    ("rels", lambda a: np.full_like(a, 99), "outside the name tables"),
+    ("heads", lambda a: a[::-1].copy(), "not sorted"),
+    ("out_key", lambda a: a + 1, "out_key.npy does not match"),
+    ("in_order", lambda a: np.roll(a, 1), "in_key.npy does not match|in_order"),
+    ("in_indptr", lambda a: np.where(np.arange(len(a)) == len(a) // 2, a + 1, a), "in_indptr.npy"),
+    ("out_indptr", lambda a: a.astype(np.int32), "expected"),
+    ("adj_rows", lambda a: a[::-1].copy(), "adj_rows.npy"),
+    ("adj_ptr", lambda a: np.maximum(a - 1, 0), "adj_ptr.npy"),
+])
+def test_damaged_arrays_are_typed_errors(saved, name, mutate, message):
+    rewrite(saved / f"{name}.npy", mutate)
+    with pytest.raises(GraphLoadError, match=message):
+        KnowledgeGraph.load(saved, mmap=True)
+
+
+def test_headers_that_lie_about_the_size_are_refused_before_mapping(saved):
+    path = saved / "in_key.npy"
+    data = path.read_bytes()
+    path.write_bytes(data[:-8])  # truncated: mapping it would fault on the last page
+    with pytest.raises(GraphLoadError, match="truncated or corrupted"):
+        KnowledgeGraph.load(saved, mmap=True)
+    # a header claiming 10**11 elements: refused from the file size, nothing allocated
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(3, np.int32))
+    header["shape"] = (10**11,)
+    with open(saved / "heads.npy", "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, header)
+        fh.write(struct.pack("<3i", 0, 1, 2))
+    with pytest.raises(GraphLoadError, match="header promises"):
+        KnowledgeGraph.load(saved, mmap=True)
+
+
+def test_a_fifo_is_refused_not_waited_on(saved):
+    os.remove(saved / "rels.npy")
+    os.mkfifo(saved / "rels.npy")
+    with pytest.raises(GraphLoadError, match="not a regular file"):
+        KnowledgeGraph.load(saved, mmap=True)
+
+
+def test_saving_over_a_mapped_graph_keeps_the_old_mapping_readable(saved):
+    mapped = KnowledgeGraph.load(saved, mmap=True)
+    before = mapped.one_hop(["n5"])
+    KnowledgeGraph.from_triples([("x", "r", "y")]).save(saved)  # renamed into place
+    assert mapped.one_hop(["n5"]) == before  # the unlinked files stay mapped
+    assert KnowledgeGraph.load(saved, mmap=True).counts() == {"nodes": 2, "edges": 1,
+                                                             "relations": 1}
+
+
+# ---------------------------------------------------------------------------- two processes
+def _mapping_kb(path: str) -> dict[str, int]:
+    """``Rss`` / ``Pss`` / ``Shared`` (kB) of this process's mapping of ``path`` (``Shared``:
+    pages also mapped by another process; dirty while the new file is not yet written back)."""
+    fields: dict[str, int] = {}
+    with open("/proc/self/smaps", encoding="utf-8") as fh:
+        inside = False
+        for line in fh:
+            if "-" in line.split(" ", 1)[0] and len(line.split()) >= 5:  # a mapping header
+                inside = line.rstrip().endswith(path)
+            elif inside and line.split(":")[0] in ("Rss", "Pss", "Shared_Clean", "Shared_Dirty"):
+                key, value = line.split(":")
+                key = key.split("_")[0]
+                fields[key] = fields.get(key, 0) + int(value.split()[0])
+    return fields
+
+
+def _answers(kg: KnowledgeGraph) -> list:
+    names = kg.node_names[:20]
+    return [repr(kg.one_hop([n])) for n in names] + [repr(kg.follow_path(names, "r0 -> r1"))]
+
+
+def _child(folder: str, conn) -> None:
+    kg = KnowledgeGraph.load(folder, mmap=True)
+    int(np.asarray(kg.in_key).sum())  # touch every page
+    conn.send((_answers(kg), _mapping_kb(os.path.join(folder, "in_key.npy"))))
+    conn.recv()  # keep the mapping until the parent has looked
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc")
+def test_two_processes_see_the_same_graph_and_share_its_pages(tmp_path):
+    rng = np.random.default_rng(0)
+    n, e = 5_000, 60_000
+    heads, tails = rng.integers(0, n, e), rng.integers(0, n, e)
+    kg = KnowledgeGraph.from_arrays(heads, rng.integers(0, 4, e), tails,
+                                    [f"n{i}" for i in range(n)], ["r0", "r1", "r2", "r3"])
+    folder = str(tmp_path / "g")
+    kg.save(folder)
+    mapped = KnowledgeGraph.load(folder, mmap=True)
+    int(np.asarray(mapped.in_key).sum())
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    child = ctx.Process(target=_child, args=(folder, child_end))
+    child.start()
+    try:
+        assert parent_end.poll(60), "the child process did not answer"
+        answers, child_kb = parent_end.recv()
+        mine = _mapping_kb(os.path.join(folder, "in_key.npy"))
+    finally:
+        parent_end.send("done")
+        child.join(30)
+    assert child.exitcode == 0
+    assert answers == _answers(mapped) == _answers(kg)
+    size_kb = os.path.getsize(os.path.join(folder, "in_key.npy")) // 1024
+    # both processes map every page of the file, and each page is counted half in each Pss
+    assert child_kb["Rss"] >= size_kb - 4 and mine["Rss"] >= size_kb - 4
+    assert child_kb["Shared"] >= size_kb - 4 and mine["Shared"] >= size_kb - 4, (child_kb, mine)
+    assert child_kb["Pss"] <= child_kb["Rss"] * 0.6

@@ -1,0 +1,237 @@
+"""The FastAPI service example (``examples/serve_fastapi.py``).
+
+In process (FastAPI's ``TestClient``, the session MiniLM): every served method answers over
+HTTP, bad input is a 4xx with the reason, and a reload swaps the graph atomically while a
+request is in flight. For real: the script runs as uvicorn with two worker processes on
+127.0.0.1; both workers pick up a newly saved graph while clients keep sending requests (none
+fails), a request in flight during the reload finishes on the old graph, and SIGTERM drains
+an in-flight request and exits 0.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kgrag import KnowledgeGraph
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "serve_fastapi.py"
+MOVIES = ROOT / "examples" / "data" / "movies.tsv"
+QUERY = '"Tokyo Godfathers" -> directed_by'
+NEW_DIRECTOR = "Imaginary Co-Director"
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+
+def serve_module():
+    spec = importlib.util.spec_from_file_location("serve_fastapi", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["serve_fastapi"] = module  # pydantic resolves the request model through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def save_movies(folder: Path, *, extra: bool = False) -> None:
+    triples = [tuple(line.split("\t")) for line in MOVIES.read_text("utf-8").splitlines()[1:]]
+    if extra:
+        triples.append(("Tokyo Godfathers", "directed_by", NEW_DIRECTOR))
+    KnowledgeGraph.from_triples(triples).save(folder)
+
+
+@pytest.fixture(scope="module")
+def serve():
+    return serve_module()
+
+
+def test_every_method_answers_over_http(serve, minilm, tmp_path):
+    from fastapi.testclient import TestClient
+
+    save_movies(tmp_path / "g")
+    config = serve.ServeConfig(graph=str(tmp_path / "g"), watch_interval=0)
+    with TestClient(serve.create_app(config, embedder=minilm)) as client:
+        health = client.get("/health").json()
+        assert (health["status"], health["nodes"], health["generation"]) == ("ok", 198, 1)
+        assert health["mmap"] is True and health["methods"] == ["byokg", "graphraft", "ultrag"]
+
+        byokg = client.post("/retrieve", json={
+            "method": "byokg", "question": "Where was the director of Tokyo Godfathers born?"})
+        assert byokg.status_code == 200, byokg.text
+        assert "Tokyo Godfathers" in byokg.json()["entities"]
+        assert "Sapporo" in byokg.json()["answers"][:3]
+
+        graphraft = client.post("/retrieve", json={
+            "method": "graphraft", "question": "Who directed Tokyo Godfathers?", "top_k": 3})
+        assert graphraft.status_code == 200, graphraft.text
+        assert any("Satoshi Kon" in item["text"] for item in graphraft.json()["items"])
+        assert len(graphraft.json()["items"]) <= 3
+
+        ultrag = client.post("/retrieve", json={"method": "ultrag", "query": QUERY}).json()
+        assert ultrag["answers"] == ["Satoshi Kon"] and ultrag["items"][0]["score"] == 1.0
+
+        bad_query = client.post("/retrieve", json={"method": "ultrag", "query": '"Tokyo ->'})
+        assert bad_query.status_code == 422 and "QuerySyntaxError" in bad_query.json()["detail"]
+        unknown_relation = client.post("/retrieve", json={"method": "ultrag",
+                                                          "query": '"Tokyo Godfathers" -> nope'})
+        assert unknown_relation.status_code == 422
+        assert client.post("/retrieve", json={"method": "ultrag"}).status_code == 422
+        assert client.post("/retrieve", json={"method": "byokg", "question": " "}).status_code == 422
+        assert client.post("/retrieve", json={"method": "simgrag", "question": "x"}).status_code == 422
+        assert client.post("/retrieve", json={"method": "byokg", "question": "x" * 2001}
+                           ).status_code == 422
+        hook = client.post("/retrieve", json={"method": "ultrag", "query": QUERY, "delay_ms": 5})
+        assert hook.status_code == 422 and "test hook" in hook.json()["detail"]
+
+
+def test_reload_swaps_the_graph_while_a_request_is_in_flight(serve, tmp_path):
+    from fastapi.testclient import TestClient
+
+    save_movies(tmp_path / "g")
+    config = serve.ServeConfig(graph=str(tmp_path / "g"), methods=("ultrag",), watch_interval=0,
+                               test_hooks=True)
+    with TestClient(serve.create_app(config)) as client:
+        slow: dict = {}
+        started = threading.Event()
+
+        def slow_request() -> None:
+            started.set()
+            slow["response"] = client.post("/retrieve", json={"method": "ultrag", "query": QUERY,
+                                                              "delay_ms": 800})
+
+        thread = threading.Thread(target=slow_request)
+        thread.start()
+        started.wait()
+        deadline = time.monotonic() + 5
+        while client.get("/health").json()["in_flight"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        save_movies(tmp_path / "g", extra=True)
+        reload = client.post("/admin/reload").json()
+        assert reload["reloaded"] is True and reload["generation"] == 2
+        after = client.post("/retrieve", json={"method": "ultrag", "query": QUERY}).json()
+        thread.join()
+        before = slow["response"].json()
+        # the in-flight request finished on the graph it started with
+        assert before["generation"] == 1 and before["answers"] == ["Satoshi Kon"]
+        assert after["generation"] == 2
+        assert sorted(after["answers"]) == sorted(["Satoshi Kon", NEW_DIRECTOR])
+        # a broken folder does not replace a good graph
+        (tmp_path / "g" / "tails.npy").write_bytes(b"not a numpy file")
+        failed = client.post("/admin/reload")
+        assert failed.status_code == 500 and "still serving" in failed.json()["detail"]
+        still = client.post("/retrieve", json={"method": "ultrag", "query": QUERY}).json()
+        assert still["generation"] == 2 and NEW_DIRECTOR in still["answers"]
+        assert "GraphLoadError" in client.get("/health").json()["last_reload_error"]
+
+
+# ---------------------------------------------------------------------------- the real server
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(port: int, path: str, body: dict | None = None, timeout: float = 10) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        assert resp.status == 200
+        return json.loads(resp.read())
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.timeout(90)
+def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
+    graph = tmp_path / "g"
+    save_movies(graph)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "shared"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(graph), "--port", str(port), "--workers", "2",
+         "--methods", "ultrag", "--watch-interval", "0.2", "--test-hooks",
+         "--graceful-timeout", "20", "--log-level", "warning"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        health = wait_for(lambda: call(port, "/health"), 60, "the server to start")
+        assert health["generation"] == 1 and health["mmap"] is True
+        pids = wait_for(lambda: len({call(port, "/health")["pid"] for _ in range(20)}) == 2,
+                        30, "both workers to answer")
+        assert pids
+
+        # reload under load: clients keep asking while a new graph is saved over the old one
+        stop = threading.Event()
+        outcomes: list = []
+
+        def client() -> None:
+            while not stop.is_set():
+                try:
+                    outcomes.append(call(port, "/retrieve", {"method": "ultrag", "query": QUERY}))
+                except Exception as exc:  # any failure is recorded and fails the test below
+                    outcomes.append(exc)
+
+        with ThreadPoolExecutor(5) as pool:
+            slow = pool.submit(call, port, "/retrieve",
+                               {"method": "ultrag", "query": QUERY, "delay_ms": 1500})
+            clients = [pool.submit(client) for _ in range(4)]
+            time.sleep(0.4)  # the slow request is now in flight on the old graph
+            save_movies(graph, extra=True)
+            seen = wait_for(lambda: {r["pid"] for r in outcomes[-40:] if isinstance(r, dict)
+                                     and r["generation"] == 2} or None, 20,
+                            "the workers to reload")
+            wait_for(lambda: len({r["pid"] for r in outcomes[-200:] if isinstance(r, dict)
+                                  and r["generation"] == 2} | seen) == 2, 20,
+                     "both workers to serve the new graph")
+            stop.set()
+            for c in clients:
+                c.result()
+            before = slow.result()
+        errors = [o for o in outcomes if not isinstance(o, dict)]
+        assert errors == [] and len(outcomes) > 20
+        assert before["generation"] == 1 and before["answers"] == ["Satoshi Kon"]
+        for r in outcomes:
+            expected = ["Satoshi Kon"] if r["generation"] == 1 else ["Satoshi Kon", NEW_DIRECTOR]
+            assert sorted(r["answers"]) == sorted(expected)
+
+        # graceful shutdown: a request in flight at SIGTERM still gets its answer
+        with ThreadPoolExecutor(1) as pool:
+            draining = pool.submit(call, port, "/retrieve",
+                                   {"method": "ultrag", "query": QUERY, "delay_ms": 1500})
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+            answer = draining.result()
+        assert answer["generation"] == 2 and NEW_DIRECTOR in answer["answers"]
+        assert proc.wait(timeout=30) == 0
+        with pytest.raises(OSError):
+            call(port, "/health", timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log = proc.communicate(timeout=10)[0]
+    assert "Traceback" not in log, log
