@@ -55,7 +55,8 @@ def same_answers(a: KnowledgeGraph, b: KnowledgeGraph) -> None:
 @given(rows=triples, index=st.booleans())
 def test_a_mapped_load_equals_a_normal_load(tmp_path_factory, rows, index):
     folder = tmp_path_factory.mktemp("g") / "g"
-    kg = KnowledgeGraph.from_triples(rows, aliases={rows[0][0]: ["alias"]})
+    kg = KnowledgeGraph.from_triples(rows, aliases={rows[0][0]: ["alias"]},
+                                     relation_labels={rows[0][1]: "a label"})
     kg.save(folder, index=index)
     plain, mapped = KnowledgeGraph.load(folder), KnowledgeGraph.load(folder, mmap=True)
     for name in ARRAYS:
@@ -64,6 +65,7 @@ def test_a_mapped_load_equals_a_normal_load(tmp_path_factory, rows, index):
     assert is_mapped(mapped.heads) and not mapped.heads.flags.writeable
     assert is_mapped(mapped.in_key) == index  # an index-less save builds it in the process
     assert mapped.aliases == plain.aliases and mapped.counts() == plain.counts()
+    assert mapped.relation_labels == plain.relation_labels == {rows[0][1]: ["a label"]}
     assert mapped.stats["self_loops"] == plain.stats["self_loops"]
     same_answers(plain, mapped)
     if index:  # the single-node adjacency rows are mapped too, and equal the built ones

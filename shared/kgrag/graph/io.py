@@ -281,13 +281,22 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
     extras = _read_json(root / "extras.json")
     if not (isinstance(nodes, list) and isinstance(relations, list) and isinstance(extras, dict)):
         raise GraphLoadError(f"{root}: name tables have the wrong shape")
+    annotations = None
+    if (root / "annotations.json").exists():
+        from kgrag.graph.annotations import GraphAnnotations
+
+        try:
+            annotations = GraphAnnotations.from_json(_read_json(root / "annotations.json"))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise GraphLoadError(f"{root}/annotations.json is inconsistent: {exc}") from None
     if mmap:
         from kgrag.graph.mapped import load_mapped
 
         if len(nodes) != manifest.get("nodes") or len(relations) != manifest.get("relations"):
             raise GraphLoadError(f"{root}: name tables do not match the manifest")
         try:
-            return load_mapped(cls, root, manifest, nodes, relations, extras)
+            return load_mapped(cls, root, manifest, nodes, relations,
+                               {**extras, "annotations": annotations})
         except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
             raise GraphLoadError(f"{root} is inconsistent: {exc}") from None
     arrays = {}
@@ -303,14 +312,6 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
         arrays[name] = arr
     if len(nodes) != manifest.get("nodes") or len(relations) != manifest.get("relations"):
         raise GraphLoadError(f"{root}: name tables do not match the manifest")
-    annotations = None
-    if (root / "annotations.json").exists():
-        from kgrag.graph.annotations import GraphAnnotations
-
-        try:
-            annotations = GraphAnnotations.from_json(_read_json(root / "annotations.json"))
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise GraphLoadError(f"{root}/annotations.json is inconsistent: {exc}") from None
     try:
         return cls(nodes, relations, arrays["heads"], arrays["rels"], arrays["tails"],
                    node_descriptions=extras.get("node_descriptions"),

@@ -234,10 +234,9 @@ def load_mapped(cls: Any, root: FsPath, manifest: dict, nodes: list, relations: 
     else:
         log.warning("%s holds no adjacency index (saved by an older kgrag); building it in this "
                     "process (not shared). Save the graph again to share it.", root)
-    kg = cls._from_checked_arrays(nodes, relations, heads, rels, tails, index,
-                                  node_descriptions=extras.get("node_descriptions"),
-                                  relation_descriptions=extras.get("relation_descriptions"),
-                                  aliases=extras.get("aliases"))
+    kg = cls._from_checked_arrays(nodes, relations, heads, rels, tails, index, **{
+        key: extras.get(key) for key in ("node_descriptions", "relation_descriptions", "aliases",
+                                         "relation_labels", "annotations")})
     if index is not None and set(ADJ_ARRAYS) <= saved:
         total = 2 * e - kg.stats["self_loops"]
         ptr = map_array(root / "adj_ptr.npy", (n + 1,), np.int64, what=f"{root}/adj_ptr.npy")

@@ -217,7 +217,8 @@ class KnowledgeGraph:
         self.stats["duplicate_edges"] = self.stats["input_edges"] - int(len(self.heads))
         self.stats["self_loops"] = int(np.count_nonzero(self.heads == self.tails))
         self._build_index()
-        self._init_extras(node_descriptions, relation_descriptions, aliases)
+        self._init_extras(node_descriptions, relation_descriptions, aliases, relation_labels,
+                          annotations)
 
     @classmethod
     def _from_checked_arrays(
@@ -253,12 +254,15 @@ class KnowledgeGraph:
             for name in ("out_indptr", "out_key", "in_indptr", "in_order", "in_key"):
                 setattr(self, name, index[name])
         self._init_extras(extras.get("node_descriptions"), extras.get("relation_descriptions"),
-                          extras.get("aliases"))
+                          extras.get("aliases"), extras.get("relation_labels"),
+                          extras.get("annotations"))
         return self
 
     def _init_extras(self, node_descriptions: Mapping[str, str] | None,
                      relation_descriptions: Mapping[str, str] | None,
-                     aliases: Mapping[str, Iterable[str]] | None) -> None:
+                     aliases: Mapping[str, Iterable[str]] | None,
+                     relation_labels: Mapping[str, str | Iterable[str]] | str | Any,
+                     annotations: GraphAnnotations | None) -> None:
         """Descriptions, aliases and the per-process caches (shared by every constructor)."""
         self.node_descriptions: dict[str, str] = dict(node_descriptions or {})
         self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
