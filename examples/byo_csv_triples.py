@@ -22,7 +22,7 @@ from pathlib import Path
 from kgrag import KnowledgeGraph
 from kgrag.embed import default_embedder
 
-from langchain_kgrag import ByoKGRetriever
+from langchain_kgrag import ByoKGRetriever, result_to_documents
 
 SAMPLE_CSV = """head,relation,tail
 Ada Lovelace,works_in,Research
@@ -57,8 +57,10 @@ def main(argv: list[str] | None = None, embedder=None) -> dict:
           f"{kg.num_relations} relations")
 
     retriever = ByoKGRetriever.from_graph(kg, embedder=embedder or default_embedder())
-    docs = retriever.invoke(question)  # LLM-free: no llm given
-    result = retriever.last_result
+    # LLM-free (no llm given). retrieve_result returns the whole RetrievalResult (provenance
+    # and the verbalised context); retriever.invoke(question) returns the Documents.
+    result = retriever.retrieve_result(question)
+    docs = result_to_documents(result, k=retriever.k)
     print(f"Question: {question}")
     print(f"Entities found in the question: {result.metadata['entities']}")
     print(f"Answer candidates: {result.metadata['answer_candidates'][:5]}")

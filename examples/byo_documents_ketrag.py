@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None, embedder=None) -> dict:
         context_docs = retriever.invoke(question)
         print(f"Question: {question}")
         for doc in context_docs:
-            source = (doc.metadata.get("doc_metadata") or {}).get("source", "")
+            source = doc.metadata.get("source", "")  # the source document's own metadata
             print(f"  [{doc.metadata['channel']} {doc.metadata['score']:.2f} {source}] "
                   f"{doc.page_content[:80]}")
         answer = retriever.answer(question)

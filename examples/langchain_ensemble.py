@@ -26,6 +26,7 @@ except ImportError:  # LangChain < 1.0 kept it in the main package
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
 from kgrag.embed import default_embedder
 from scripted_llms import scripted_chat
 
@@ -50,8 +51,10 @@ def main(question: str = QUESTION, embedder=None) -> list:
 
     docs = ensemble.invoke(question)
     print(f"Question: {question}")
-    print(f"SimGRAG pattern: {simgrag.last_result.metadata['pattern']}")
-    print(f"GraphRAFT entities: {graphraft.last_result.metadata['entities']}")
+    # every Document carries its method's provenance (JSON under "retrieval"; unflatten decodes)
+    provenance = {d.metadata["method"]: unflatten(d.metadata)["retrieval"] for d in docs}
+    print(f"SimGRAG pattern: {provenance['simgrag']['pattern']}")
+    print(f"GraphRAFT entities: {provenance['graphraft']['entities']}")
     print("Fused ranking (Reciprocal Rank Fusion, weights 0.6 / 0.4):")
     for rank, doc in enumerate(docs, start=1):
         print(f"  {rank}. [{doc.metadata.get('method', '?')}] {doc.page_content}")

@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
 from scripted_llms import scripted_chat
 
 from langchain_kgrag import UltRAGRetriever
@@ -45,10 +46,15 @@ def format_docs(docs: list[Document]) -> str:
 
 
 class PromptRecorder(BaseCallbackHandler):
-    """Keeps the messages each chat model received (to show what the answer model saw)."""
+    """Keeps the messages each chat model received (to show what the answer model saw) and
+    the documents each retriever returned."""
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
+        self.documents: list[list[Document]] = []
+
+    def on_retriever_end(self, documents, **kwargs) -> None:
+        self.documents.append(list(documents))
 
     def on_chat_model_start(self, serialized, messages, **kwargs) -> None:
         self.prompts += ["\n".join(str(m.content) for m in batch) for batch in messages]
@@ -78,16 +84,17 @@ def main(question: str = QUESTION) -> dict:
     recorder = PromptRecorder()
     answer = chain.invoke(question, config={"callbacks": [recorder]})
 
-    result = retriever.last_result
+    # the retriever's documents carry the query it ran (JSON under "retrieval")
+    docs = recorder.documents[-1]
     print(f"Question: {question}")
-    print(f"UltRAG query: {result.metadata.get('query')}")
+    print(f"UltRAG query: {unflatten(docs[0].metadata)['retrieval']['query']}")
     print("Retrieved:")
-    for item in result.items:
-        print(f"  {item.verbalize()}")
+    for doc in docs:
+        print(f"  {doc.page_content}")
     print("Prompt the answer model saw:")
     print("  " + recorder.prompts[-1].replace("\n", "\n  "))
     print(f"Answer: {answer}")
-    return {"answer": answer, "entities": [i.name for i in result.items],
+    return {"answer": answer, "entities": [d.metadata["entity"] for d in docs],
             "answer_prompt": recorder.prompts[-1]}
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from langchain_neo4j import Neo4jGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kgrag.context.metadata import unflatten
 from kgrag.graph.neo4j import Neo4jGraphStore
 from scripted_llms import scripted_chat
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
         linking="exact")
     docs = retriever.invoke(QUESTION)
     print(f"Question: {QUESTION}")
-    print(f"UltRAG query: {retriever.last_result.metadata.get('query')}")
+    print(f"UltRAG query: {unflatten(docs[0].metadata)['retrieval'].get('query')}")
     for doc in docs:
         print(f"  {doc.page_content}")
 

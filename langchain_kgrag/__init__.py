@@ -1,5 +1,17 @@
-"""LangChain integration of kgrag: one ``BaseRetriever`` (and tool) per method."""
+"""LangChain integration of kgrag: one ``BaseRetriever`` (with search tool and answer chain)
+per method, plus ByoKG-RAG's graph toolkit.
 
+Needs LangChain (``pip install 'kgrag[langchain]'``).
+"""
+
+try:
+    import langchain_core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "langchain_kgrag needs LangChain's core package, which is not installed. "
+        "Install the extra: pip install 'kgrag[langchain]'") from exc
+
+from langchain_kgrag.answer import KGAnswerChain
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.byokg import ByoKGRetriever, KGToolkit
 from langchain_kgrag.conversions import result_to_documents
@@ -12,6 +24,7 @@ __all__ = [
     "ByoKGRetriever",
     "GraphRAFTRetriever",
     "KETRAGRetriever",
+    "KGAnswerChain",
     "KGRetriever",
     "KGToolkit",
     "SimGRAGRetriever",

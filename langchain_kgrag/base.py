@@ -1,8 +1,17 @@
-"""The LangChain retriever every kgrag method is wrapped in."""
+"""The LangChain retriever every kgrag method is wrapped in.
+
+A :class:`KGRetriever` is stateless: each call returns ``Document`` s that carry everything
+about that call -- the item's provenance, the question's LLM usage (``usage_*``) and the
+method-level provenance (``retrieval``, JSON) -- so ``batch`` / ``abatch`` / threads never mix
+questions up. The LLM calls a retrieval makes receive the retriever run's child callbacks, so
+callback handlers, tracers and token counters given in ``config`` see them nested under it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+import warnings
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -10,57 +19,152 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.tools import BaseTool
-from langchain_core.tools.retriever import create_retriever_tool
-from pydantic import ConfigDict
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from kgrag.context.types import Answer, RetrievalResult
+from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod
 from langchain_kgrag.conversions import result_to_documents
+
+
+def constructor_params(method_cls: Any) -> set[str]:
+    """The keyword names ``method_cls.__init__`` accepts (empty for ``None``)."""
+    if method_cls is None:
+        return set()
+    return {p.name for p in inspect.signature(method_cls.__init__).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+class QuestionInput(BaseModel):
+    """Arguments of a retriever's search tool."""
+
+    query: str = Field(description="The question to search the knowledge graph for, in plain "
+                                   "natural language, e.g. 'Who directed Tokyo Godfathers?'.")
 
 
 class KGRetriever(BaseRetriever):
     """A LangChain ``BaseRetriever`` over a kgrag method (sync, async and batch via Runnable).
 
-    Each retrieved item (triple, path, subgraph, entity, chunk) becomes one ``Document`` whose
-    ``page_content`` is the verbalized item and whose metadata carries its provenance. The LLM
-    usage of the last call is kept in ``last_result.usage``.
+    Each retrieved item (triple, path, subgraph, entity, chunk) becomes one ``Document`` with a
+    stable ``id`` (hash of method and text), the verbalized item as ``page_content`` and flat,
+    primitive metadata: the item's fields, ``score``, ``rank``, ``method``, ``question``, the
+    question's LLM usage (``usage_calls``, ``usage_prompt_tokens``, ...), nested provenance
+    as JSON under ``provenance`` and the method-level provenance as JSON under ``retrieval``
+    (``kgrag.context.metadata.unflatten`` decodes both). ``k`` caps the number of documents
+    (``None``: as many as the method's own settings retrieve; UltRAG's retriever defaults to
+    10 because its executor ranks every entity of the graph).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    method: KGMethod
-    last_result: RetrievalResult | None = None
+    method: KGMethod = Field(repr=False)
+    k: int | None = Field(default=None, description="Maximum number of documents returned "
+                          "(best first); None returns every item the method retrieved.")
 
-    #: Default tool name / description used by :meth:`as_tool`.
+    #: Default tool name / description used by :meth:`as_search_tool`.
     tool_name: str = "knowledge_graph_search"
     tool_description: str = (
         "Search the knowledge graph for facts relevant to a natural-language question. "
         "Input: the question. Output: retrieved facts, one per line."
     )
 
+    search_args_schema: ClassVar[type[BaseModel]] = QuestionInput
+
+    _last_result: RetrievalResult | None = PrivateAttr(default=None)
+
+    @field_validator("k")
+    @classmethod
+    def _check_k(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError("k must be >= 0 or None")
+        return value
+
+    @classmethod
+    def adapter_fields(cls, params: dict[str, Any], method_cls: Any = None) -> dict[str, Any]:
+        """Pop the retriever's own fields (``k``, ``tags``, ``metadata``, ``tool_name``, ...)
+        out of a factory's ``params``; the rest go to the method. A name the method's
+        constructor takes itself (SimGRAG's ``k``: its number of subgraphs) stays with it."""
+        own = set(cls.model_fields) - {"method"} - constructor_params(method_cls)
+        return {name: params.pop(name) for name in list(params) if name in own}
+
+    # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        result = self.method.retrieve(query)
-        self.last_result = result
-        return result_to_documents(result)
+        with llm_call_options(callbacks=run_manager.get_child()):
+            result = self.method.retrieve(query)
+        return self._documents(result)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        result = await self.method.aretrieve(query)
-        self.last_result = result
-        return result_to_documents(result)
+        with llm_call_options(callbacks=run_manager.get_child()):
+            result = await self.method.aretrieve(query)
+        return self._documents(result)
 
+    def _documents(self, result: RetrievalResult) -> list[Document]:
+        self._last_result = result
+        return result_to_documents(result, k=self.k)
+
+    def retrieve_result(self, query: str) -> RetrievalResult:
+        """The method's whole :class:`~kgrag.context.types.RetrievalResult` for ``query``
+        (every item, usage, provenance) -- the concurrency-safe way to get more than the
+        documents carry. No retriever run is started; LLM calls inherit the caller's
+        ``llm_call_options``."""
+        return self.method.retrieve(query)
+
+    async def aretrieve_result(self, query: str) -> RetrievalResult:
+        """Async :meth:`retrieve_result`."""
+        return await self.method.aretrieve(query)
+
+    @property
+    def last_result(self) -> RetrievalResult | None:
+        """Deprecated: the result of the most recent call on this retriever, from any thread.
+
+        Overwritten by concurrent calls (``batch``, ``abatch``, threads), so it cannot be
+        trusted there. Read the ``usage_*`` / ``retrieval`` metadata of the documents, or call
+        :meth:`retrieve_result`, instead.
+        """
+        warnings.warn("KGRetriever.last_result is deprecated and not safe under concurrency; "
+                      "read the documents' usage_* / retrieval metadata or call "
+                      "retrieve_result(query)", DeprecationWarning, stacklevel=2)
+        return self._last_result
+
+    # ------------------------------------------------------------------ answering
     def answer(self, question: str) -> Answer:
         """Retrieve and answer with the method's own answer prompt (needs an LLM)."""
         return self.method.answer(question)
 
-    def as_tool(  # type: ignore[override]
-        self, name: str | None = None, description: str | None = None, **kwargs: Any
-    ) -> BaseTool:
-        """A tool an agent can call with a question; returns the retrieved facts as text."""
-        return create_retriever_tool(
-            self, name or self.tool_name, description or self.tool_description, **kwargs
-        )
+    async def aanswer(self, question: str) -> Answer:
+        """Async :meth:`answer`."""
+        return await self.method.aanswer(question)
+
+    def answer_chain(self) -> Any:
+        """The method's answer as a Runnable (``invoke`` / ``ainvoke`` / ``stream`` /
+        ``batch``, composable in LCEL): see :class:`langchain_kgrag.answer.KGAnswerChain`."""
+        from langchain_kgrag.answer import KGAnswerChain
+
+        return KGAnswerChain(retriever=self)
+
+    # ------------------------------------------------------------------ tools
+    def as_search_tool(self, name: str | None = None, description: str | None = None) -> BaseTool:
+        """A tool an agent calls with a question; it returns the retrieved facts as text.
+
+        Its arguments schema describes the input (``tool.args_schema``); the documents are the
+        tool's artifact (``response_format="content_and_artifact"``). ``Runnable.as_tool``
+        (inherited, unchanged) is the generic alternative returning the documents.
+        """
+
+        def search(query: str, callbacks: Any = None) -> tuple[str, list[Document]]:
+            docs = self.invoke(query, config={"callbacks": callbacks})
+            return "\n".join(d.page_content for d in docs) or "Nothing found.", docs
+
+        async def asearch(query: str, callbacks: Any = None) -> tuple[str, list[Document]]:
+            docs = await self.ainvoke(query, config={"callbacks": callbacks})
+            return "\n".join(d.page_content for d in docs) or "Nothing found.", docs
+
+        return StructuredTool.from_function(
+            func=search, coroutine=asearch, name=name or self.tool_name,
+            description=description or self.tool_description,
+            args_schema=self.search_args_schema, response_format="content_and_artifact")

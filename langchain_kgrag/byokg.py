@@ -1,4 +1,5 @@
-"""ByoKG-RAG for LangChain: a retriever (and tool), and a toolkit of graph tools for agents."""
+"""ByoKG-RAG for LangChain: a retriever (search tool, answer chain), and a toolkit of graph tools
+for agents whose argument schemas are described (path syntax, Cypher, ...)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool
 from pydantic import ConfigDict
 
 from kgrag.methods.byokg import ByoKGRAG, GraphTools
+from kgrag.methods.byokg.tools import tool_specs
 from langchain_kgrag.base import KGRetriever
+from langchain_kgrag.tools import args_model
 
 
 class ByoKGRetriever(KGRetriever):
     """ByoKG-RAG's iterative multi-strategy retrieval as a LangChain ``BaseRetriever``.
 
     Each ``Document`` is one retrieved triple, path, graph-query result or (LLM-free mode)
-    answer candidate; ``last_result.usage`` holds the LLM calls and tokens of the question.
+    answer candidate; ``usage_calls`` / ``usage_*_tokens`` hold the question's LLM cost.
     """
 
     tool_name: str = "byokg_graph_search"
@@ -28,8 +31,9 @@ class ByoKGRetriever(KGRetriever):
     def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "ByoKGRetriever":
         """Build over a KnowledgeGraph or GraphStore; ``params`` go to
-        :class:`~kgrag.methods.byokg.ByoKGRAG`."""
-        return cls(method=ByoKGRAG(graph, llm=llm, embedder=embedder, **params))
+        :class:`~kgrag.methods.byokg.ByoKGRAG` (``k`` sets the retriever's document count)."""
+        own = cls.adapter_fields(params, ByoKGRAG)
+        return cls(method=ByoKGRAG(graph, llm=llm, embedder=embedder, **params), **own)
 
     def toolkit(self) -> "KGToolkit":
         """The graph tools over the same graph and entity linker."""
@@ -38,7 +42,8 @@ class ByoKGRetriever(KGRetriever):
 
 class KGToolkit(BaseToolkit):
     """ByoKG-RAG's graph tools as LangChain tools: entity lookup, neighbours, path following,
-    shortest path, and -- on Cypher-capable stores -- read-only openCypher.
+    shortest path, and -- on Cypher-capable stores -- read-only openCypher. Every argument is
+    described in the tool's ``args_schema`` (from :data:`kgrag.methods.byokg.tools.TOOL_SPECS`).
 
     >>> toolkit = KGToolkit.from_graph(kg)          # doctest: +SKIP
     >>> agent_tools = toolkit.get_tools()           # doctest: +SKIP
@@ -54,26 +59,9 @@ class KGToolkit(BaseToolkit):
 
     def get_tools(self) -> list[BaseTool]:
         core = self.tools_core
-        tools = [
+        return [
             StructuredTool.from_function(
-                core.lookup_entity_text, name="kg_lookup_entity",
-                description="Find the knowledge-graph nodes whose names best match a name "
-                            "(exact, fuzzy or semantic match). Use it before the other tools."),
-            StructuredTool.from_function(
-                core.neighbors_text, name="kg_neighbors",
-                description="List the facts (head -> relation -> tail) around an entity, "
-                            "optionally only one relation; direction is 'out', 'in' or 'both'."),
-            StructuredTool.from_function(
-                core.follow_path_text, name="kg_follow_path",
-                description="Follow a relation path such as 'r1 -> r2' from an entity and "
-                            "return the walks; each relation is followed in both directions."),
-            StructuredTool.from_function(
-                core.shortest_path_text, name="kg_shortest_path",
-                description="Find how two entities are connected: the shortest path between them."),
+                getattr(core, spec.function), name=spec.name, description=spec.description,
+                args_schema=args_model(f"{spec.name}_args", spec.args))
+            for spec in tool_specs(core)
         ]
-        if core.supports_cypher:
-            tools.append(StructuredTool.from_function(
-                core.run_cypher_text, name="kg_cypher",
-                description="Run one read-only openCypher query (MATCH ... RETURN ...) on the "
-                            "graph database; write clauses are refused. Errors are returned."))
-        return tools

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from kgrag.context.metadata import ranked_items
+from kgrag.context.metadata import ranked_records
 from kgrag.context.types import RetrievalResult
 
 
-def result_to_documents(result: RetrievalResult) -> list[Document]:
-    """One ``Document`` per retrieved item, in rank order, with provenance in metadata."""
-    return [Document(page_content=text, metadata=meta) for text, meta, _ in ranked_items(result)]
+def result_to_documents(result: RetrievalResult, k: int | None = None) -> list[Document]:
+    """One ``Document`` per retrieved item (the first ``k``), in rank order.
+
+    ``id`` is stable (hash of method and text); metadata is flat and primitive (see
+    :func:`kgrag.context.metadata.ranked_records`).
+    """
+    return [Document(id=r.id, page_content=r.text, metadata=r.metadata)
+            for r in ranked_records(result, k)]

@@ -26,4 +26,5 @@ class GraphRAFTRetriever(KGRetriever):
                    **params: Any) -> "GraphRAFTRetriever":
         """Build over a ``KnowledgeGraph`` or a Cypher store (``Neo4jGraphStore``,
         ``FalkorDBGraphStore``); ``params`` go to :class:`~kgrag.methods.graphraft.pipeline.GraphRAFT`."""
-        return cls(method=GraphRAFT(graph, llm=llm, embedder=embedder, **params))
+        own = cls.adapter_fields(params, GraphRAFT)
+        return cls(method=GraphRAFT(graph, llm=llm, embedder=embedder, **params), **own)

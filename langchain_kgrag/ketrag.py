@@ -36,10 +36,14 @@ class KETRAGRetriever(KGRetriever):
         ``params``: any :class:`~kgrag.methods.ketrag.KETRAGConfig` field, ``cache_dir``,
         ``progress``, ``tokenizer``.
         """
-        return cls(method=KETRAG.from_documents(documents, llm=llm, embedder=embedder, **params))
+        own = cls.adapter_fields(params)
+        return cls(method=KETRAG.from_documents(documents, llm=llm, embedder=embedder,
+                                                **params), **own)
 
     @classmethod
     def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
              **retrieval_params: Any) -> KETRAGRetriever:
         """Open an index directory written by ``retriever.method.save(directory)``."""
-        return cls(method=KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params))
+        own = cls.adapter_fields(retrieval_params)
+        return cls(method=KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params),
+                   **own)

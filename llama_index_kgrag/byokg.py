@@ -6,7 +6,10 @@ from typing import Any
 
 from llama_index.core.tools import FunctionTool
 
+from pydantic import BaseModel, Field, create_model
+
 from kgrag.methods.byokg import ByoKGRAG, GraphTools
+from kgrag.methods.byokg.tools import tool_specs
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
@@ -33,7 +36,8 @@ class ByoKGQueryEngine(KGQueryEngine):
 
 
 def graph_tools(graph_or_method: Any, linker: Any = None) -> list[FunctionTool]:
-    """ByoKG-RAG's graph tools as LlamaIndex ``FunctionTool``s (Cypher only on Cypher stores).
+    """ByoKG-RAG's graph tools as LlamaIndex ``FunctionTool``s (Cypher only on Cypher stores),
+    each argument described in the tool's ``fn_schema``.
 
     Pass a graph (KnowledgeGraph / GraphStore) or a :class:`ByoKGRAG` (its linker is reused).
     """
@@ -41,23 +45,16 @@ def graph_tools(graph_or_method: Any, linker: Any = None) -> list[FunctionTool]:
         core = GraphTools.from_method(graph_or_method)
     else:
         core = GraphTools(graph_or_method, linker)
-    tools = [
+    return [
         FunctionTool.from_defaults(
-            fn=core.lookup_entity_text, name="kg_lookup_entity",
-            description="Find the knowledge-graph nodes whose names best match a name."),
-        FunctionTool.from_defaults(
-            fn=core.neighbors_text, name="kg_neighbors",
-            description="List the facts (head -> relation -> tail) around an entity, optionally "
-                        "only one relation; direction is 'out', 'in' or 'both'."),
-        FunctionTool.from_defaults(
-            fn=core.follow_path_text, name="kg_follow_path",
-            description="Follow a relation path such as 'r1 -> r2' from an entity."),
-        FunctionTool.from_defaults(
-            fn=core.shortest_path_text, name="kg_shortest_path",
-            description="Find the shortest path connecting two entities."),
+            fn=getattr(core, spec.function), name=spec.name, description=spec.description,
+            fn_schema=args_model(f"{spec.name}_args", spec.args))
+        for spec in tool_specs(core)
     ]
-    if core.supports_cypher:
-        tools.append(FunctionTool.from_defaults(
-            fn=core.run_cypher_text, name="kg_cypher",
-            description="Run one read-only openCypher query; write clauses are refused."))
-    return tools
+
+
+def args_model(name: str, args: dict[str, Any]) -> type[BaseModel]:
+    """A pydantic model named ``name`` from ``{arg: ToolArg}``: every field described."""
+    fields = {arg: (spec.type, Field(spec.default, description=spec.description))
+              for arg, spec in args.items()}
+    return create_model(name, **fields)  # type: ignore[call-overload]

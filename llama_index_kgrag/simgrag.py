@@ -23,10 +23,7 @@ class SimGRAGRetriever(KGRetriever):
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list:
         """Nodes for a pattern written by code (no LLM call)."""
-        from llama_index_kgrag.conversions import result_to_nodes
-
-        self.last_result = self.method.retrieve_pattern(triples, question)
-        return result_to_nodes(self.last_result)
+        return self._nodes(self.method.retrieve_pattern(triples, question))
 
 
 class SimGRAGQueryEngine(KGQueryEngine):

@@ -27,8 +27,7 @@ class UltRAGRetriever(KGRetriever):
 
     def execute(self, query: str, question: str = "") -> list[NodeWithScore]:
         """Nodes for a DSL / tuple query written by code (no LLM call)."""
-        self.last_result = self.method.retrieve_query(query, question)
-        return result_to_nodes(self.last_result)
+        return self._nodes(self.method.retrieve_query(query, question))
 
 
 class UltRAGQueryEngine(KGQueryEngine):

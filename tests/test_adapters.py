@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from langchain_core.documents import Document
@@ -11,6 +12,7 @@ from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetrieve
 from llama_index.core.schema import NodeWithScore
 
 from kgrag import KnowledgeGraph, RetrievalResult, Triple
+from kgrag.context.metadata import unflatten
 from kgrag.context.types import Answer, Path
 from kgrag.methods.base import KGMethod
 from langchain_kgrag import KGRetriever as LCRetriever
@@ -58,19 +60,70 @@ def test_langchain_retriever_is_a_real_base_retriever(method):
     assert [len(b) for b in batch] == [1, 1]
     adocs = asyncio.run(retriever.ainvoke("Paprika"))
     assert isinstance(adocs[0], Document)
+    # stable ids: a hash of method and text, the same on every call and in LlamaIndex
+    assert adocs[0].id == retriever.invoke("Paprika")[0].id and len(adocs[0].id) == 40
+    assert adocs[0].id == LIRetriever(method).retrieve("Paprika")[0].node.node_id
 
 
-def test_langchain_tool_returns_facts(method):
-    tool = LCRetriever(method=method).as_tool(name="kg", description="facts")
+def test_langchain_retriever_k_caps_documents(method):
+    question = "Tokyo Godfathers and Paprika"
+    everything = LCRetriever(method=method, k=None).invoke(question)
+    assert len(everything) == 3
+    assert [d.page_content for d in LCRetriever(method=method, k=1).invoke(question)] == [
+        everything[0].page_content]
+    with pytest.raises(ValueError):
+        LCRetriever(method=method, k=-1)
+
+
+def test_last_result_is_deprecated_and_repr_is_small(method):
+    retriever = LCRetriever(method=method)
+    retriever.invoke("Paprika")
+    with pytest.warns(DeprecationWarning, match="retrieve_result"):
+        assert retriever.last_result.method == "neighbours"
+    assert len(repr(retriever)) < 200
+    assert retriever.retrieve_result("Paprika").items
+
+
+def test_langchain_search_tool_returns_facts(method):
+    tool = LCRetriever(method=method).as_search_tool(name="kg", description="facts")
     out = tool.invoke({"query": "Where was Satoshi Kon born?"})
     assert "Satoshi Kon -> born_in -> Sapporo" in out
+    schema = tool.args_schema.model_json_schema()
+    assert schema["required"] == ["query"] and "question" in schema["properties"]["query"][
+        "description"]
+
+
+def test_runnable_as_tool_is_the_inherited_one(method):
+    """``as_tool`` is LangChain's own (``args_schema=`` works), not a different signature."""
+    from langchain_core.runnables import Runnable
+    from pydantic import BaseModel, Field
+
+    class Ask(BaseModel):
+        query: str = Field(description="the question")
+
+    retriever = LCRetriever(method=method)
+    assert type(retriever).as_tool is Runnable.as_tool
+    with pytest.warns(Warning):  # LangChain marks Runnable.as_tool beta
+        tool = retriever.as_tool(name="kg", description="facts")
+    docs = tool.invoke("Where was Satoshi Kon born?")
+    assert "Satoshi Kon -> born_in -> Sapporo" in [d.page_content for d in docs]
+    typed = retriever.as_tool(args_schema=Ask, name="kg2", description="facts")
+    assert typed.args_schema.model_json_schema()["properties"]["query"]["description"] == \
+        "the question"
 
 
 def test_paths_carry_provenance(method):
     docs = LCRetriever(method=method).invoke("Tokyo Godfathers and Paprika")
     paths = [d for d in docs if d.metadata["kgrag_type"] == "path"]
-    assert paths and paths[0].metadata["nodes"] == ["Tokyo Godfathers", "Satoshi Kon", "Paprika"]
-    assert paths[0].metadata["forward"] == [True, False]
+    full = unflatten(paths[0].metadata)
+    assert paths and full["nodes"] == ["Tokyo Godfathers", "Satoshi Kon", "Paprika"]
+    assert full["forward"] == [True, False]
+    # flat, primitive metadata only (vector stores and metadata filters accept it)
+    for doc in docs:
+        assert all(isinstance(v, (str, int, float, bool, type(None)))
+                   for v in doc.metadata.values()), doc.metadata
+    assert json.loads(paths[0].metadata["provenance"])["relations"] == ["directed_by",
+                                                                         "directed_by"]
     assert paths[0].page_content == (
         "Tokyo Godfathers -> directed_by -> Satoshi Kon <- directed_by <- Paprika")
 

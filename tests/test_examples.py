@@ -150,7 +150,7 @@ def test_byo_folder_of_documents_with_ketrag(embedder):
     out = load("byo_documents_ketrag")["main"]([], embedder=embedder)
     texts = [d.page_content for d in out["docs"]]
     assert any("born in Tallinn" in t for t in texts)
-    assert {d.metadata["doc_metadata"]["source"] for d in out["docs"]} <= {
+    assert {d.metadata["source"] for d in out["docs"]} <= {
         "harbour.txt", "people/ilves.md", "town.txt"}
     assert out["answer"].answers == ["Tallinn"] and out["answer"].usage.calls == 1
 

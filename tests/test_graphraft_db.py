@@ -209,7 +209,7 @@ def test_pipeline_on_a_store_equals_memory(stores, tmp_path):
     retriever = GraphRAFTRetriever.from_graph(store, embedder=embedder, linker=in_memory.linker)
     docs = retriever.invoke(question)
     assert [d.metadata["entity"] for d in docs] == [i.name for i in b.items]
-    tool = retriever.as_tool()
+    tool = retriever.as_search_tool()
     assert tool.name == "graph_query_search" and film in tool.invoke({"query": question})
     rng = random.Random(4)
     pairs = []

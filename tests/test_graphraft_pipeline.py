@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models import FakeListChatModel
 
+from kgrag.context.metadata import unflatten
 from kgrag import KnowledgeGraph
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.methods.graphraft.enumeration import Candidate
@@ -165,7 +166,7 @@ def test_framework_adapters(toy_kg, minilm):
     docs = GraphRAFTRetriever.from_graph(toy_kg, embedder=minilm, max_nodes=3).invoke(QUESTION)
     assert len(docs) == 3 and docs[0].metadata["method"] == "graphraft"
     assert any(d.page_content.startswith("Ivermectin") for d in docs)
-    assert all("patterns" in d.metadata for d in docs)
+    assert all("patterns" in unflatten(d.metadata) for d in docs)
     nodes = LIRetriever.from_graph(toy_kg, embedder=minilm, max_nodes=3).retrieve(QUESTION)
     assert [n.node.metadata["entity"] for n in nodes] == [d.metadata["entity"] for d in docs]
     # MockLLM echoes the prompt: the answer parser must keep only retrieved names

@@ -12,6 +12,7 @@ from ketrag_fakes import (
     RecordResponder,
     chain_answer,
 )
+from kgrag.context.metadata import unflatten
 from kgrag.text import count_tokens
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
@@ -44,22 +45,22 @@ def test_langchain_retriever_returns_documents_with_channel_metadata(tmp_path):
     channels = {d.metadata["channel"] for d in out}
     assert channels == {"entity", "keyword"}
     for d in out:
-        assert {"channel", "score", "tokens", "source_ids", "kind"} <= set(d.metadata)
+        assert {"channel", "score", "tokens", "source_ids", "kind"} <= set(unflatten(d.metadata))
         assert d.metadata["method"] == "ketrag"
-    texts = [d for d in out if d.metadata["kind"] == "text"]
-    assert all(d.metadata["source_ids"] == [d.metadata["chunk_id"]] for d in texts)
-    assert {d.metadata["doc_metadata"]["source"] for d in texts} <= {f"city{i}" for i in range(10)}
+    texts = [unflatten(d.metadata) for d in out if d.metadata["kind"] == "text"]
+    assert all(d["source_ids"] == [d["chunk_id"]] for d in texts)
+    assert {d["doc_metadata"]["source"] for d in texts} <= {f"city{i}" for i in range(10)}
     assert sum(d.metadata["tokens"] for d in out) <= 400
-    assert retriever.last_result.metadata["context"]
+    assert retriever.retrieve_result(QUESTION).metadata["context"]
     # the tool wraps the same retriever
-    tool = retriever.as_tool()
+    tool = retriever.as_search_tool()
     assert tool.name == "document_graph_search"
     assert "Lindenfeld" in tool.invoke(QUESTION)
     # answer: exactly one more LLM call, whose prompt holds the retrieved context
     answer = retriever.answer(QUESTION)
     assert len(responder.calls) == calls_after_indexing + 1
     kind, prompt = responder.calls[-1]
-    assert kind == "answer" and retriever.last_result.metadata["context"] in prompt
+    assert kind == "answer" and answer.retrieval.metadata["context"] in prompt
     assert answer.answers == [chain_answer(QUESTION, answer.retrieval.metadata["context"])]
     assert answer.text and answer.retrieval.usage.calls == 1
     # persistence through the adapter

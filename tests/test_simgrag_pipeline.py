@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from kgrag.context.metadata import unflatten
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
@@ -161,8 +162,8 @@ def test_langchain_retriever_one_llm_call_per_question(k1_method):
     assert all(isinstance(d, Document) for d in docs)
     assert docs[0].page_content == "(Tokyo Godfathers, directed_by, Satoshi Kon)"
     assert [d.metadata["gsd"] for d in docs] == pytest.approx([0.2, 0.6, 1.0], abs=1e-6)
-    assert retriever.last_result.usage.calls == 1
-    assert retriever.last_result.metadata["pattern"] == [
+    assert {d.metadata["usage_calls"] for d in docs} == {1}
+    assert unflatten(docs[0].metadata)["retrieval"]["pattern"] == [
         ["Tokyo Godfathers", "director", "UNKNOWN director 1"]]
 
 
@@ -171,7 +172,7 @@ def test_langchain_tool_and_from_graph():
     retriever = LCSimGRAG.from_graph(kg, llm=FakeListChatModel(responses=[PATTERN_REPLY]),
                                      embedder=distance_embedder(kg, K1_TABLES), k=1, k_nodes=2,
                                      humanize_relations=False)
-    tool = retriever.as_tool()
+    tool = retriever.as_search_tool()
     assert tool.name == "knowledge_graph_subgraph_search"
     assert "Satoshi Kon" in tool.invoke({"query": "Who directed Tokyo Godfathers?"})
     docs = retriever.retrieve_pattern([("Paprika", "director", "UNKNOWN person 1")])
@@ -211,9 +212,9 @@ def test_llamaindex_retriever_async_and_pattern():
     nodes = asyncio.run(retriever.aretrieve("Who directed Tokyo Godfathers?"))
     assert nodes[0].node.metadata["gsd"] == pytest.approx(0.2, abs=1e-6)
     assert nodes[0].score == pytest.approx(1 / 1.2, abs=1e-6)
-    assert retriever.last_result.usage.calls == 1
+    assert nodes[0].node.metadata["usage_calls"] == 1
     nodes = retriever.retrieve_pattern([("Tokyo Godfathers", "director", "UNKNOWN person 1")])
-    assert nodes[0].node.metadata["mapping"]["UNKNOWN person 1"] == "Satoshi Kon"
+    assert unflatten(nodes[0].node.metadata)["mapping"]["UNKNOWN person 1"] == "Satoshi Kon"
 
 
 def test_fact_task_parses_true_false():

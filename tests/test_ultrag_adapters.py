@@ -72,7 +72,7 @@ def test_langchain_retriever_returns_entity_documents(kg):
     meta = docs[0].metadata
     assert meta["query"] == query and meta["score"] == 1.0 and meta["rank"] == 0
     assert meta["entity_id"] == qid(kg, docs[0].metadata["entity"])
-    assert retriever.last_result.usage.calls == 1
+    assert meta["usage_calls"] == 1
 
 
 def test_langchain_async_and_tool(kg):
@@ -81,7 +81,7 @@ def test_langchain_async_and_tool(kg):
     retriever = LCUltRAGRetriever.from_graph(kg, llm=llm, linking="exact")
     docs = asyncio.run(retriever.ainvoke("When was Paprika released?"))
     assert [d.metadata["entity"] for d in docs] == ["2006"]
-    tool = retriever.as_tool()
+    tool = retriever.as_search_tool()
     assert tool.name == "knowledge_graph_logical_query"
     assert "2006" in tool.invoke({"query": "When was Paprika released?"})
 

@@ -7,11 +7,19 @@ Every adapter counts calls and, where the model reports them, prompt and complet
 
 The core never imports LangChain or LlamaIndex at module level: detection is duck-typed on the
 class hierarchy's module names, and imports happen inside the adapter that needs them.
+
+Per-call framework options travel in a context variable, not through every method's signature:
+inside ``with llm_call_options(callbacks=...)`` every LangChain call an adapter makes gets
+``config={"callbacks": ...}`` (so a LangChain retriever's child run manager nests the LLM runs
+under the retriever run). Context variables follow ``asyncio`` tasks and ``asyncio.to_thread``,
+so concurrent questions never see each other's options. Usage scopes (:meth:`UsageTracker.track`)
+are per context for the same reason: 50 concurrent questions get 50 separate counts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterator, Protocol, runtime_checkable
@@ -36,33 +44,123 @@ class LLM(Protocol):
     async def acomplete(self, prompt: str, *, system: str | None = None) -> str: ...
 
 
+#: the framework options of the LLM calls made in this context (see :func:`llm_call_options`)
+_CALL_OPTIONS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
+    "kgrag_llm_call_options", default={})
+
+#: the usage scopes open in this context, as ``(tracker id, Usage)`` pairs
+_USAGE_SCOPES: contextvars.ContextVar[tuple[tuple[int, Usage], ...]] = contextvars.ContextVar(
+    "kgrag_usage_scopes", default=())
+
+
+@contextmanager
+def llm_call_options(**options: Any) -> Iterator[dict[str, Any]]:
+    """Framework options for every LLM call made inside the block (in this context only).
+
+    Recognised keys: ``on_token`` (a function receiving the streamed pieces of the calls of the
+    steps in ``stream_steps``, default the final ``"answer"`` call), ``callbacks`` (a LangChain callback manager or handler list, e.g. a
+    retriever's ``run_manager.get_child()``), ``tags``, ``metadata`` and ``run_name`` (passed in
+    the LangChain ``config``), and ``config`` (a whole LangChain ``RunnableConfig``, merged
+    under the other keys). Options of an enclosing block are kept unless overridden.
+    ``None`` values are ignored.
+    """
+    merged = {**_CALL_OPTIONS.get(), **{k: v for k, v in options.items() if v is not None}}
+    token = _CALL_OPTIONS.set(merged)
+    try:
+        yield merged
+    finally:
+        _CALL_OPTIONS.reset(token)
+
+
+#: the name of the algorithm step whose LLM call is being made ("answer", "linker", ...)
+_CURRENT_STEP: contextvars.ContextVar[str] = contextvars.ContextVar("kgrag_llm_step", default="")
+
+#: steps whose replies a streaming sink receives token by token unless ``stream_steps`` says
+DEFAULT_STREAM_STEPS = frozenset({"answer"})
+
+
+@contextmanager
+def llm_step(name: str) -> Iterator[None]:
+    """Name the step of the LLM calls made inside the block (the final answer call is
+    ``"answer"``); :func:`kgrag.llm.steps.run_sync` / ``run_async`` name every request's call."""
+    token = _CURRENT_STEP.set(name)
+    try:
+        yield
+    finally:
+        _CURRENT_STEP.reset(token)
+
+
+def current_step() -> str:
+    """The step name set by the innermost :func:`llm_step` ("" outside one)."""
+    return _CURRENT_STEP.get()
+
+
+def stream_sink() -> Callable[[str], None] | None:
+    """The token sink for an LLM call made now, or ``None`` when this call is not streamed.
+
+    A call streams when ``llm_call_options(on_token=fn)`` is active and the current step is in
+    its ``stream_steps`` (default: the final answer call only), so an answer streams without
+    the intermediate calls of a multi-step method leaking into it.
+    """
+    options = _CALL_OPTIONS.get()
+    sink = options.get("on_token")
+    if sink is None:
+        return None
+    steps = options.get("stream_steps", DEFAULT_STREAM_STEPS)
+    return sink if _CURRENT_STEP.get() in steps else None
+
+
+def current_call_options() -> dict[str, Any]:
+    """The options set by the innermost :func:`llm_call_options` block (``{}`` outside one)."""
+    return dict(_CALL_OPTIONS.get())
+
+
+_LANGCHAIN_CONFIG_KEYS = ("callbacks", "tags", "metadata", "run_name")
+
+
+def langchain_config() -> dict[str, Any] | None:
+    """The LangChain ``RunnableConfig`` for an LLM call made now (``None`` when nothing is set)."""
+    options = _CALL_OPTIONS.get()
+    if not options:
+        return None
+    config = dict(options.get("config") or {})
+    for key in _LANGCHAIN_CONFIG_KEYS:
+        if key in options:
+            config[key] = options[key]
+    return config or None
+
+
 class UsageTracker:
-    """Thread-safe usage counter shared by an adapter; ``track()`` measures one scope."""
+    """Usage counter of an adapter: a thread-safe total plus per-context ``track()`` scopes.
+
+    A scope opened by :meth:`track` counts only the calls made in the same context (the same
+    thread or ``asyncio`` task, and the threads and tasks started from it with a copy of the
+    context, such as ``asyncio.to_thread``), so concurrent questions sharing one adapter each
+    get their own usage.
+    """
 
     def __init__(self) -> None:
         self.usage = Usage()
         self._lock = threading.Lock()
-        self._scopes: list[Usage] = []
 
     def record(self, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         delta = Usage(1, int(prompt_tokens or 0), int(completion_tokens or 0))
+        me = id(self)
         with self._lock:
             self.usage.add(delta)
-            for scope in self._scopes:
-                scope.add(delta)
+            for owner, scope in _USAGE_SCOPES.get():
+                if owner == me:
+                    scope.add(delta)
 
     @contextmanager
     def track(self) -> Iterator[Usage]:
-        """Count the calls and tokens spent inside the ``with`` block (across threads)."""
+        """Count the calls and tokens this context spends inside the ``with`` block."""
         scope = Usage()
-        with self._lock:
-            self._scopes.append(scope)
+        token = _USAGE_SCOPES.set(_USAGE_SCOPES.get() + ((id(self), scope),))
         try:
             yield scope
         finally:
-            with self._lock:
-                # by identity: Usage is a dataclass, so == would match an equal outer scope
-                self._scopes[:] = [s for s in self._scopes if s is not scope]
+            _USAGE_SCOPES.reset(token)
 
 
 @contextmanager
@@ -133,10 +231,24 @@ class LangChainLLM(BaseLLMAdapter):
         return _text_of(getattr(reply, "content", reply))
 
     def complete(self, prompt: str, *, system: str | None = None) -> str:
-        return self._record(self.model.invoke(self._messages(prompt, system)))
+        messages, config, sink = self._messages(prompt, system), langchain_config(), stream_sink()
+        if sink is None:
+            return self._record(self.model.invoke(messages, config=config))
+        whole = None
+        for chunk in self.model.stream(messages, config=config):
+            sink(_text_of(getattr(chunk, "content", chunk)))
+            whole = chunk if whole is None else whole + chunk
+        return self._record("" if whole is None else whole)
 
     async def acomplete(self, prompt: str, *, system: str | None = None) -> str:
-        return self._record(await self.model.ainvoke(self._messages(prompt, system)))
+        messages, config, sink = self._messages(prompt, system), langchain_config(), stream_sink()
+        if sink is None:
+            return self._record(await self.model.ainvoke(messages, config=config))
+        whole = None
+        async for chunk in self.model.astream(messages, config=config):
+            sink(_text_of(getattr(chunk, "content", chunk)))
+            whole = chunk if whole is None else whole + chunk
+        return self._record("" if whole is None else whole)
 
 
 class LlamaIndexLLM(BaseLLMAdapter):
@@ -163,20 +275,49 @@ class LlamaIndexLLM(BaseLLMAdapter):
                     usage.get("completion_tokens", 0) or usage.get("output_tokens", 0))
         return text
 
+    def _full(self, prompt: str, system: str | None) -> str:
+        return prompt if system is None else f"{system}\n\n{prompt}"
+
+    def _streamed(self, replies: Any, sink: Callable[[str], None], chat: bool) -> str:
+        last, parts = None, []
+        for reply in replies:
+            piece = reply.delta or ""
+            sink(piece)
+            parts.append(piece)
+            last = reply
+        return self._record(getattr(last, "raw", None), "".join(parts))
+
+    async def _astreamed(self, replies: Any, sink: Callable[[str], None], chat: bool) -> str:
+        last, parts = None, []
+        async for reply in replies:
+            piece = reply.delta or ""
+            sink(piece)
+            parts.append(piece)
+            last = reply
+        return self._record(getattr(last, "raw", None), "".join(parts))
+
     def complete(self, prompt: str, *, system: str | None = None) -> str:
-        if self._use_chat():
+        chat, sink = self._use_chat(), stream_sink()
+        if sink is not None:
+            replies = (self.model.stream_chat(self._messages(prompt, system)) if chat
+                       else self.model.stream_complete(self._full(prompt, system)))
+            return self._streamed(replies, sink, chat)
+        if chat:
             reply = self.model.chat(self._messages(prompt, system))
             return self._record(getattr(reply, "raw", None), reply.message.content or "")
-        full = prompt if system is None else f"{system}\n\n{prompt}"
-        reply = self.model.complete(full)
+        reply = self.model.complete(self._full(prompt, system))
         return self._record(getattr(reply, "raw", None), reply.text or "")
 
     async def acomplete(self, prompt: str, *, system: str | None = None) -> str:
-        if self._use_chat():
+        chat, sink = self._use_chat(), stream_sink()
+        if sink is not None:
+            replies = (await self.model.astream_chat(self._messages(prompt, system)) if chat
+                       else await self.model.astream_complete(self._full(prompt, system)))
+            return await self._astreamed(replies, sink, chat)
+        if chat:
             reply = await self.model.achat(self._messages(prompt, system))
             return self._record(getattr(reply, "raw", None), reply.message.content or "")
-        full = prompt if system is None else f"{system}\n\n{prompt}"
-        reply = await self.model.acomplete(full)
+        reply = await self.model.acomplete(self._full(prompt, system))
         return self._record(getattr(reply, "raw", None), reply.text or "")
 
 
@@ -184,9 +325,12 @@ class CallableLLM(BaseLLMAdapter):
     """Wraps a plain ``fn(prompt) -> str`` (handy for scripts and scripted tests)."""
 
     def complete(self, prompt: str, *, system: str | None = None) -> str:
-        text = self.model(prompt if system is None else f"{system}\n\n{prompt}")
+        text = str(self.model(prompt if system is None else f"{system}\n\n{prompt}"))
         self.record()
-        return str(text)
+        sink = stream_sink()
+        if sink is not None:  # a plain function cannot stream: its reply is one piece
+            sink(text)
+        return text
 
 
 def _has_base(obj: Any, module_prefix: str, class_names: tuple[str, ...]) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kgrag.errors import LLMCallError, LLMOutputError
+from kgrag.llm.base import llm_step
 
 T = TypeVar("T")
 
@@ -111,7 +112,8 @@ async def _drive(steps: Steps[T], complete: Callable[[LLMRequest], Awaitable[Any
         if log is not None:
             log.steps.append(request.step)
         try:
-            reply, error = _as_text(await complete(request)), None
+            with llm_step(request.step):
+                reply, error = _as_text(await complete(request)), None
         except Exception as exc:  # noqa: BLE001 -- re-raised inside the algorithm, at its yield
             reply, error = None, exc
 

@@ -9,6 +9,7 @@ that are not exact node names are linked to the closest node, and the reply says
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kgrag.context.types import Path, ScoredEntity, Triple
@@ -158,3 +159,71 @@ class GraphTools:
 
     def run_cypher_text(self, query: str) -> str:
         return self.run_cypher(query).verbalize()
+
+
+@dataclass(frozen=True)
+class ToolArg:
+    """One argument of an agent tool: its type, default (``REQUIRED`` if none) and description."""
+
+    type: type
+    description: str
+    default: Any = ...
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What an agent framework needs to expose one :class:`GraphTools` text tool: the name,
+    the ``GraphTools`` method, the description and the described arguments (in call order)."""
+
+    name: str
+    function: str
+    description: str
+    args: dict[str, ToolArg]
+    needs_cypher: bool = False
+
+
+_ENTITY = ToolArg(str, "A node name; a name that is not exact is linked to the closest node "
+                       "(the reply says which).")
+
+#: The graph tools, one spec each; the LangChain and LlamaIndex adapters build their tools and
+#: argument schemas from these, so both frameworks describe the arguments the same way.
+TOOL_SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec("kg_lookup_entity", "lookup_entity_text",
+             "Find the knowledge-graph nodes whose names best match a name (exact, fuzzy or "
+             "semantic match). Use it before the other tools.",
+             {"name": ToolArg(str, "The entity name or mention to look up, e.g. 'Satoshi Kon'."),
+              "top_m": ToolArg(int, "How many matching nodes to return (1-50).", 5)}),
+    ToolSpec("kg_neighbors", "neighbors_text",
+             "List the facts (head -> relation -> tail) around an entity, optionally only one "
+             "relation.",
+             {"entity": _ENTITY,
+              "relation": ToolArg(str | None, "Only edges of this relation (exact name from the "
+                                              "graph); omit for every relation.", None),
+              "direction": ToolArg(str, "'out' (entity is the head), 'in' (entity is the tail) "
+                                        "or 'both'.", "both"),
+              "limit": ToolArg(int, f"Maximum number of facts (1-{MAX_LIMIT}).", 50)}),
+    ToolSpec("kg_follow_path", "follow_path_text",
+             "Follow a relation path from an entity and return the walks found.",
+             {"entity": _ENTITY,
+              "path": ToolArg(str, "Relation names joined by ' -> ', e.g. 'directed_by -> "
+                                   "born_in'. Each relation is followed in both directions; "
+                                   "prefix one with '~' to follow it only backwards (tail to "
+                                   "head)."),
+              "max_paths": ToolArg(int, f"Maximum number of walks returned (1-{MAX_LIMIT}).",
+                                   50)}),
+    ToolSpec("kg_shortest_path", "shortest_path_text",
+             "Find how two entities are connected: the shortest paths between them.",
+             {"source": _ENTITY, "target": _ENTITY,
+              "max_hops": ToolArg(int, "Longest path considered, in edges (1-6).", 4)}),
+    ToolSpec("kg_cypher", "run_cypher_text",
+             "Run one read-only openCypher query on the graph database; write clauses are "
+             "refused and errors are returned as text.",
+             {"query": ToolArg(str, "One read-only openCypher statement, e.g. \"MATCH (m "
+                                    "{name: 'Paprika'})-[r]->(p) RETURN type(r), p.name\".")},
+             needs_cypher=True),
+)
+
+
+def tool_specs(tools: GraphTools) -> list[ToolSpec]:
+    """The specs of the tools ``tools`` can run (Cypher only on Cypher-capable stores)."""
+    return [s for s in TOOL_SPECS if tools.supports_cypher or not s.needs_cypher]

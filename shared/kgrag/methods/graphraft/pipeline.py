@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
-from kgrag.llm.base import optional_llm, track_usage
+from kgrag.llm.base import llm_step, optional_llm, track_usage
 from kgrag.llm.parsing import split_items
 from kgrag.methods.base import KGMethod
 from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
@@ -282,7 +282,7 @@ class GraphRAFT(KGMethod):
         if self.answer_llm is None:
             return super().answer(question)
         result = self.retrieve(question)
-        with self.answer_llm.track() as spent:
+        with self.answer_llm.track() as spent, llm_step("answer"):
             reply = self.answer_llm.complete(answer_prompt(question, self.answer_blocks(result)),
                                              system=ANSWER_SYSTEM)
         return self._answer(question, result, reply, spent)
@@ -291,7 +291,7 @@ class GraphRAFT(KGMethod):
         if self.answer_llm is None:
             return super().answer(question)
         result = await self.aretrieve(question)
-        with self.answer_llm.track() as spent:
+        with self.answer_llm.track() as spent, llm_step("answer"):
             reply = await self.answer_llm.acomplete(
                 answer_prompt(question, self.answer_blocks(result)), system=ANSWER_SYSTEM)
         return self._answer(question, result, reply, spent)

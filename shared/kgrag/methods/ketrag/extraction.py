@@ -13,6 +13,7 @@ a tqdm progress bar; Ctrl-C cancels the queued chunks and re-raises.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import logging
@@ -201,7 +202,10 @@ def run_pool(tasks: Iterable[Callable[[], Any]], *, max_workers: int, desc: str,
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ketrag")
     bar = tqdm(total=total, desc=desc, disable=not progress, unit="chunk")
     try:
-        futures = {executor.submit(task): i for i, task in enumerate(tasks)}
+        # each task runs in a copy of the caller's context, so usage scopes and per-call LLM
+        # options (kgrag.llm.base) opened around the pool see the calls made inside it
+        futures = {executor.submit(contextvars.copy_context().run, task): i
+                   for i, task in enumerate(tasks)}
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             bar.update(1)

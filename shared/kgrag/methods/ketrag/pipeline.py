@@ -12,7 +12,7 @@ import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, Usage
 from kgrag.errors import EmbeddingError
-from kgrag.llm.base import optional_llm
+from kgrag.llm.base import llm_step, optional_llm
 from kgrag.methods.base import KGMethod
 from kgrag.methods.ketrag.builder import build_index
 from kgrag.methods.ketrag.config import KETRAGConfig
@@ -134,7 +134,7 @@ class KETRAG(KGMethod):
     def answer(self, question: str) -> Answer:
         llm = self._answer_llm()
         retrieval = self.retrieve(question)
-        with llm.track() as usage:
+        with llm.track() as usage, llm_step("answer"):
             reply = llm.complete(answer_prompt(question, retrieval.metadata["context"]),
                                  system=answer_system())
         text, answers = parse_answer(reply)
@@ -144,7 +144,7 @@ class KETRAG(KGMethod):
     async def aanswer(self, question: str) -> Answer:
         llm = self._answer_llm()
         retrieval = await self.aretrieve(question)
-        with llm.track() as usage:
+        with llm.track() as usage, llm_step("answer"):
             reply = await llm.acomplete(answer_prompt(question, retrieval.metadata["context"]),
                                         system=answer_system())
         text, answers = parse_answer(reply)

@@ -25,7 +25,7 @@ import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
 from kgrag.graph.memory import KnowledgeGraph
-from kgrag.llm import acomplete_and_parse, as_llm, complete_and_parse, optional_llm
+from kgrag.llm import acomplete_and_parse, as_llm, complete_and_parse, llm_step, optional_llm
 from kgrag.methods.base import KGMethod
 from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, CandidateGenerator
 from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
@@ -294,14 +294,14 @@ class SimGRAG(KGMethod):
     def answer(self, question: str) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
         result = self.retrieve(question)
-        with llm.track() as usage:
+        with llm.track() as usage, llm_step("answer"):
             reply = llm.complete(self.answer_prompt(question, result))
         return self._answer(question, result, reply, usage)
 
     async def aanswer(self, question: str) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
         result = await self.aretrieve(question)
-        with llm.track() as usage:
+        with llm.track() as usage, llm_step("answer"):
             reply = await llm.acomplete(self.answer_prompt(question, result))
         return self._answer(question, result, reply, usage)
 

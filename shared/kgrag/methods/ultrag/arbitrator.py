@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kgrag.llm import extract_tag
+from kgrag.llm import extract_tag, llm_step
 from kgrag.methods.ultrag.prompts import ARBITRATION_SYSTEM, arbitration_prompt
 
 Candidate = tuple[str, str, float]
@@ -123,12 +123,14 @@ class LLMArbitrator:
 
     def arbitrate(self, question: str, query_text: str,
                   candidates: Sequence[Candidate]) -> list[str]:
-        reply = self.llm.complete(self.prompt(question, query_text, candidates),
-                                  system=ARBITRATION_SYSTEM)
+        with llm_step("answer"):
+            reply = self.llm.complete(self.prompt(question, query_text, candidates),
+                                      system=ARBITRATION_SYSTEM)
         return parse_answers(reply, candidates)
 
     async def aarbitrate(self, question: str, query_text: str,
                          candidates: Sequence[Candidate]) -> list[str]:
-        reply = await self.llm.acomplete(self.prompt(question, query_text, candidates),
-                                         system=ARBITRATION_SYSTEM)
+        with llm_step("answer"):
+            reply = await self.llm.acomplete(self.prompt(question, query_text, candidates),
+                                             system=ARBITRATION_SYSTEM)
         return parse_answers(reply, candidates)
