@@ -316,72 +316,200 @@ class SparseRelationProjector:
         return active, xr[active]
 
 
-# ------------------------------------------------------------------------------------ executors
-def _t_norm(logic: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    if logic == "product":
-        return np.multiply
-    if logic == "godel":
-        return np.minimum
-    return lambda x, y: np.maximum(x + y - 1, 0)
+# --------------------------------------------------------------------------------- fuzzy logic
+#: t-norms (AND) and t-conorms (OR); each works on numpy arrays and on Python floats alike, so
+#: the array sets and the store's dictionaries share one definition.
+T_NORMS: dict[str, Callable[[Any, Any], Any]] = {
+    "product": lambda x, y: x * y,
+    "godel": lambda x, y: np.minimum(x, y),
+    "lukasiewicz": lambda x, y: np.maximum(x + y - 1, 0),
+}
+T_CONORMS: dict[str, Callable[[Any, Any], Any]] = {
+    "product": lambda x, y: x + y - x * y,
+    "godel": lambda x, y: np.maximum(x, y),
+    "lukasiewicz": lambda x, y: np.minimum(x + y, 1),
+}
 
 
-def _t_conorm(logic: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    if logic == "product":
-        return lambda x, y: x + y - x * y
-    if logic == "godel":
-        return np.maximum
-    return lambda x, y: np.minimum(x + y, 1)
+@runtime_checkable
+class SetAlgebra(Protocol):
+    """How one backend holds fuzzy sets; the query evaluator is written once over it.
+
+    ``S`` is the backend's set type: a :class:`FuzzySet` over node ids for in-memory graphs
+    (symbolic or neural projection), ``{name: membership}`` for a GraphStore.
+
+    * ``leaf(x)`` validates one leaf set as given by the caller;
+    * ``project(batch)`` runs several independent projections ``(set, relation id, inverse)``
+      at once (a neural projection batches them into one forward pass);
+    * ``combine(operands, op, conjunctive)`` folds a t-norm / t-conorm over the operands;
+    * ``complement(x)`` is ``1 - x`` (may refuse when the backend cannot list every node);
+    * ``mean(operands)`` (soft AND), ``is_empty(x)``, ``cut(x, threshold)``, ``output(x)``.
+    """
+
+    def leaf(self, x: Any) -> Any: ...
+
+    def project(self, batch: Sequence[tuple[Any, int, bool]]) -> list[Any]: ...
+
+    def combine(self, operands: Sequence[Any], op: Callable[[Any, Any], Any],
+                conjunctive: bool) -> Any: ...
+
+    def complement(self, x: Any) -> Any: ...
+
+    def mean(self, operands: Sequence[Any]) -> Any: ...
+
+    def is_empty(self, x: Any) -> bool: ...
+
+    def cut(self, x: Any, threshold: float) -> Any: ...
+
+    def output(self, x: Any) -> Any: ...
 
 
 class FuzzyQueryExecutor:
-    """Evaluates a query bottom-up with any :class:`Projector` and a fuzzy logic.
+    """Evaluates queries bottom-up over any :class:`SetAlgebra` with a fuzzy logic.
+
+    The one place where UltRAG's fuzzy semantics live: relation binding, AND / OR / NOT with the
+    chosen logic, the optional post-projection threshold and soft AND. Backends only say how
+    sets are stored and projected (:class:`ArraySets` for in-memory graphs -- symbolic or neural
+    projection --, :class:`~kgrag.methods.ultrag.store_executor.StoreSets` for databases).
+
+    Projections whose operands are ready are run together, as one ``algebra.project`` batch
+    (the branches of an ``AND``, or several queries given to :meth:`execute_many`); other
+    operators run as soon as their operands are ready, as in UltraQuery's stack machine.
 
     Parameters
     ----------
     projector:
-        the relation projection (symbolic by default; a neural one plugs in here).
+        a :class:`Projector` (wrapped in :class:`ArraySets`) or a :class:`SetAlgebra`.
     vocabulary:
         binds relation tokens (``P3``, ``directed_by_inv``...) to relation ids.
     logic:
         ``"product"`` (default), ``"godel"`` or ``"lukasiewicz"`` for AND / OR.
     threshold:
-        memberships below it are zeroed after each projection (UltraQuery's optional
-        intermediate threshold; 0 = off, the default).
+        memberships below it are zeroed after each projection (0 = off, the default).
     soft_and:
         off by default (crisp baseline). When on, an intersection whose t-norm is zero
         everywhere, although every operand is non-empty, falls back to the mean of its operands,
         so a slightly wrong query still yields a ranking (our extension, not in the paper).
     """
 
-    def __init__(self, projector: Projector, vocabulary: GraphVocabulary, *,
+    def __init__(self, projector: Projector | SetAlgebra, vocabulary: GraphVocabulary, *,
                  logic: str = "product", threshold: float = 0.0, soft_and: bool = False) -> None:
         if logic not in LOGICS:
             raise ValueError(f"logic must be one of {LOGICS}, got {logic!r}")
         if not 0.0 <= threshold < 1.0:
             raise ValueError("threshold must be in [0, 1)")
-        self.projector = projector
+        if isinstance(projector, SetAlgebra):
+            self.algebra: SetAlgebra = projector
+            self.projector = getattr(projector, "projector", None)
+        else:
+            self.algebra = ArraySets(projector)
+            self.projector = projector
         self.vocabulary = vocabulary
         self.logic = logic
         self.threshold = threshold
         self.soft_and = soft_and
+        self.num_nodes = getattr(self.algebra, "num_nodes", None)
+        self._and = T_NORMS[logic]
+        self._or = T_CONORMS[logic]
+
+    def execute(self, query: Query | str, leaf_sets: Sequence[Any]) -> Any:
+        """The answer set of ``query`` (a membership vector for in-memory graphs)."""
+        return self.execute_many([query], [leaf_sets])[0]
+
+    def execute_many(self, queries: Sequence[Query | str],
+                     leaf_sets: Sequence[Sequence[Any]]) -> list[Any]:
+        """Several queries at once; their ready projections share each ``project`` batch."""
+        if len(queries) != len(leaf_sets):
+            raise ValueError("one list of leaf sets per query")
+        parsed = [parse_query(q) for q in queries]
+        roots, nodes, children, sets = [], [], [], {}
+        for query, given in zip(parsed, leaf_sets):
+            query_leaves = leaves(query)
+            if len(given) != len(query_leaves):
+                raise ValueError(f"the query has {len(query_leaves)} leaves but {len(given)} "
+                                 "leaf sets were given")
+            # resolve every relation first: an unknown relation fails before any work is done
+            for node in _projections(query):
+                self.vocabulary.resolve_relation(node.relation)
+            first_leaf = len(nodes)
+            roots.append(_flatten(query, nodes, children))
+            leaf_positions = [i for i in range(first_leaf, len(nodes))
+                              if isinstance(nodes[i], Entity)]
+            for position, x in zip(leaf_positions, given):
+                sets[position] = self.algebra.leaf(x)
+        values = self._run(nodes, children, sets)
+        return [self.algebra.output(values[root]) for root in roots]
+
+    def _run(self, nodes: list[Any], children: list[list[int]], values: dict[int, Any]
+             ) -> dict[int, Any]:
+        pending = [i for i in range(len(nodes)) if i not in values]
+        while pending:
+            progressed = True
+            while progressed:  # everything but projections, as soon as it is ready
+                progressed = False
+                for i in pending:
+                    if isinstance(nodes[i], Projection) or any(c not in values
+                                                               for c in children[i]):
+                        continue
+                    values[i] = self._operator(nodes[i], [values[c] for c in children[i]])
+                    progressed = True
+                pending = [i for i in pending if i not in values]
+            ready = [i for i in pending if all(c in values for c in children[i])]
+            if not ready:
+                break
+            batch = []
+            for i in ready:
+                rel, inverse = self.vocabulary.resolve_relation(nodes[i].relation)
+                batch.append((values[children[i][0]], rel, inverse))
+            for i, y in zip(ready, self.algebra.project(batch)):
+                values[i] = self.algebra.cut(y, self.threshold) if self.threshold > 0 else y
+            pending = [i for i in pending if i not in values]
+        return values
+
+    def _operator(self, node: Any, operands: list[Any]) -> Any:
+        if isinstance(node, Negation):
+            return self.algebra.complement(operands[0])
+        if isinstance(node, Intersection):
+            result = self.algebra.combine(operands, self._and, True)
+            if self.soft_and and self.algebra.is_empty(result) and not any(
+                    self.algebra.is_empty(x) for x in operands):
+                return self.algebra.mean(operands)
+            return result
+        if isinstance(node, Union_):
+            return self.algebra.combine(operands, self._or, False)
+        raise QueryStructureError(f"not a query node: {node!r}")  # pragma: no cover
+
+
+def _flatten(query: Any, nodes: list[Any], children: list[list[int]]) -> int:
+    """Append ``query``'s nodes in post-order (leaves in :func:`leaves` order); root index."""
+    if isinstance(query, Entity):
+        nodes.append(query)
+        children.append([])
+        return len(nodes) - 1
+    if isinstance(query, (Projection, Negation)):
+        kids = [_flatten(query.operand, nodes, children)]
+    elif isinstance(query, (Intersection, Union_)):
+        kids = [_flatten(q, nodes, children) for q in query.operands]
+    else:
+        raise QueryStructureError(f"not a query node: {query!r}")
+    nodes.append(query)
+    children.append(kids)
+    return len(nodes) - 1
+
+
+class ArraySets:
+    """:class:`SetAlgebra` over node ids of an in-memory graph (:class:`FuzzySet` values).
+
+    Projection is delegated to a :class:`Projector`: the symbolic
+    :class:`SparseRelationProjector` keeps small sets sparse; any other projector (UltraQuery)
+    gets dense vectors, several at once when it has ``project_many``.
+    """
+
+    def __init__(self, projector: Projector) -> None:
+        self.projector = projector
         self.num_nodes = projector.num_nodes
-        self._and = _t_norm(logic)
-        self._or = _t_conorm(logic)
 
-    def execute(self, query: Query | str, leaf_sets: Sequence[np.ndarray]) -> np.ndarray:
-        query = parse_query(query)
-        query_leaves = leaves(query)
-        if len(leaf_sets) != len(query_leaves):
-            raise ValueError(f"the query has {len(query_leaves)} leaves but {len(leaf_sets)} "
-                             "leaf sets were given")
-        sets = [self._check_set(x) for x in leaf_sets]
-        # resolve every relation first: an unknown relation fails before any work is done
-        for node in _projections(query):
-            self.vocabulary.resolve_relation(node.relation)
-        position = iter(range(len(sets)))
-        return self._eval(query, sets, position).to_dense(self.num_nodes)
-
-    def _check_set(self, x: Any) -> FuzzySet:
+    def leaf(self, x: Any) -> FuzzySet:
         if isinstance(x, tuple):  # sparse leaf: (node ids, memberships), no O(|V|) scan
             ids, values = (np.asarray(x[0], dtype=np.int64), np.asarray(x[1], dtype=FUZZY_DTYPE))
             if ids.shape != values.shape or ids.ndim != 1:
@@ -405,29 +533,28 @@ class FuzzyQueryExecutor:
             return FuzzySet(support.astype(np.int64), values)
         return FuzzySet(dense=x)
 
-    def _project(self, x: FuzzySet, relation: Relation) -> FuzzySet:
-        rel, inverse = self.vocabulary.resolve_relation(relation)
-        if isinstance(self.projector, SparseRelationProjector):
-            y = self.projector.project_set(x, rel, inverse)
-        else:  # a plugged-in (e.g. neural) projector: dense in, validated dense out
-            out = np.asarray(self.projector.project(x.to_dense(self.num_nodes), rel, inverse),
-                             dtype=FUZZY_DTYPE)
+    def project(self, batch: Sequence[tuple[FuzzySet, int, bool]]) -> list[FuzzySet]:
+        projector = self.projector
+        if isinstance(projector, SparseRelationProjector):
+            return [projector.project_set(x, rel, inverse) for x, rel, inverse in batch]
+        dense = [x.to_dense(self.num_nodes) for x, _, _ in batch]
+        if hasattr(projector, "project_many"):
+            outs = list(projector.project_many(np.stack(dense), [r for _, r, _ in batch],
+                                               [inv for _, _, inv in batch]))
+        else:
+            outs = [projector.project(x, rel, inv) for x, (_, rel, inv) in zip(dense, batch)]
+        result = []
+        for out in outs:  # a plugged-in projector: validated, clipped to [0, 1]
+            out = np.asarray(out, dtype=FUZZY_DTYPE)
             if out.shape != (self.num_nodes,):
                 raise ValueError(f"the projector returned shape {out.shape}, expected "
                                  f"({self.num_nodes},)")
-            y = FuzzySet(dense=np.nan_to_num(np.clip(out, 0, 1), nan=0.0).astype(
-                FUZZY_DTYPE, copy=False))
-        if self.threshold > 0:
-            if y.is_sparse:
-                keep = y.values >= self.threshold
-                y = FuzzySet(y.ids[keep], y.values[keep])
-            else:
-                y.dense[y.dense < self.threshold] = 0
-        return y
+            result.append(FuzzySet(dense=np.nan_to_num(np.clip(out, 0, 1), nan=0.0).astype(
+                FUZZY_DTYPE, copy=False)))
+        return result
 
-    def _combine(self, operands: list[FuzzySet],
-                 op: Callable[[np.ndarray, np.ndarray], np.ndarray], conjunctive: bool
-                 ) -> FuzzySet:
+    def combine(self, operands: Sequence[FuzzySet], op: Callable[[Any, Any], Any],
+                conjunctive: bool) -> FuzzySet:
         """Fold ``op`` over the operands.
 
         AND only needs the entities in every sparse operand (each t-norm is 0 when one side
@@ -447,30 +574,32 @@ class FuzzyQueryExecutor:
             result = operands[0].to_dense(self.num_nodes)
             for x in operands[1:]:
                 result = op(result, x.to_dense(self.num_nodes))
-            return FuzzySet(dense=result.astype(FUZZY_DTYPE, copy=False))
+            return FuzzySet(dense=np.asarray(result, dtype=FUZZY_DTYPE))
         values = operands[0].at(ids)
         for x in operands[1:]:
             values = op(values, x.at(ids))
         return FuzzySet.from_pairs(ids, np.asarray(values, dtype=FUZZY_DTYPE), self.num_nodes)
 
-    def _eval(self, node: Any, sets: list[FuzzySet], position: Any) -> FuzzySet:
-        if isinstance(node, Entity):
-            return sets[next(position)]
-        if isinstance(node, Projection):
-            return self._project(self._eval(node.operand, sets, position), node.relation)
-        if isinstance(node, Negation):
-            x = self._eval(node.operand, sets, position).to_dense(self.num_nodes)
-            return FuzzySet(dense=(1 - x).astype(FUZZY_DTYPE))
-        operands = [self._eval(q, sets, position) for q in node.operands]
-        if isinstance(node, Intersection):
-            result = self._combine(operands, self._and, conjunctive=True)
-            if self.soft_and and result.is_empty() and not any(x.is_empty() for x in operands):
-                mean = np.mean([x.to_dense(self.num_nodes) for x in operands], axis=0)
-                return FuzzySet(dense=mean.astype(FUZZY_DTYPE))
-            return result
-        if isinstance(node, Union_):
-            return self._combine(operands, self._or, conjunctive=False)
-        raise QueryStructureError(f"not a query node: {node!r}")  # pragma: no cover
+    def complement(self, x: FuzzySet) -> FuzzySet:
+        return FuzzySet(dense=(1 - x.to_dense(self.num_nodes)).astype(FUZZY_DTYPE))
+
+    def mean(self, operands: Sequence[FuzzySet]) -> FuzzySet:
+        mean = np.mean([x.to_dense(self.num_nodes) for x in operands], axis=0)
+        return FuzzySet(dense=mean.astype(FUZZY_DTYPE))
+
+    def is_empty(self, x: FuzzySet) -> bool:
+        return x.is_empty()
+
+    def cut(self, x: FuzzySet, threshold: float) -> FuzzySet:
+        if x.is_sparse:
+            keep = x.values >= threshold
+            return FuzzySet(x.ids[keep], x.values[keep])
+        dense = x.dense.copy()
+        dense[dense < threshold] = 0
+        return FuzzySet(dense=dense)
+
+    def output(self, x: FuzzySet) -> np.ndarray:
+        return x.to_dense(self.num_nodes)
 
 
 def _projections(query: Query) -> list[Projection]:
@@ -489,7 +618,7 @@ def _projections(query: Query) -> list[Projection]:
 
 
 class SymbolicFuzzyExecutor(FuzzyQueryExecutor):
-    """The symbolic default: :class:`SparseRelationProjector` + fuzzy logic, on one graph.
+    """The symbolic executor: :class:`SparseRelationProjector` + fuzzy logic, on one graph.
 
     >>> kg = KnowledgeGraph.from_triples([("a", "r", "b"), ("a", "r", "c")])
     >>> ex = SymbolicFuzzyExecutor(kg)

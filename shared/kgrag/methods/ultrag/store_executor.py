@@ -1,12 +1,14 @@
 """Executing UltRAG queries on any GraphStore (a Neo4j / FalkorDB database, ...).
 
 The in-memory executor needs the whole graph as integer arrays. A database store keeps the graph
-where it is: :class:`StoreQueryExecutor` holds fuzzy sets as ``{entity name: membership}``
-dictionaries and runs each projection as one ``one_hop(frontier, direction, relations=[r])``
-call, which a database store pushes down as one parameterised read query. The semantics are those
-of :mod:`kgrag.methods.ultrag.executor` (max / noisy-OR / clamped-sum projection; product, Gödel
-or Łukasiewicz AND / OR), so the same query gives the same memberships on both (tested against a
-real FalkorDB server).
+where it is: :class:`StoreSets` holds fuzzy sets as ``{entity name: membership}`` dictionaries
+and runs each projection as one ``one_hop(frontier, direction, relations=[r])`` call, which a
+database store pushes down as one parameterised read query. The fuzzy logic is not repeated
+here: :class:`StoreQueryExecutor` is the same
+:class:`~kgrag.methods.ultrag.executor.FuzzyQueryExecutor` as in memory, over these sets, so
+the same query gives the same memberships on both (tested against a real FalkorDB server).
+The neural executor on a store runs on a SEPPR subgraph fetched from it (see
+:mod:`kgrag.methods.ultrag.neural`).
 
 Limits (documented choices):
 
@@ -21,108 +23,40 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kgrag.methods.ultrag.executor import LOGICS, PROJECTIONS
-from kgrag.methods.ultrag.query import (
-    Entity,
-    Intersection,
-    Negation,
-    Projection,
-    Query,
-    QueryStructureError,
-    Union_,
-    leaves,
-    parse_query,
-    relations,
-)
+from kgrag.methods.ultrag.executor import LOGICS, PROJECTIONS, FuzzyQueryExecutor
+from kgrag.methods.ultrag.query import Query, QueryStructureError
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 FuzzyDict = dict[str, float]
 
-_AND: dict[str, Callable[[float, float], float]] = {
-    "product": lambda x, y: x * y,
-    "godel": min,
-    "lukasiewicz": lambda x, y: max(x + y - 1.0, 0.0),
-}
-_OR: dict[str, Callable[[float, float], float]] = {
-    "product": lambda x, y: x + y - x * y,
-    "godel": max,
-    "lukasiewicz": lambda x, y: min(x + y, 1.0),
-}
 
+class StoreSets:
+    """:class:`~kgrag.methods.ultrag.executor.SetAlgebra` over ``{entity name: membership}``.
 
-class StoreQueryExecutor:
-    """Fuzzy query execution through a GraphStore's name-level ``one_hop``."""
+    A projection is one ``store.one_hop(frontier, direction, relations=[r])`` call per set;
+    AND / OR come from the shared evaluator's fuzzy logic, applied to the dictionaries here.
+    """
 
-    def __init__(self, store: Any, vocabulary: GraphVocabulary, *, projection: str = "max",
-                 logic: str = "product", threshold: float = 0.0, soft_and: bool = False,
+    def __init__(self, store: Any, vocabulary: GraphVocabulary, projection: str = "max",
                  max_frontier: int = 10_000) -> None:
-        if projection not in PROJECTIONS:
-            raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-        if logic not in LOGICS:
-            raise ValueError(f"logic must be one of {LOGICS}, got {logic!r}")
-        if max_frontier < 1:
-            raise ValueError("max_frontier must be >= 1")
         self.store = store
         self.vocabulary = vocabulary
         self.projection = projection
-        self.logic = logic
-        self.threshold = threshold
-        self.soft_and = soft_and
         self.max_frontier = max_frontier
         self.truncated = False
 
-    def execute_names(self, query: Query | str, leaf_sets: Sequence[Mapping[str, float]]
-                      ) -> FuzzyDict:
-        """Memberships of every entity with a non-zero score, by name."""
-        query = parse_query(query)
-        if len(leaf_sets) != len(leaves(query)):
-            raise ValueError(f"the query has {len(leaves(query))} leaves but {len(leaf_sets)} "
-                             "leaf sets were given")
-        for rel in relations(query):
-            self.vocabulary.resolve_relation(rel)
-        sets = []
-        for leaf in leaf_sets:
-            clean = {str(k): float(v) for k, v in leaf.items() if v}
-            if not all(0.0 < v <= 1.0 for v in clean.values()):
-                raise ValueError("leaf memberships must be finite and in [0, 1]")
-            sets.append(clean)
-        self.truncated = False
-        return self._eval(query, sets, iter(range(len(sets))))
+    def leaf(self, x: Mapping[str, float]) -> FuzzyDict:
+        clean = {str(k): float(v) for k, v in x.items() if v}
+        if not all(0.0 < v <= 1.0 for v in clean.values()):
+            raise ValueError("leaf memberships must be finite and in [0, 1]")
+        return clean
 
-    def _eval(self, node: Any, sets: list[FuzzyDict], position: Any) -> FuzzyDict:
-        if isinstance(node, Entity):
-            return sets[next(position)]
-        if isinstance(node, Projection):
-            return self._project(self._eval(node.operand, sets, position), node)
-        if isinstance(node, Negation):
-            raise QueryStructureError("NOT needs every node of the graph; it is only supported "
-                                      "on an in-memory KnowledgeGraph")
-        operands = [self._eval(q, sets, position) for q in node.operands]
-        if isinstance(node, Intersection):
-            keys = set(operands[0]).intersection(*operands[1:])
-            combine = _AND[self.logic]
-        elif isinstance(node, Union_):
-            keys = set(operands[0]).union(*operands[1:])
-            combine = _OR[self.logic]
-        else:  # pragma: no cover
-            raise QueryStructureError(f"not a query node: {node!r}")
-        out: FuzzyDict = {}
-        for key in keys:
-            value = operands[0].get(key, 0.0)
-            for other in operands[1:]:
-                value = combine(value, other.get(key, 0.0))
-            if value > 0:
-                out[key] = value
-        if isinstance(node, Intersection) and self.soft_and and not out \
-                and all(operands):
-            union = set().union(*operands)
-            out = {k: sum(o.get(k, 0.0) for o in operands) / len(operands) for k in union}
-        return out
+    def project(self, batch: Sequence[tuple[FuzzyDict, int, bool]]) -> list[FuzzyDict]:
+        return [self._project(x, rel, inverse) for x, rel, inverse in batch]
 
-    def _project(self, x: FuzzyDict, node: Projection) -> FuzzyDict:
+    def _project(self, x: FuzzyDict, rel: int, inverse: bool) -> FuzzyDict:
         if not x:
             return {}
-        rel, inverse = self.vocabulary.resolve_relation(node.relation)
         name = self.vocabulary.relation_names[rel]
         if len(x) > self.max_frontier:
             self.truncated = True
@@ -153,6 +87,67 @@ class StoreQueryExecutor:
             out = {k: min(v, 1.0) for k, v in total.items()}
         else:
             out = {k: 1.0 - v for k, v in keep_prob.items()}
-        if self.threshold > 0:
-            out = {k: v for k, v in out.items() if v >= self.threshold}
         return {k: v for k, v in out.items() if v > 0}
+
+    def combine(self, operands: Sequence[FuzzyDict], op: Callable[[Any, Any], Any],
+                conjunctive: bool) -> FuzzyDict:
+        if conjunctive:  # every t-norm is 0 where one side is 0
+            keys = set(operands[0]).intersection(*operands[1:])
+        else:
+            keys = set(operands[0]).union(*operands[1:])
+        out: FuzzyDict = {}
+        for key in keys:
+            value = operands[0].get(key, 0.0)
+            for other in operands[1:]:
+                value = op(value, other.get(key, 0.0))
+            if value > 0:
+                out[key] = float(value)
+        return out
+
+    def complement(self, x: FuzzyDict) -> FuzzyDict:
+        raise QueryStructureError("NOT needs every node of the graph; it is only supported "
+                                  "on an in-memory KnowledgeGraph")
+
+    def mean(self, operands: Sequence[FuzzyDict]) -> FuzzyDict:
+        union = set().union(*operands)
+        return {k: sum(o.get(k, 0.0) for o in operands) / len(operands) for k in union}
+
+    def is_empty(self, x: FuzzyDict) -> bool:
+        return not x
+
+    def cut(self, x: FuzzyDict, threshold: float) -> FuzzyDict:
+        return {k: v for k, v in x.items() if v >= threshold}
+
+    def output(self, x: FuzzyDict) -> FuzzyDict:
+        return x
+
+
+class StoreQueryExecutor(FuzzyQueryExecutor):
+    """Fuzzy query execution through a GraphStore's name-level ``one_hop``."""
+
+    def __init__(self, store: Any, vocabulary: GraphVocabulary, *, projection: str = "max",
+                 logic: str = "product", threshold: float = 0.0, soft_and: bool = False,
+                 max_frontier: int = 10_000) -> None:
+        if projection not in PROJECTIONS:
+            raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+        if logic not in LOGICS:
+            raise ValueError(f"logic must be one of {LOGICS}, got {logic!r}")
+        if max_frontier < 1:
+            raise ValueError("max_frontier must be >= 1")
+        self.sets = StoreSets(store, vocabulary, projection, max_frontier)
+        super().__init__(self.sets, vocabulary, logic=logic, threshold=threshold,
+                         soft_and=soft_and)
+        self.store = store
+        self.projection = projection
+        self.max_frontier = max_frontier
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the last execution cut a frontier to ``max_frontier`` entities."""
+        return self.sets.truncated
+
+    def execute_names(self, query: Query | str, leaf_sets: Sequence[Mapping[str, float]]
+                      ) -> FuzzyDict:
+        """Memberships of every entity with a non-zero score, by name."""
+        self.sets.truncated = False
+        return self.execute(query, leaf_sets)
