@@ -45,6 +45,7 @@ from kgrag.graph.memory import KnowledgeGraph, normalize_name
 log = logging.getLogger(__name__)
 
 Row = list  # one result row, values in RETURN order
+_UNSET: Any = object()  # "not given": a data model's value applies
 T = TypeVar("T")
 
 
@@ -133,6 +134,15 @@ class CypherGraphStore:
         batch_size: names sent per query when a frontier is large.
         timeout: seconds a graph operation may run (server-side where supported).
         relation_descriptions: optional ``{relation: text}`` shown by :meth:`schema_summary`.
+        relation_labels: optional ``{relation: label or labels}``: what embedders read for a
+            relation (:func:`kgrag.text.relations.relation_texts`).
+        data_model: the layout of a graph a framework wrote (:mod:`kgrag.graph.data_models`):
+            ``"kgrag"``, ``"langchain"`` (``add_graph_documents(baseEntityLabel=True)``),
+            ``"langchain_typed"`` (without it), ``"llama_index"`` (``PropertyGraphIndex``), or
+            ``"auto"`` to detect it from the database's labels. It sets ``node_label``,
+            ``name_property`` and ``exclude_labels`` unless those are given too.
+        exclude_labels: labels of nodes that are never entities (source ``Document`` and
+            ``Chunk`` nodes in the frameworks' layouts); edges to them are not facts either.
     """
 
     supports_cypher = True
@@ -143,22 +153,46 @@ class CypherGraphStore:
     def __init__(
         self,
         *,
-        node_label: str | None = "Entity",
-        name_property: str = "name",
+        node_label: str | None | Any = _UNSET,
+        name_property: str | Any = _UNSET,
         relation_property: str | None = None,
         relationship_type: str = "RELATED",
         batch_size: int = 1000,
         timeout: float | None = 60.0,
         relation_descriptions: Mapping[str, str] | None = None,
+        relation_labels: Mapping[str, str | Sequence[str]] | None = None,
+        data_model: str | None = None,
+        exclude_labels: Sequence[str] | Any = _UNSET,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        self.timeout = timeout
+        model = None
+        if data_model == "auto":
+            from kgrag.graph.data_models import detect_data_model
+
+            model = detect_data_model(self._read, self._quote)
+        elif data_model is not None:
+            from kgrag.graph.data_models import preset
+
+            model = preset(data_model)
+        self.data_model = model.name if model is not None else "kgrag"
+        if node_label is _UNSET:
+            node_label = model.node_label if model is not None else "Entity"
+        if name_property is _UNSET:
+            name_property = model.name_property if model is not None else "name"
+        if exclude_labels is _UNSET:
+            exclude_labels = model.exclude_labels if model is not None else ()
+        self.exclude_labels: tuple[str, ...] = tuple(exclude_labels)
+        self._exclude = [self._quote(label) for label in self.exclude_labels]
+        self.relation_labels: dict[str, list[str]] = {
+            str(r): [v] if isinstance(v, str) else list(v)
+            for r, v in (relation_labels or {}).items()}
         self.node_label = node_label
         self.name_property = name_property
         self.relation_property = relation_property
         self.relationship_type = relationship_type
         self.batch_size = batch_size
-        self.timeout = timeout
         self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
         self._label = f":{self._quote(node_label)}" if node_label else ""
         self._prop = self._quote(name_property)
@@ -231,7 +265,8 @@ class CypherGraphStore:
         The lookup is its own ``MATCH`` followed by ``WITH``, so planners (FalkorDB's above
         all) start from the name index instead of scanning the label of the other end.
         """
-        return f"UNWIND $names AS nm MATCH {self._node('n', 'nm')} WITH n, nm "
+        return (f"UNWIND $names AS nm MATCH {self._node('n', 'nm')}"
+                f"{self._where(self._not_excluded('n'))} WITH n, nm ")
 
     def _rel(self, var: str, relations: Sequence[str] | None) -> tuple[str, str | None]:
         """Relationship pattern and its WHERE condition for the relation filter (None = any)."""
@@ -246,7 +281,12 @@ class CypherGraphStore:
         return f"type({var})" if self._rel_prop is None else f"{var}.{self._rel_prop}"
 
     def _has_name(self, *variables: str) -> str:
-        return " AND ".join(f"{v}.{self._prop} IS NOT NULL" for v in variables)
+        """``v.name IS NOT NULL`` (and ``NOT v:Excluded`` per excluded label) for each var."""
+        return " AND ".join(f"{v}.{self._prop} IS NOT NULL" + "".join(
+            f" AND NOT {v}:{label}" for label in self._exclude) for v in variables)
+
+    def _not_excluded(self, var: str) -> str | None:
+        return " AND ".join(f"NOT {var}:{label}" for label in self._exclude) or None
 
     @staticmethod
     def _where(*conditions: str | None) -> str:
@@ -369,7 +409,8 @@ class CypherGraphStore:
         return {"nodes": int(rows[0][0]), "edges": sum(rel.values()), "relations": len(rel)}
 
     def has_node(self, name: str) -> bool:
-        rows = self._read(f"MATCH {self._node('n', '$name')} RETURN n.{self._prop} LIMIT 1",
+        rows = self._read(f"MATCH {self._node('n', '$name')}"
+                          f"{self._where(self._not_excluded('n'))} RETURN n.{self._prop} LIMIT 1",
                           {"name": normalize_name(name)})
         return bool(rows)
 
@@ -379,7 +420,8 @@ class CypherGraphStore:
         found: set[str] = set()
         for chunk in self._chunks(wanted):
             found.update(r[0] for r in self._read(
-                f"UNWIND $names AS nm MATCH {self._node('n', 'nm')} RETURN DISTINCT nm",
+                f"UNWIND $names AS nm MATCH {self._node('n', 'nm')}"
+                f"{self._where(self._not_excluded('n'))} RETURN DISTINCT nm",
                 {"names": chunk}))
         return [n for n in wanted if n in found]
 
@@ -705,7 +747,9 @@ class CypherGraphStore:
             bar.close()
         return KnowledgeGraph(names, relations, np.asarray(heads, np.int64),
                               np.asarray(rels, np.int64), np.asarray(tails, np.int64),
-                              relation_descriptions=self.relation_descriptions)
+                              relation_descriptions=self.relation_descriptions,
+                              relation_labels={r: v for r, v in self.relation_labels.items()
+                                               if r in rel_index})
 
     # ------------------------------------------------------------------ LLM-written Cypher
     def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,

@@ -198,7 +198,7 @@ class FalkorDBGraphStore(CypherGraphStore):
         only in data not loaded by kgrag) yield the name twice.
         """
         after = -1
-        query = (f"MATCH {self._node('n')} WHERE ID(n) > $after AND n.{self._prop} IS NOT NULL "
+        query = (f"MATCH {self._node('n')} WHERE ID(n) > $after AND {self._has_name('n')} "
                  f"RETURN ID(n) AS id, n.{self._prop} AS name ORDER BY id LIMIT $batch")
         while True:
             rows = self._read(query, {"after": after, "batch": batch_size})
