@@ -30,7 +30,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from kgrag import KnowledgeGraph
-from kgrag.graph.db_linking import linker_for_store
+from kgrag.linking.database import linker_for_store
 
 KB = os.path.join(ROOT, "..", "shared", "data", "metaqa", "kb_reconstructed.txt")
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
-from kgrag.graph.db_linking import DatabaseEntityLinker, linker_for_store
+from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
 from kgrag.graph.falkordb import FalkorDBGraphStore, redisearch_escape, redisearch_query
 from kgrag.graph.neo4j import lucene_escape, lucene_query
 from kgrag.linking import EntityLinker, extract_mentions

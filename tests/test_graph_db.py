@@ -549,7 +549,7 @@ def test_timeouts_give_a_clear_error(small_stores):
 # ---------------------------------------------------------------------- linking
 @pytest.mark.slow
 def test_linker_built_from_streamed_names_matches_in_memory(db_graphs, minilm):
-    from kgrag.graph.db_linking import linker_for_store
+    from kgrag.linking.database import linker_for_store
     from kgrag.linking import EntityLinker
 
     kg, store = db_graphs[("metaqa", "neo4j-bolt")]

@@ -8,7 +8,7 @@ import numpy as np
 
 from kgrag.embed.base import Embedder, l2_normalize
 from kgrag.errors import EmbeddingError
-from kgrag.graph.memory import normalize_name
+from kgrag.text.names import normalize_name
 
 
 class UnknownTextError(EmbeddingError, KeyError):

@@ -4,6 +4,8 @@ from kgrag.graph.base import Direction, GraphStore, PathStep, parse_relation_pat
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.graph.falkordb import FalkorDBGraphStore  # database clients are imported lazily
 from kgrag.graph.neo4j import Neo4jGraphStore
+from kgrag.graph.sources import langchain as _langchain_source  # noqa: F401 (registers)
+from kgrag.graph.sources import llama_index as _llama_index_source  # noqa: F401 (registers)
 
 __all__ = ["Direction", "FalkorDBGraphStore", "GraphStore", "KnowledgeGraph", "Neo4jGraphStore",
            "PathStep", "normalize_name", "parse_relation_path"]

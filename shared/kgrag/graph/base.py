@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from kgrag.context.types import Path, Triple
+from kgrag.errors import GraphDatabaseError
 
 Direction = Literal["out", "in", "both"]
 DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
@@ -24,6 +25,31 @@ DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
 #: Suffixes / prefixes that mark a reversed relation in a written relation path.
 INVERSE_SUFFIXES: tuple[str, ...] = ("_inv", "_inverse", "_reverse")
 INVERSE_PREFIXES: tuple[str, ...] = ("~", "^")
+
+
+#: Conversions between the in-memory graph and the layers built on it, by name: database
+#: writers (``"to_neo4j"``, ``"to_falkordb"``: copy a graph into a database, return a store over
+#: it) and framework readers (``"from_llama_index"``, ``"from_graph_documents"``). Each module
+#: registers its own when imported (``kgrag.graph`` imports them all), so
+#: ``KnowledgeGraph.to_neo4j`` & co. reach them without the storage module importing the modules
+#: built on top of it, which import it (that would close an import cycle).
+_CONVERTERS: dict[str, Callable[..., Any]] = {}
+
+
+def register_converter(name: str, function: Callable[..., Any]) -> None:
+    """Make ``function`` the graph conversion called ``name`` (see :func:`converter`)."""
+    _CONVERTERS[name] = function
+
+
+def converter(name: str) -> Callable[..., Any]:
+    """The registered conversion ``name``; a :class:`GraphDatabaseError` naming the known ones
+    when there is none."""
+    try:
+        return _CONVERTERS[name]
+    except KeyError:
+        raise GraphDatabaseError(
+            f"no graph conversion {name!r} is registered (known: {sorted(_CONVERTERS) or 'none'}); "
+            "import kgrag.graph to register the built-in ones") from None
 
 
 def check_direction(direction: str) -> Direction:
@@ -147,3 +173,20 @@ class GraphStore(Protocol):
         """A compact text description of relations (with counts and examples) for LLM prompts."""
 
     def degree(self, nodes: Iterable[str], *, direction: Direction = "both") -> dict[str, int]: ...
+
+
+@runtime_checkable
+class TripleSource(Protocol):
+    """A graph that can hand out all its triples and node names (the in-memory
+    :class:`~kgrag.graph.memory.KnowledgeGraph`): what the database loader copies from,
+    including isolated nodes, which have no triple."""
+
+    node_names: list[str]
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    @property
+    def num_edges(self) -> int: ...
+
+    def triples(self) -> Iterator[Triple]: ...

@@ -17,7 +17,6 @@ from __future__ import annotations
 import codecs
 import csv
 import itertools
-from typing import Any
 
 import numpy as np
 
@@ -46,7 +45,7 @@ class _Interner:
     _NEW = 1 << 40  # dictionary values at or above this mark raw values first seen in this block
 
     def __init__(self, encoding: str) -> None:
-        from kgrag.graph.memory import normalize_name
+        from kgrag.text.names import normalize_name
 
         self._normalize = normalize_name
         self.encoding = encoding

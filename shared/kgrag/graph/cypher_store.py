@@ -40,7 +40,8 @@ from kgrag.context.types import Path, Triple
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 from kgrag.graph.cypher_safety import check_read_only
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.memory import KnowledgeGraph
+from kgrag.text.names import normalize_name
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ class CypherGraphStore:
         """Usable full-text / vector indexes on the node label's name property (none here).
 
         Backends that can query such indexes override this, :meth:`fulltext_search` and
-        :meth:`vector_search`; :func:`kgrag.graph.db_linking.linker_for_store` uses them.
+        :meth:`vector_search`; :func:`kgrag.linking.database.linker_for_store` uses them.
         """
         return []
 

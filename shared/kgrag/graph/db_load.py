@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from kgrag.errors import GraphFormatError
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.base import TripleSource
+from kgrag.text.names import normalize_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.cypher_store import CypherGraphStore
@@ -49,7 +50,7 @@ class LoadSummary:
 
 def _triples_of(source: Any, read_options: dict[str, Any]) -> tuple[Iterable[Sequence[Any]], int | None]:
     """An iterable of (head, relation, tail) and its length when known."""
-    if isinstance(source, KnowledgeGraph):
+    if isinstance(source, TripleSource):
         return ((t.head, t.relation, t.tail) for t in source.triples()), source.num_edges
     if isinstance(source, (str, os.PathLike)):
         from kgrag.graph.io import read_triples
@@ -118,7 +119,7 @@ def load_triples(
         summary.relationships_created += counters.get("relationships_created", 0)
 
     try:
-        if isinstance(source, KnowledgeGraph):  # isolated nodes have no triple
+        if isinstance(source, TripleSource):  # isolated nodes have no triple
             for i in range(0, source.num_nodes, batch_size):
                 add(store._write(node_q, {"names": source.node_names[i:i + batch_size]}))
         for batch in _batches(triples, batch_size):
@@ -150,42 +151,3 @@ def load_triples(
         store.refresh()
         summary.seconds = time.perf_counter() - started
     return summary
-
-
-def to_neo4j(kg: KnowledgeGraph, target: Any, username: str | None = None,
-             password: str | None = None, *, database: str | None = None, batch_size: int = 5000,
-             progress: bool = True, **mapping: Any) -> Any:
-    """Write ``kg`` into Neo4j and return a :class:`~kgrag.graph.neo4j.Neo4jGraphStore` over it.
-
-    ``target``: a Bolt URI (with ``username`` / ``password``), a ``langchain_neo4j.Neo4jGraph``
-    or a ``neo4j.Driver``. ``mapping``: label / property / relation storage options of the
-    store. The :class:`LoadSummary` is on the store as ``load_summary``.
-    """
-    from kgrag.graph.neo4j import Neo4jGraphStore
-
-    if isinstance(target, str):
-        store = Neo4jGraphStore.from_uri(target, username, password, database=database, **mapping)
-    elif hasattr(target, "_driver") and hasattr(target, "query"):  # a langchain Neo4jGraph
-        store = Neo4jGraphStore.from_langchain(target, **mapping)
-    else:
-        store = Neo4jGraphStore(target, database=database, **mapping)
-    store.load_summary = load_triples(store, kg, batch_size=batch_size, progress=progress)
-    return store
-
-
-def to_falkordb(kg: KnowledgeGraph, target: Any = "localhost", port: int = 6379, *,
-                graph: str = "kgrag", batch_size: int = 5000, progress: bool = True,
-                **mapping: Any) -> Any:
-    """Write ``kg`` into FalkorDB and return a :class:`~kgrag.graph.falkordb.FalkorDBGraphStore`.
-
-    ``target``: a host name (with ``port`` and graph key ``graph``) or a ``falkordb.Graph``.
-    The :class:`LoadSummary` is on the store as ``load_summary``.
-    """
-    from kgrag.graph.falkordb import FalkorDBGraphStore
-
-    if isinstance(target, str):
-        store = FalkorDBGraphStore.from_url(target, port, graph=graph, **mapping)
-    else:
-        store = FalkorDBGraphStore(target, **mapping)
-    store.load_summary = load_triples(store, kg, batch_size=batch_size, progress=progress)
-    return store

@@ -21,7 +21,9 @@ import logging
 from typing import Any, Iterator, Mapping, Sequence
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.graph.base import TripleSource, register_converter
 from kgrag.graph.cypher_store import CypherGraphStore, Row, SearchIndex, call_with_deadline
+from kgrag.graph.db_load import load_triples
 
 log = logging.getLogger(__name__)
 
@@ -288,3 +290,22 @@ class FalkorDBGraphStore(CypherGraphStore):
             if "already indexed" not in str(exc):
                 raise
         return "index"
+
+
+def to_falkordb(kg: TripleSource, target: Any = "localhost", port: int = 6379, *,
+                graph: str = "kgrag", batch_size: int = 5000, progress: bool = True,
+                **mapping: Any) -> Any:
+    """Write ``kg`` into FalkorDB and return a :class:`~kgrag.graph.falkordb.FalkorDBGraphStore`.
+
+    ``target``: a host name (with ``port`` and graph key ``graph``) or a ``falkordb.Graph``.
+    The :class:`~kgrag.graph.db_load.LoadSummary` is on the store as ``load_summary``.
+    """
+    if isinstance(target, str):
+        store = FalkorDBGraphStore.from_url(target, port, graph=graph, **mapping)
+    else:
+        store = FalkorDBGraphStore(target, **mapping)
+    store.load_summary = load_triples(store, kg, batch_size=batch_size, progress=progress)
+    return store
+
+
+register_converter("to_falkordb", to_falkordb)

@@ -11,7 +11,7 @@ Build it from a ``langchain_neo4j.Neo4jGraph`` (its driver and database are reus
     store = Neo4jGraphStore.from_uri("neo4j://localhost:7687", "neo4j", "secret")
     store.one_hop(["Tokyo Godfathers"])
 
-Linking against the database graph (:func:`kgrag.graph.db_linking.linker_for_store`) queries a
+Linking against the database graph (:func:`kgrag.linking.database.linker_for_store`) queries a
 Neo4j full-text index on the name property when there is one (and a vector index when asked to),
 else builds a local index from :meth:`iter_node_names`.
 """
@@ -24,7 +24,9 @@ import logging
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.graph.base import TripleSource, register_converter
 from kgrag.graph.cypher_store import CypherGraphStore, Row, SearchIndex, call_with_deadline
+from kgrag.graph.db_load import load_triples
 
 log = logging.getLogger(__name__)
 
@@ -373,3 +375,25 @@ class Neo4jGraphStore(CypherGraphStore):
             if "already indexed" not in str(exc):
                 raise
         return "index"
+
+
+def to_neo4j(kg: TripleSource, target: Any, username: str | None = None,
+             password: str | None = None, *, database: str | None = None, batch_size: int = 5000,
+             progress: bool = True, **mapping: Any) -> Any:
+    """Write ``kg`` into Neo4j and return a :class:`~kgrag.graph.neo4j.Neo4jGraphStore` over it.
+
+    ``target``: a Bolt URI (with ``username`` / ``password``), a ``langchain_neo4j.Neo4jGraph``
+    or a ``neo4j.Driver``. ``mapping``: label / property / relation storage options of the
+    store. The :class:`~kgrag.graph.db_load.LoadSummary` is on the store as ``load_summary``.
+    """
+    if isinstance(target, str):
+        store = Neo4jGraphStore.from_uri(target, username, password, database=database, **mapping)
+    elif hasattr(target, "_driver") and hasattr(target, "query"):  # a langchain Neo4jGraph
+        store = Neo4jGraphStore.from_langchain(target, **mapping)
+    else:
+        store = Neo4jGraphStore(target, database=database, **mapping)
+    store.load_summary = load_triples(store, kg, batch_size=batch_size, progress=progress)
+    return store
+
+
+register_converter("to_neo4j", to_neo4j)

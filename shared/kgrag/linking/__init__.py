@@ -6,6 +6,7 @@ mention extraction from questions without an LLM.
 'Jamaica'
 """
 
+from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
 from kgrag.linking.dense import DenseIndex
 from kgrag.linking.fuzzy import FuzzyIndex, TrigramIndex, coverage_wratio, name_key
 from kgrag.linking.linker import MODES, EntityLinker, Link, RelationLinker
@@ -14,6 +15,7 @@ from kgrag.linking.mentions import STOPWORDS, Mention, extract_mentions
 __all__ = [
     "MODES",
     "STOPWORDS",
+    "DatabaseEntityLinker",
     "DenseIndex",
     "EntityLinker",
     "FuzzyIndex",
@@ -23,5 +25,6 @@ __all__ = [
     "TrigramIndex",
     "coverage_wratio",
     "extract_mentions",
+    "linker_for_store",
     "name_key",
 ]

@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,6 +35,19 @@ from kgrag.linking.fuzzy import FuzzyIndex, name_key
 from kgrag.text.names import relation_words
 
 MODES = ("fuzzy", "dense", "hybrid")
+
+#: How :meth:`EntityLinker.from_graph` links against a database store; installed by
+#: :mod:`kgrag.linking.database` (whose linker is an EntityLinker subclass, so this module cannot
+#: import it without a cycle). ``kgrag.linking`` imports that module, so it is always set.
+_store_linker: Callable[..., "EntityLinker"] | None = None
+
+
+def register_store_linker(factory: Callable[..., "EntityLinker"]) -> None:
+    """Make ``factory(store, **kwargs)`` the linker :meth:`EntityLinker.from_graph` builds for a
+    database store (:class:`~kgrag.graph.base.CypherStore`)."""
+    global _store_linker
+    _store_linker = factory
+
 FORMAT = "kgrag-linker"
 FORMAT_VERSION = 1
 
@@ -148,14 +161,14 @@ class EntityLinker:
         """A linker over a graph's node names and aliases (in-memory graph or any GraphStore).
 
         A database store (one with ``search_indexes``, e.g. Neo4j or FalkorDB) goes through
-        :func:`kgrag.graph.db_linking.linker_for_store`: its own full-text / named vector index
+        :func:`kgrag.linking.database.linker_for_store`: its own full-text / named vector index
         when that serves ``mode``, otherwise a local index over the streamed names -- so every
         method that builds its default linker here uses the database's index when it can.
         """
         if cls is EntityLinker and callable(getattr(graph, "search_indexes", None)):
-            from kgrag.graph.db_linking import linker_for_store
-
-            return linker_for_store(graph, **kwargs)
+            if _store_linker is None:  # pragma: no cover - kgrag.linking installs it on import
+                raise RuntimeError("import kgrag.linking to link against a database store")
+            return _store_linker(graph, **kwargs)
         names = getattr(graph, "node_names", None)
         if names is None:
             names = graph.iter_node_names()

@@ -24,6 +24,7 @@ from typing import Any
 
 from kgrag.errors import GraphFormatError
 from kgrag.graph.annotations import GraphAnnotations, json_value
+from kgrag.graph.base import register_converter
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.graph.sources import build_graph
 
@@ -95,3 +96,6 @@ def from_graph_documents(graph_documents: Iterable[Any], *, cls: Any = Knowledge
                      annotations=notes, **kwargs)
     kg.stats["graph_documents"] = count
     return kg
+
+
+register_converter("from_graph_documents", from_graph_documents)
