@@ -118,3 +118,42 @@ def test_relation_labels_from_a_mapping_a_file_and_networkx(tmp_path):
         KnowledgeGraph.from_triples(triples, relation_labels={"P1": "x"})
     with pytest.raises(GraphFormatError):
         KnowledgeGraph.from_triples(triples, relation_labels=tmp_path / "missing.tsv")
+
+
+FREEBASE_STYLE = [
+    ("Paprika", "film.film.directed_by", "Satoshi Kon"),
+    ("Paprika", "film.film.genre", "Animation"),
+    ("Kid A", "music.album.genre", "Electronic"),
+    ("Kid A", "music.album.artist", "Radiohead"),
+    ("Satoshi Kon", "people.person.place_of_birth", "Sapporo"),
+    ("Radiohead", "music.artist.origin", "Abingdon"),
+]
+
+
+def test_byokg_follows_paths_written_in_words():
+    from kgrag.methods.byokg.paths import RelationResolver, follow_metapath
+
+    kg = KnowledgeGraph.from_triples(FREEBASE_STYLE)
+    resolver = RelationResolver.from_graph(kg)
+    assert resolver.resolve_all("genre") == ["film.film.genre", "music.album.genre"]
+    found = follow_metapath(kg, ["Paprika"], "directed by -> place of birth", resolver=resolver)
+    assert [p.target for p in found.paths] == ["Sapporo"] and not found.partial
+    found = follow_metapath(kg, ["Kid A", "Paprika"], "genre", resolver=resolver)
+    assert sorted(p.target for p in found.paths) == ["Animation", "Electronic"]
+    assert found.executed == "film.film.genre | music.album.genre"
+    before = follow_metapath(kg, ["Paprika"], "directed by -> place of birth",
+                             resolver=RelationResolver(kg.relation_names))
+    assert before.paths == []  # the identifiers alone do not know the words
+
+
+def test_ultrag_binds_relations_written_in_words():
+    from kgrag.methods.ultrag import UltRAG
+
+    kg = KnowledgeGraph.from_triples(FREEBASE_STYLE)
+    ultrag = UltRAG(kg, linking="exact")
+    top = ultrag.execute('"Paprika" -> "directed by" -> "place of birth"')
+    assert top[0].name == "Sapporo" and top[0].metadata["query"] == (
+        '"Paprika" -> film.film.directed_by -> people.person.place_of_birth')
+    genres = {e.name for e in ultrag.execute('"Kid A" -> "genre"')}
+    assert genres == {"Electronic"}  # the union's other branch has no edge from Kid A
+    assert {e.name for e in ultrag.execute('"Sapporo" -> "place of birth"_inv')} == {"Satoshi Kon"}

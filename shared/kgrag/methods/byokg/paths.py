@@ -18,12 +18,17 @@ walks' direction patterns (see :func:`_fair_order`). When a metapath cannot be e
 marked partial: the entities it reaches are still useful context for the next iteration.
 
 Relation names written by the LLM are resolved against the graph's relations exactly, then
-ignoring case and punctuation (``"Starred Actors"`` -> ``starred_actors``); unknown names make
+ignoring case and punctuation (``"Starred Actors"`` -> ``starred_actors``), then by the words a
+person writes for them (labels, the last segment of a path-like id: "place of birth" ->
+``people.person.place_of_birth``; :mod:`kgrag.linking.relation_names`). A written name that
+fits several relations (``genre`` in a Freebase-style graph) is followed along each of them (at
+most ``MAX_COMBINATIONS`` combinations per path) and the walks are merged; unknown names make
 the step -- and so the rest of the path -- unexecutable.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -42,6 +47,8 @@ from kgrag.graph.memory import KnowledgeGraph
 
 #: Walks enumerated per metapath before de-duplication (bounds memory on hub nodes).
 MAX_WALKS = 200_000
+#: Relation combinations followed for one metapath whose written names fit several relations.
+MAX_COMBINATIONS = 16
 
 
 def relation_key(name: str) -> str:
@@ -52,44 +59,69 @@ def relation_key(name: str) -> str:
 class RelationResolver:
     """Maps relation names written by an LLM to the graph's relation names."""
 
-    def __init__(self, relations: Sequence[str]) -> None:
+    def __init__(self, relations: Sequence[str], *, texts: Any = None) -> None:
         self.relations = list(relations)
         self._exact = set(self.relations)
         self._by_key: dict[str, str] = {}
         for rel in self.relations:
             self._by_key.setdefault(relation_key(rel), rel)
+        #: a :class:`~kgrag.linking.relation_names.RelationTextIndex` (relations by their words)
+        self.texts = texts
 
-    def resolve(self, name: str) -> str | None:
+    @classmethod
+    def from_graph(cls, graph: Any) -> "RelationResolver":
+        """A resolver over ``graph``'s relations that also knows their words and labels."""
+        from kgrag.linking.relation_names import RelationTextIndex
+
+        texts = RelationTextIndex.from_graph(graph)
+        return cls(texts.names, texts=texts)
+
+    def resolve_all(self, name: str) -> list[str]:
+        """Every relation ``name`` may mean (one for an exact or key match)."""
         name = name.strip().strip("`'\"")
         if name in self._exact:
-            return name
-        return self._by_key.get(relation_key(name))
+            return [name]
+        found = self._by_key.get(relation_key(name))
+        if found is not None:
+            return [found]
+        return self.texts.lookup(name) if self.texts is not None else []
 
-    def steps(self, metapath: str, direction: Direction = "both") -> tuple[list[PathStep], bool]:
-        """``(executable steps, complete)``: the steps up to the first unknown relation."""
+    def resolve(self, name: str) -> str | None:
+        found = self.resolve_all(name)
+        return found[0] if found else None
+
+    def step_choices(self, metapath: str, direction: Direction = "both"
+                     ) -> tuple[list[list[PathStep]], bool]:
+        """``(choices per executable step, complete)``, up to the first unknown relation."""
         check_direction(direction)
-        steps: list[PathStep] = []
+        choices: list[list[PathStep]] = []
         for raw in re.split(r"\s*->\s*", metapath.strip()):
             raw = raw.strip()
             if not raw:
                 continue
-            rel, step_dir = self.resolve(raw), direction
-            if rel is None:
-                rel = self._resolve_inverse(raw)
+            rels, step_dir = self.resolve_all(raw), direction
+            if not rels:
+                rels = self._resolve_inverse(raw)
                 step_dir = "in"
-            if rel is None:
-                return steps, False
-            steps.append(PathStep(rel, step_dir))
-        return steps, bool(steps)
+            if not rels:
+                return choices, False
+            choices.append([PathStep(rel, step_dir) for rel in rels])
+        return choices, bool(choices)
 
-    def _resolve_inverse(self, raw: str) -> str | None:
+    def steps(self, metapath: str, direction: Direction = "both") -> tuple[list[PathStep], bool]:
+        """``(executable steps, complete)``: the steps up to the first unknown relation (the
+        first relation where a written name fits several)."""
+        choices, complete = self.step_choices(metapath, direction)
+        return [c[0] for c in choices], complete
+
+    def _resolve_inverse(self, raw: str) -> list[str]:
         for prefix in INVERSE_PREFIXES:
             if raw.startswith(prefix) and len(raw) > len(prefix):
-                return self.resolve(raw[len(prefix):])
+                return self.resolve_all(raw[len(prefix):])
         for suffix in INVERSE_SUFFIXES:
             if raw.endswith(suffix) and len(raw) > len(suffix):
-                return self.resolve(raw[: -len(suffix)])
-        return None
+                return self.resolve_all(raw[: -len(suffix)])
+        return []
 
 
 @dataclass
@@ -195,17 +227,36 @@ def follow_metapath(
     Returns the complete walks, or -- when there are none -- the walks of the longest
     executable prefix, flagged ``partial``.
     """
-    steps, complete = resolver.steps(metapath, direction)
-    if not steps or not sources:
+    choices, complete = resolver.step_choices(metapath, direction)
+    if not choices or not sources:
         return FollowedPaths(metapath, "", [], True)
-    for length in range(len(steps), 0, -1):
-        walks = _walks(store, sources, steps[:length], max_paths)
-        if walks:
-            executed = " -> ".join(
-                s.relation if s.direction != "in" or direction == "in" else f"~{s.relation}"
-                for s in steps[:length])
-            return FollowedPaths(metapath, executed, walks, not (complete and length == len(steps)))
+    for length in range(len(choices), 0, -1):
+        found, executed = [], []
+        for steps in itertools.islice(itertools.product(*choices[:length]), MAX_COMBINATIONS):
+            walks = _walks(store, sources, steps, max_paths)
+            if walks:
+                found.append(walks)
+                executed.append(" -> ".join(
+                    s.relation if s.direction != "in" or direction == "in" else f"~{s.relation}"
+                    for s in steps))
+        if found:
+            walks = found[0] if len(found) == 1 else _merge_walks(found, max_paths)
+            return FollowedPaths(metapath, " | ".join(executed), walks,
+                                 not (complete and length == len(choices)))
     return FollowedPaths(metapath, "", [], True)
+
+
+def _merge_walks(groups: list[list[Path]], max_paths: int) -> list[Path]:
+    """Walks of several relation combinations: one per (source, end), at most ``max_paths``,
+    taken round-robin so every combination that found something is represented."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Path] = []
+    for row in itertools.zip_longest(*groups):
+        for p in row:
+            if p is not None and _walk_key(p) not in seen:
+                seen.add(_walk_key(p))
+                out.append(p)
+    return out[:max_paths]
 
 
 def shortest_paths(

@@ -146,7 +146,7 @@ class ByoKGRAG(KGMethod):
         self.llm_free_max_paths = llm_free_max_paths
         self.llm_free_candidates = llm_free_candidates
         self.cache_dir = cache_dir
-        self.resolver = RelationResolver(graph.list_relations())
+        self.resolver = RelationResolver.from_graph(graph)
         self.total_usage = Usage()
         self._lock = threading.Lock()
 

@@ -33,7 +33,7 @@ class GraphTools:
         self.graph = graph
         self._linker = linker
         self._method = method
-        self.resolver = RelationResolver(graph.list_relations())
+        self.resolver = RelationResolver.from_graph(graph)
 
     @classmethod
     def from_method(cls, method: Any) -> "GraphTools":

@@ -31,6 +31,7 @@ import numpy as np
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import NO_LLM_HELP, track_usage
 from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
@@ -196,7 +197,8 @@ class UltRAG(KGMethod):
         self.llm = optional_llm(llm)
         self.vocabulary = (
             GraphVocabulary.from_graph(graph, relation_backoff=relation_backoff) if in_memory
-            else GraphVocabulary(graph.list_relations(), [], relation_backoff=relation_backoff))
+            else GraphVocabulary(graph.list_relations(), [], relation_backoff=relation_backoff,
+                                 relation_texts=RelationTextIndex.from_graph(graph)))
         self.linking = linking
         self.sigma = sigma
         self.link_k = link_k
@@ -317,7 +319,10 @@ class UltRAG(KGMethod):
         return None
 
     def validate(self, query: Query) -> Query:
-        """Check every relation and every unquoted id leaf against the graph."""
+        """Bind relations written in words (labels, last segments of path-like ids; see
+        :meth:`GraphVocabulary.expand_written_relations`), then check every relation and every
+        unquoted id leaf against the graph. Returns the bound query."""
+        query = self.vocabulary.expand_written_relations(query)
         for rel in relations(query):
             self.vocabulary.resolve_relation(rel)
         for leaf in leaves(query):

@@ -11,7 +11,11 @@ strings, so :class:`GraphVocabulary` fixes one id scheme per graph:
 
 Resolution of a relation token tries, in order: the id table, the exact relation name (with the
 inverse suffix glued back on first, so a graph relation literally named ``x_inv`` still matches),
-then the name with the suffix removed as an inverse traversal. Optionally (``relation_backoff``,
+then the name with the suffix removed as an inverse traversal. A relation written in words --
+its label, or the last segment of a path-like id (``"place of birth"`` for
+``people.person.place_of_birth``) -- is bound by :meth:`GraphVocabulary.expand_written_relations`
+before execution (:mod:`kgrag.linking.relation_names`); words that fit several relations become
+the union (``OR``) of the projections along each. Optionally (``relation_backoff``,
 off by default -- the notes' "soft extra (a)", our extension) an unknown relation *label* falls
 back to the lexically closest relation name (``"director"`` -> ``directed_by``). Entity tokens: unquoted
 ``Q<digits>`` ids, then exact node names, then aliases (case-insensitive last). Anything else is
@@ -25,7 +29,20 @@ import re
 from collections.abc import Sequence
 
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
-from kgrag.methods.ultrag.query import Entity, QueryResolutionError, Relation
+from kgrag.linking.relation_names import RelationTextIndex
+from kgrag.methods.ultrag.query import (
+    Entity,
+    Intersection,
+    Negation,
+    Projection,
+    Query,
+    QueryResolutionError,
+    Relation,
+    Union_,
+)
+
+#: Relations a written name may expand to (a union of that many projections at most).
+MAX_WRITTEN_MATCHES = 16
 
 _P_ID = re.compile(r"^P\d+$")
 _Q_ID = re.compile(r"^Q\d+$")
@@ -37,8 +54,11 @@ class GraphVocabulary:
     def __init__(self, relation_names: Sequence[str], node_names: Sequence[str],
                  node_index: dict[str, int] | None = None,
                  aliases: dict[str, list[str]] | None = None, *,
-                 relation_backoff: float | None = None) -> None:
+                 relation_backoff: float | None = None,
+                 relation_texts: RelationTextIndex | None = None) -> None:
         self.relation_names = list(relation_names)
+        #: relations by the words people write for them (labels, last path segments)
+        self.relation_texts = relation_texts
         self.relation_index = {r: i for i, r in enumerate(self.relation_names)}
         self.node_names = node_names
         self.node_index = node_index if node_index is not None else {
@@ -60,7 +80,46 @@ class GraphVocabulary:
 
     @classmethod
     def from_graph(cls, kg: KnowledgeGraph, **options: float | None) -> GraphVocabulary:
-        return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases, **options)
+        return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases,
+                   relation_texts=RelationTextIndex.from_graph(kg), **options)
+
+    # ---------------------------------------------------------------- relations in words
+    def written_relations(self, relation: Relation) -> tuple[list[int], bool]:
+        """``(relation ids, inverse)`` a token written in words names; no ids when it is an id
+        or an exact name (resolved as usual) or names nothing."""
+        if self.relation_texts is None or self.is_exact(relation):
+            return [], relation.inverse
+        names, inverse = self.relation_texts.lookup(relation.name), relation.inverse
+        if not names and relation.inverse:  # words that merely end like an inverse suffix
+            names, inverse = self.relation_texts.lookup(relation.name + relation.suffix), False
+        return [self.relation_index[n] for n in names[:MAX_WRITTEN_MATCHES]
+                if n in self.relation_index], inverse
+
+    def expand_written_relations(self, query: Query) -> Query:
+        """``query`` with every relation written in words bound to the graph's relation names;
+        a written name fitting several relations becomes ``OR`` of one projection per relation.
+
+        >>> kg = KnowledgeGraph.from_triples([("a", "film.film.genre", "b"),
+        ...                                   ("c", "music.album.genre", "d")])
+        >>> from kgrag.methods.ultrag.query import parse_query, to_dsl
+        >>> to_dsl(GraphVocabulary.from_graph(kg).expand_written_relations(
+        ...     parse_query('Q0 -> "genre"')))
+        'OR(Q0 -> film.film.genre, Q0 -> music.album.genre)'
+        """
+        if isinstance(query, Projection):
+            operand = query.operand if isinstance(query.operand, Entity) else \
+                self.expand_written_relations(query.operand)
+            ids, inverse = self.written_relations(query.relation)
+            bound = [Projection(operand, Relation(self.relation_names[i], inverse))
+                     for i in ids]
+            if not bound:
+                return query if operand is query.operand else Projection(operand, query.relation)
+            return bound[0] if len(bound) == 1 else Union_(tuple(bound))
+        if isinstance(query, (Intersection, Union_)):
+            return type(query)(tuple(self.expand_written_relations(q) for q in query.operands))
+        if isinstance(query, Negation):
+            return Negation(self.expand_written_relations(query.operand))
+        return query
 
     # ---------------------------------------------------------------- ids for prompts / output
     def relation_id(self, rel: int) -> str:
