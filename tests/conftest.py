@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+_OWN_CACHE: str | None = None
+
+
+def pytest_configure(config):
+    """Each test session gets its own kgrag cache (name vectors, the ONNX export of MiniLM), so
+    tests neither read nor fill the user's; ``KGRAG_CACHE_DIR`` set by the caller is kept."""
+    global _OWN_CACHE
+    if not os.environ.get("KGRAG_CACHE_DIR"):
+        _OWN_CACHE = tempfile.mkdtemp(prefix="kgrag-test-cache-")
+        os.environ["KGRAG_CACHE_DIR"] = _OWN_CACHE
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@
 from kgrag.embed.adapters import LangChainEmbedder, LlamaIndexEmbedder, as_embedder
 from kgrag.embed.base import Embedder, embedder_name, l2_normalize
 from kgrag.embed.cache import CachedEmbedder, texts_fingerprint
+from kgrag.embed.graph_vectors import graph_name_vectors
 from kgrag.embed.lookup import LookupEmbedder, UnknownTextError
 from kgrag.embed.sentence_transformer import (
     DEFAULT_MODEL_NAME,
@@ -16,6 +17,7 @@ from kgrag.embed.sentence_transformer import (
     default_model_path,
 )
 from kgrag.embed.similarity import matvec
+from kgrag.embed.store import cache_root, configure_cache, embed_cached
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -27,9 +29,13 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "UnknownTextError",
     "as_embedder",
+    "cache_root",
+    "configure_cache",
     "default_embedder",
     "default_model_path",
+    "embed_cached",
     "embedder_name",
+    "graph_name_vectors",
     "l2_normalize",
     "matvec",
     "texts_fingerprint",

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.embed.similarity import matvec
+from kgrag.embed.store import embed_cached
 
 
 class RelationTextVectors:
@@ -45,7 +46,7 @@ class RelationTextVectors:
             raise ValueError("every relation needs at least one text")
         indptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        vectors = np.asarray(embedder.embed_documents(flat), dtype=np.float32) if flat else \
+        vectors = embed_cached(embedder, flat, kind="relations") if flat else \
             np.zeros((0, getattr(embedder, "dimension", 1)), np.float32)
         return cls(vectors.reshape(len(flat), -1), indptr)
 

@@ -139,7 +139,9 @@ def _simgrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> Quest
     if mode == "llm-free":
         raise ValueError("SimGRAG has no LLM-free mode (an LLM writes the query pattern); "
                          "use --mode oracle or --mode llm")
-    params = {"node_vectors": embedder.embed_documents(list(kg.node_names)), **params}
+    from kgrag.embed.graph_vectors import graph_name_vectors
+
+    params = {"node_vectors": graph_name_vectors(kg, embedder, "nodes"), **params}
     method = SimGRAG(kg, llm=llm if mode == "llm" else None, embedder=embedder, **params)
     if mode == "llm":
         return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))

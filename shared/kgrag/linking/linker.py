@@ -82,6 +82,11 @@ class EntityLinker:
     ``hnsw_threshold``, ``hnsw_m``, ``ef_construction``, ``ef_search`` (see
     :class:`~kgrag.linking.dense.DenseIndex`);
     ``embeddings``: precomputed unit vectors of :attr:`surface_texts` (skips embedding).
+
+    A linker made by :meth:`from_graph` takes its dense index from the graph's shared one
+    (:func:`kgrag.linking.shared.graph_dense_index`): every method linking over the same graph
+    and embedder searches one FAISS index built from one set of name vectors (also cached on
+    disk, :mod:`kgrag.embed.store`).
     """
 
     kind = "entity"
@@ -102,8 +107,10 @@ class EntityLinker:
         ef_construction: int = 100,
         ef_search: int = 128,
         embeddings: np.ndarray | None = None,
+        graph: Any = None,
     ) -> None:
         self.mode = _check_mode(mode)
+        self._graph_ref = _weak(graph)
         if top_m < 1:
             raise ValueError("top_m must be at least 1")
         self.top_m = top_m
@@ -178,6 +185,7 @@ class EntityLinker:
                 for alias in alias_list:
                     inverted.setdefault(alias, []).append(canonical)
             kwargs["aliases"] = inverted
+        kwargs.setdefault("graph", graph)
         return cls(names, **kwargs)
 
     def surface_text(self, surface: str) -> str:
@@ -214,9 +222,38 @@ class EntityLinker:
     def dense_index(self) -> DenseIndex:
         """The FAISS index of surface-form embeddings (built on first use)."""
         if self._dense is None:
-            vectors = self.embedder.embed_documents(self.surface_texts)
-            self._dense = DenseIndex.build(vectors, **self.dense_params)
+            self._dense = self._graph_dense_index()
         return self._dense
+
+    #: which of the graph's shared name lists this linker's names are (see kgrag.embed)
+    graph_kind = "nodes"
+
+    @classmethod
+    def _graph_names(cls, graph: Any) -> list[str]:
+        names = getattr(graph, "node_names", None)
+        return list(names) if names is not None else list(graph.iter_node_names())
+
+    def _graph_dense_index(self) -> DenseIndex:
+        """The graph's shared index when this linker covers exactly the graph's names;
+        otherwise an own index (the graph's shared vectors plus the aliases' when it can)."""
+        from kgrag.embed.store import embed_cached
+
+        graph = self._graph_ref() if self._graph_ref is not None else None
+        same_names = graph is not None and self.names == self._graph_names(graph)
+        if same_names and len(self.surface_forms) == len(self.names):
+            from kgrag.linking.shared import graph_dense_index
+
+            return graph_dense_index(graph, self.embedder, self.graph_kind, **self.dense_params)
+        texts = self.surface_texts
+        if same_names:
+            from kgrag.embed.graph_vectors import graph_name_vectors
+
+            names = graph_name_vectors(graph, self.embedder, self.graph_kind)
+            extra = embed_cached(self.embedder, texts[len(self.names):], kind="aliases")
+            vectors = np.concatenate([names, np.asarray(extra, np.float32)], axis=0)
+        else:
+            vectors = embed_cached(self.embedder, texts, kind=self.kind)
+        return DenseIndex.build(vectors, **self.dense_params)
 
     def build(self) -> EntityLinker:
         """Build the indexes the mode needs now instead of on the first query."""
@@ -410,6 +447,18 @@ class EntityLinker:
         return linker
 
 
+def _weak(obj: Any) -> Any:
+    """A weak reference to ``obj`` (``None`` stays ``None``; a non-weakrefable object is held)."""
+    if obj is None:
+        return None
+    import weakref
+
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
 def _zip_longest(a: list[Link], b: list[Link]) -> list[tuple[Link, ...]]:
     pairs = []
     for i in range(max(len(a), len(b))):
@@ -430,6 +479,7 @@ class RelationLinker(EntityLinker):
     """
 
     kind = "relation"
+    graph_kind = "relations"
 
     @classmethod
     def from_graph(cls, graph: Any, **kwargs: Any) -> RelationLinker:
@@ -447,7 +497,13 @@ class RelationLinker(EntityLinker):
                     if name_key(text) != own:
                         aliases.setdefault(text, []).append(name)
             kwargs["aliases"] = aliases
+        kwargs.setdefault("graph", graph)
         return cls(names, **kwargs)
+
+    @classmethod
+    def _graph_names(cls, graph: Any) -> list[str]:
+        names = getattr(graph, "relation_names", None)
+        return list(names) if names is not None else list(graph.list_relations())
 
     def surface_text(self, surface: str) -> str:
         return relation_words(surface)

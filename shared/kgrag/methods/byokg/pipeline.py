@@ -180,10 +180,8 @@ class ByoKGRAG(KGMethod):
 
             kwargs: dict[str, Any] = {"mode": self.linking_mode, "top_m": self.top_m}
             if self.linking_mode != "fuzzy":
+                # the linker's dense index is the graph's shared one (same vectors as the scorer)
                 kwargs["embedder"] = self.embedder
-                if (isinstance(self.graph, KnowledgeGraph) and not self.graph.aliases
-                        and self._needs_scorer()):
-                    kwargs["embeddings"] = self.scorer.node_vectors
             linker = EntityLinker.from_graph(self.graph, **kwargs)
             with self._lock:
                 if self._linker is None:

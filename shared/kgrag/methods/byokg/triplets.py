@@ -70,8 +70,10 @@ class TripletScorer:
             embedder = CachedEmbedder(embedder, cache_dir)
         if not isinstance(graph, KnowledgeGraph):
             return cls(graph, embedder, hops=hops)
-        if node_vectors is None:
-            node_vectors = np.asarray(embedder.embed_documents(graph.node_names), np.float32)
+        from kgrag.embed.graph_vectors import graph_name_vectors
+
+        if node_vectors is None:  # shared with every other method over this graph and embedder
+            node_vectors = graph_name_vectors(graph, embedder, "nodes")
         relation_vectors = RelationTextVectors.from_graph(graph, embedder)
         return cls(graph, embedder, node_vectors=node_vectors, relation_vectors=relation_vectors,
                    hops=hops)

@@ -114,6 +114,11 @@ class SimGRAG(KGMethod):
             relation_names = list(graph.list_relations())
         self.node_names = node_names
         self.relation_names = list(relation_names)
+        if node_vectors is None:  # shared with every other method over this graph and embedder
+            from kgrag.embed.graph_vectors import graph_name_vectors
+
+            node_vectors = graph_name_vectors(self.kg if self.kg is not None else graph,
+                                              self.embedder, "nodes")
         self.candidates = CandidateGenerator(
             node_names, relation_names, self.embedder, k_nodes=k_nodes, k_relations=k_relations,
             k_types=k_types, node_types=node_types, humanize_relations=humanize_relations,

@@ -1,0 +1,105 @@
+"""One set of name vectors per graph and embedder, shared by every method built over them.
+
+SimGRAG, UltRAG, GraphRAFT and ByoKG-RAG all embed the graph's node names (and relation names,
+as words). :func:`graph_name_vectors` computes each list once per process and graph -- the memo
+hangs off the graph object through a ``WeakKeyDictionary``, so it goes away with the graph --
+and once per machine through the on-disk cache (:mod:`kgrag.embed.store`).
+
+Embedders are told apart by :func:`~kgrag.embed.store.embedder_cache_key` when they have one
+(two ``SentenceTransformerEmbedder`` objects of the same model share vectors), otherwise by the
+object itself (a weak reference, so a new embedder that happens to reuse a dead one's ``id``
+never gets its vectors).
+
+>>> from kgrag.embed import LookupEmbedder
+>>> from kgrag.graph import KnowledgeGraph
+>>> kg = KnowledgeGraph.from_triples([("a", "r", "b")])
+>>> emb = LookupEmbedder({"a": [1, 0], "b": [0, 1], "r": [1, 1]})
+>>> graph_name_vectors(kg, emb, "nodes") is graph_name_vectors(kg, emb, "nodes")
+True
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kgrag.embed.store import embed_cached, embedder_cache_key
+from kgrag.text.names import relation_words
+
+KINDS = ("nodes", "relations")
+
+_memo: weakref.WeakKeyDictionary[Any, dict[tuple[Any, str], _Entry]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+class _Entry:
+    __slots__ = ("vectors", "texts", "embedder_ref", "extras")
+
+    def __init__(self, vectors: np.ndarray, texts: list[str], embedder: Any) -> None:
+        self.vectors = vectors
+        self.texts = texts
+        try:
+            self.embedder_ref: Any = weakref.ref(embedder)
+        except TypeError:  # not weak-referenceable: keep it alive with the graph
+            self.embedder_ref = lambda e=embedder: e
+        self.extras: dict[Any, Any] = {}  # derived indexes (e.g. FAISS), see kgrag.linking
+
+
+def graph_texts(graph: Any, kind: str) -> list[str]:
+    """The texts embedded for ``kind``: node names as they are, relation names as words."""
+    if kind == "nodes":
+        names = getattr(graph, "node_names", None)
+        return list(names) if names is not None else list(graph.iter_node_names())
+    if kind == "relations":
+        names = getattr(graph, "relation_names", None)
+        names = list(names) if names is not None else list(graph.list_relations())
+        return [relation_words(str(r)) for r in names]
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def _identity(embedder: Any) -> Any:
+    key = embedder_cache_key(embedder)
+    return ("key", key) if key is not None else ("object", id(embedder))
+
+
+def _entry(graph: Any, embedder: Any, kind: str, texts: Sequence[str] | None) -> _Entry:
+    texts = list(texts) if texts is not None else graph_texts(graph, kind)
+    ident = _identity(embedder)
+    try:
+        with _lock:
+            per_graph = _memo.setdefault(graph, {})
+    except TypeError:  # a graph that cannot be weakly referenced: no in-process sharing
+        per_graph = {}
+    entry = per_graph.get((ident, kind))
+    if entry is not None and entry.texts == texts and (
+            ident[0] == "key" or entry.embedder_ref() is embedder):
+        return entry
+    vectors = embed_cached(embedder, texts, kind=kind)
+    entry = _Entry(vectors, texts, embedder)
+    with _lock:
+        per_graph[(ident, kind)] = entry
+    return entry
+
+
+def graph_name_vectors(graph: Any, embedder: Any, kind: str = "nodes") -> np.ndarray:
+    """Unit vectors of the graph's node names (``kind="nodes"``, row i = node id i) or relation
+    names as words (``"relations"``), computed at most once per graph, embedder and process,
+    and read from the on-disk cache when possible. Treat the result as read-only: it is shared.
+    """
+    return _entry(graph, embedder, kind, None).vectors
+
+
+def graph_extras(graph: Any, embedder: Any, kind: str = "nodes") -> dict[Any, Any]:
+    """A dict that lives as long as the shared vectors of (graph, embedder, kind): where
+    derived structures (FAISS indexes) are kept so every method reuses them too."""
+    return _entry(graph, embedder, kind, None).extras
+
+
+def forget(graph: Any) -> None:
+    """Drop the shared vectors of ``graph`` in this process (the disk cache stays)."""
+    with _lock:
+        _memo.pop(graph, None)

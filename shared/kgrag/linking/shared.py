@@ -1,0 +1,74 @@
+"""The per-graph FAISS index of node (or relation) names, shared by every linker of a graph.
+
+Built from :func:`kgrag.embed.graph_vectors.graph_name_vectors` and kept beside those vectors,
+so UltRAG, GraphRAFT and ByoKG-RAG's linkers over one graph search one index. An exact
+``IndexFlatIP`` is rebuilt from the cached vectors in milliseconds; an HNSW graph (above
+``hnsw_threshold`` names) takes minutes to build, so it is also written to the cache directory
+with FAISS's own ``write_index`` (temporary file + rename), keyed by the vectors' key and the
+HNSW parameters.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kgrag.embed.graph_vectors import graph_extras, graph_name_vectors, graph_texts
+from kgrag.embed.store import VectorStore, cache_enabled, cache_root, embedder_cache_key
+from kgrag.linking.dense import DenseIndex
+
+logger = logging.getLogger("kgrag.linking")
+
+
+def graph_dense_index(graph: Any, embedder: Any, kind: str = "nodes", **dense_params: Any
+                      ) -> DenseIndex:
+    """The shared :class:`DenseIndex` over ``graph``'s names of ``kind`` (row i = name id i)."""
+    extras = graph_extras(graph, embedder, kind)
+    key = ("dense", tuple(sorted(dense_params.items())))
+    index = extras.get(key)
+    if index is None:
+        vectors = graph_name_vectors(graph, embedder, kind)
+        index = _load_or_build(graph, embedder, kind, vectors, dense_params)
+        extras[key] = index
+    return index
+
+
+def _hnsw_path(graph: Any, embedder: Any, kind: str, dense_params: dict[str, Any]
+               ) -> Path | None:
+    model_key = embedder_cache_key(embedder)
+    if model_key is None or not cache_enabled():
+        return None
+    texts = graph_texts(graph, kind)
+    params = "-".join(f"{k}{v}" for k, v in sorted(dense_params.items()))
+    return cache_root() / "indexes" / f"{VectorStore.key(model_key, texts)}-{params}.faiss"
+
+
+def _load_or_build(graph: Any, embedder: Any, kind: str, vectors: Any,
+                   dense_params: dict[str, Any]) -> DenseIndex:
+    threshold = dense_params.get("hnsw_threshold")
+    exact = threshold is not None and len(vectors) < threshold
+    path = None if exact else _hnsw_path(graph, embedder, kind, dense_params)
+    if path is not None and path.is_file():
+        try:
+            index = DenseIndex.load(path)
+            if len(index) == len(vectors) and index.dimension == vectors.shape[1]:
+                return index
+        except Exception as exc:  # unreadable: rebuild and overwrite
+            logger.warning("ignoring unreadable cached index %s: %s", path, exc)
+    index = DenseIndex.build(vectors, **dense_params)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+            os.close(fd)
+            try:
+                index.save(tmp)
+                os.replace(tmp, path)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+        except OSError as exc:
+            logger.warning("could not cache the FAISS index at %s: %s", path, exc)
+    return index

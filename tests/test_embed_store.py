@@ -1,0 +1,217 @@
+"""The shared embedding index: ONNX backend parity, one embedding per name across methods,
+the on-disk cache (reuse, invalidation, interrupted writes)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from kgrag.embed import LookupEmbedder, SentenceTransformerEmbedder, configure_cache
+from kgrag.embed.graph_vectors import forget, graph_name_vectors
+from kgrag.embed.onnx_backend import encode_sorted, model_fingerprint
+from kgrag.embed.store import VectorStore, embed_cached, embedder_cache_key
+from kgrag.graph import KnowledgeGraph
+
+TRIPLES = [
+    ("Paprika", "directed_by", "Satoshi Kon"),
+    ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+    ("Paprika", "release_year", "2006"),
+    ("Tokyo Godfathers", "in_language", "Japanese"),
+    ("Perfect Blue", "directed_by", "Satoshi Kon"),
+    ("Perfect Blue", "has_genre", "Thriller"),
+]
+
+
+class CountingEmbedder:
+    """A deterministic embedder that records every text it embeds (documents and queries)."""
+
+    def __init__(self, key: str | None = "counting-v1", dim: int = 8) -> None:
+        self.key = key
+        self.dim = dim
+        self.calls: list[str] = []
+
+    @property
+    def cache_key(self) -> str | None:
+        return self.key
+
+    @property
+    def dimension(self) -> int:
+        return self.dim
+
+    def _vec(self, text: str) -> np.ndarray:
+        rng = np.random.default_rng(abs(hash(text)) % (2**32))
+        v = rng.standard_normal(self.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts):
+        self.calls.extend(texts)
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dim),
+                                                                             np.float32)
+
+    def embed_query(self, text):
+        self.calls.append(text)
+        return self._vec(text)
+
+
+@pytest.fixture
+def cache(tmp_path):
+    configure_cache(tmp_path / "cache", enabled=True)
+    yield tmp_path / "cache"
+    configure_cache(None)
+
+
+# ---------------------------------------------------------------- fast encoding
+def test_encode_sorted_runs_each_distinct_sequence_once_shortest_first():
+    seqs = [[1, 5, 2], [1, 2], [1, 5, 2], [1, 7, 7, 7, 2], [1, 2]]
+    batches = []
+
+    def run(ids, mask):
+        batches.append(ids.copy())
+        # a vector that depends only on the unpadded tokens
+        return np.stack([[float(sum(r[m == 1])), float(m.sum())] for r, m in zip(ids, mask)])
+
+    out = encode_sorted(seqs, run, batch_size=2)
+    assert [len(b) for b in batches] == [2, 1]  # 3 distinct sequences
+    assert batches[0].shape[1] == 3 and batches[1].shape[1] == 5  # short ones together
+    expected = np.array([[sum(s), len(s)] for s in seqs], dtype=np.float32)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_onnx_backend_matches_pytorch_within_1e_3_cosine(minilm, cache):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    names = ["Tokyo Godfathers", "tokyo godfathers", "Satoshi Kon", "Åsa Ångström", "E.T.",
+             "film.film.directed_by", "The Lord of the Rings: The Return of the King", "2006",
+             "Jean-Pierre Jeunet", "x", " padded ", "a long description " * 30]
+    onnx = SentenceTransformerEmbedder(backend="onnx")
+    torch_ = SentenceTransformerEmbedder(backend="torch")
+    torch_._model = minilm.model
+    got, ref = onnx.embed_documents(names), torch_.embed_documents(names)
+    assert onnx.onnx_encoder is not None and torch_.onnx_encoder is None
+    assert got.shape == ref.shape == (len(names), 384)
+    assert float(np.max(1.0 - np.sum(got * ref, axis=1))) < 1e-3
+    # the plain sentence-transformers call gives the same vectors too
+    plain = minilm.model.encode(names, normalize_embeddings=True, convert_to_numpy=True)
+    assert float(np.max(1.0 - np.sum(got * plain, axis=1))) < 1e-3
+    q = onnx.embed_query("who directed Paprika")
+    assert 1.0 - float(q @ torch_.embed_query("who directed Paprika")) < 1e-3
+    manifest = json.loads(next(cache.glob("models/*/manifest.json")).read_text())
+    assert manifest["verified_max_1_minus_cos"] < 1e-5
+
+
+def test_model_fingerprint_follows_file_contents(tmp_path):
+    (tmp_path / "modules.json").write_text("[]")
+    (tmp_path / "config.json").write_text('{"a": 1}')
+    first = model_fingerprint(tmp_path)
+    (tmp_path / "README.md").write_text("docs do not change the model")
+    assert model_fingerprint(tmp_path) == first
+    (tmp_path / "config.json").write_text('{"a": 2}')
+    assert model_fingerprint(tmp_path) != first
+
+
+# ---------------------------------------------------------------- one index per graph
+def test_methods_over_one_graph_embed_each_name_once(cache):
+    from kgrag.methods.byokg import ByoKGRAG
+    from kgrag.methods.graphraft import GraphRAFT
+    from kgrag.methods.simgrag import SimGRAG
+    from kgrag.methods.ultrag import UltRAG
+
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    emb = CountingEmbedder()
+    SimGRAG.from_graph(kg, embedder=emb)
+    ultrag = UltRAG.from_graph(kg, embedder=emb)
+    ultrag.leaf_linker.linker.build()
+    graphraft = GraphRAFT(kg, embedder=emb)
+    graphraft.linker.build()
+    byokg = ByoKGRAG(kg, embedder=emb, linking_mode="dense")
+    _ = byokg.scorer
+    byokg.linker.build()
+    node_calls = [t for t in emb.calls if t in kg.node_names]
+    assert sorted(node_calls) == sorted(kg.node_names)  # every name exactly once
+    # the linkers of three methods search one FAISS index
+    index = ultrag.leaf_linker.linker.dense_index
+    assert graphraft.linker.dense_index is index and byokg.linker.dense_index is index
+    assert byokg.scorer.node_vectors is graph_name_vectors(kg, emb, "nodes")
+    # and they still link correctly
+    assert graphraft.linker.dense("Paprika")[0].name == "Paprika"
+
+
+def test_embedders_without_identity_share_in_process_but_never_on_disk(cache):
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    emb = CountingEmbedder(key=None)
+    a = graph_name_vectors(kg, emb, "nodes")
+    assert graph_name_vectors(kg, emb, "nodes") is a
+    other = CountingEmbedder(key=None)  # a different object: its own vectors
+    graph_name_vectors(kg, other, "nodes")
+    assert len(other.calls) == kg.num_nodes
+    assert not (cache / "vectors").exists()
+    assert embedder_cache_key(LookupEmbedder({"a": [1, 0]})) is None
+
+
+# ---------------------------------------------------------------- the disk cache
+def test_disk_cache_reused_across_processes_and_invalidated_by_graph_or_model(cache):
+    store = VectorStore(cache, min_texts=1)
+    names = ["Paprika", "Satoshi Kon", "Perfect Blue"]
+    emb = CountingEmbedder("model-v1")
+    first = embed_cached(emb, names, store=store)
+    assert len(emb.calls) == 3
+    again = embed_cached(CountingEmbedder("model-v1"), names, store=store)  # "another process"
+    np.testing.assert_array_equal(first, again)
+    changed_graph = CountingEmbedder("model-v1")
+    embed_cached(changed_graph, names + ["Millennium Actress"], store=store)
+    assert len(changed_graph.calls) == 4  # the name list changed: recomputed
+    changed_model = CountingEmbedder("model-v2")
+    embed_cached(changed_model, names, store=store)
+    assert len(changed_model.calls) == 3  # the model changed: recomputed
+
+
+def test_graph_vectors_come_from_disk_after_the_process_forgets(cache, monkeypatch):
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    small_store = VectorStore(cache, min_texts=1)
+    monkeypatch.setattr("kgrag.embed.store.default_store", lambda: small_store)
+    emb = CountingEmbedder()
+    vectors = graph_name_vectors(kg, emb, "nodes").copy()
+    forget(kg)
+    fresh = CountingEmbedder()
+    np.testing.assert_array_equal(graph_name_vectors(kg, fresh, "nodes"), vectors)
+    assert fresh.calls == []
+    bigger = KnowledgeGraph.from_triples(TRIPLES + [("Paprika", "has_genre", "Anime")])
+    graph_name_vectors(bigger, fresh, "nodes")
+    assert sorted(fresh.calls) == sorted(bigger.node_names)
+
+
+def test_interrupted_write_leaves_no_entry_and_a_corrupt_file_is_ignored(cache, monkeypatch):
+    store = VectorStore(cache, min_texts=1)
+    names = ["Paprika", "Satoshi Kon"]
+    real_save = np.save
+
+    def dying_save(fh, arr, **kw):
+        fh.write(b"\x93NUMPY partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "save", dying_save)
+    with pytest.raises(KeyboardInterrupt):
+        embed_cached(CountingEmbedder(), names, store=store)
+    assert list(store.folder.iterdir()) == []  # no half-written file, no manifest
+    monkeypatch.setattr(np, "save", real_save)
+    emb = CountingEmbedder()
+    good = embed_cached(emb, names, store=store)
+    assert len(emb.calls) == 2
+    # a damaged data file under a valid manifest is ignored and rewritten
+    data, _ = store.paths(store.key("counting-v1", names))
+    data.write_bytes(b"garbage")
+    again = CountingEmbedder()
+    np.testing.assert_array_equal(embed_cached(again, names, store=store), good)
+    assert len(again.calls) == 2
+    assert store.load(store.key("counting-v1", names), 2) is not None
+
+
+def test_no_cache_switch_keeps_vectors_off_disk(tmp_path):
+    configure_cache(tmp_path, enabled=False)
+    try:
+        emb = CountingEmbedder()
+        embed_cached(emb, [f"name {i}" for i in range(300)])
+        assert not (tmp_path / "vectors").exists()
+    finally:
+        configure_cache(None)
