@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.linking.relation_names import RelationTextIndex
+from kgrag.text.suggest import did_you_mean
 from kgrag.methods.ultrag.query import (
     Entity,
     Intersection,
@@ -142,7 +143,7 @@ class GraphVocabulary:
         if found is None:
             raise QueryResolutionError(
                 f"unknown relation {name!r}: not a relation id (P0..P{len(self.relation_names) - 1})"
-                " or a relation name of this graph")
+                f" or a relation name of this graph{did_you_mean(name, self.relation_names)}")
         return found, relation.inverse
 
     def is_exact(self, relation: Relation) -> bool:
@@ -198,7 +199,7 @@ class GraphVocabulary:
             node = self._folded().get(key.casefold())
         if node is None and required:
             raise QueryResolutionError(f"unknown entity {text!r}: not an entity id, node name or "
-                                       "alias of this graph")
+                                       f"alias of this graph{did_you_mean(text, self.node_names)}")
         return node
 
     def _folded(self) -> dict[str, int]:
