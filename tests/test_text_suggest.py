@@ -42,3 +42,19 @@ def test_ultrag_dsl_errors_suggest_relations_and_entities():
     with pytest.raises(QueryResolutionError, match="did you mean 'Paprika'"):
         method.execute('"Paprikka" -> directed_by')
 
+
+
+def test_suggestions_are_computed_only_when_the_message_is_read(monkeypatch):
+    import kgrag.text.suggest as suggest
+
+    calls = []
+    real = suggest.did_you_mean
+    monkeypatch.setattr(suggest, "did_you_mean", lambda *a, **k: calls.append(a) or real(*a, **k))
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    for _ in range(3):
+        with pytest.raises(UnknownNodeError) as caught:
+            kg.node_id("Paprica")
+    assert calls == []  # caught and dropped: no fuzzy search
+    assert "did you mean 'Paprika'" in str(caught.value) and len(calls) == 1
+    str(caught.value)
+    assert len(calls) == 1  # computed once per error

@@ -33,18 +33,42 @@ class ConfigurationError(KgragError, ValueError):
     """A user-supplied option is malformed (e.g. a ``package.module:factory`` spec)."""
 
 
-class UnknownNodeError(KgragError, KeyError):
-    """A node name or id is not in the graph."""
+class _SuggestingKeyError(KgragError, KeyError):
+    """A ``KeyError`` whose message may end with "did you mean ...?".
+
+    ``suggest=(name, known_names)`` defers the fuzzy search over the known names until the
+    message is read, so code that catches the error and moves on never pays for it.
+    """
+
+    _default = "unknown name"
+
+    def __init__(self, *args: object, suggest: tuple[str, object] | None = None) -> None:
+        super().__init__(*args)
+        self._suggest = suggest
+        self._text: str | None = None
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0]) if self.args else "unknown node"
+        if self._text is None:
+            text = str(self.args[0]) if self.args else self._default
+            if self._suggest is not None:
+                from kgrag.text.suggest import did_you_mean
+
+                name, choices = self._suggest
+                text += did_you_mean(str(name), choices)  # type: ignore[arg-type]
+            self._text = text
+        return self._text
 
 
-class UnknownRelationError(KgragError, KeyError):
+class UnknownNodeError(_SuggestingKeyError):
+    """A node name or id is not in the graph."""
+
+    _default = "unknown node"
+
+
+class UnknownRelationError(_SuggestingKeyError):
     """A relation name or id is not in the graph."""
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown relation"
+    _default = "unknown relation"
 
 
 class LLMNotConfiguredError(KgragError):

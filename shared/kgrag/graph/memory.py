@@ -399,21 +399,15 @@ class KnowledgeGraph(ArrayTraversal):
         try:
             return self.node_index[normalize_name(name)]
         except KeyError:
-            raise UnknownNodeError(f"node {name!r} is not in the graph"
-                                   f"{self._suggest(name, self.node_names)}") from None
+            raise UnknownNodeError(f"node {name!r} is not in the graph",
+                                   suggest=(name, self.node_names)) from None
 
     def relation_id(self, name: str) -> int:
         try:
             return self.relation_index[normalize_name(name)]
         except KeyError:
-            raise UnknownRelationError(f"relation {name!r} is not in the graph"
-                                       f"{self._suggest(name, self.relation_names)}") from None
-
-    @staticmethod
-    def _suggest(name: Any, choices: Sequence[str]) -> str:
-        from kgrag.text.suggest import did_you_mean
-
-        return did_you_mean(str(name), choices)
+            raise UnknownRelationError(f"relation {name!r} is not in the graph",
+                                       suggest=(name, self.relation_names)) from None
 
     def _node_or_none(self, name: Any) -> int | None:
         """``node_index.get(normalize_name(name))``, without the function calls for a ``str``."""
@@ -427,8 +421,8 @@ class KnowledgeGraph(ArrayTraversal):
             i = self.node_index.get(normalize_name(name))
             if i is None:
                 if missing == "raise":
-                    raise UnknownNodeError(f"node {name!r} is not in the graph"
-                                           f"{self._suggest(name, self.node_names)}")
+                    raise UnknownNodeError(f"node {name!r} is not in the graph",
+                                           suggest=(name, self.node_names))
                 continue
             ids.append(i)
         return np.asarray(ids, dtype=np.int64)
