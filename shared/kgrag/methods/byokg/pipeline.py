@@ -45,7 +45,8 @@ from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
 from kgrag.methods.byokg.parsing import parse_answers, parse_linker_output
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
-from kgrag.methods.byokg.prompts import ANSWER_SYSTEM, LINKER_SYSTEM, answer_prompt, linker_prompt
+from kgrag.llm.prompts import PromptSet
+from kgrag.methods.byokg.prompts import PROMPTS, answer_prompt, linker_prompt
 from kgrag.methods.byokg.query import execute_query
 from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_traversal
 
@@ -74,6 +75,10 @@ class ByoKGRAG(KGMethod):
       ``shortest_path_hops``, ``use_cypher`` (``None`` = when the store supports it).
     - Agentic caps (not in the paper): ``max_entities_per_hop``, ``max_triplets_per_hop``.
     - LLM-free: ``llm_free_hops`` [2], ``llm_free_max_paths``, ``llm_free_candidates``.
+    - ``prompts``: replace any of :data:`~kgrag.methods.byokg.prompts.PROMPTS` by name
+      (``linker``, ``linker_system``, ``relation_selection``, ``entity_selection``, ``answer``,
+      ``answer_system``), e.g. ``prompts={"answer": "Q: {question}\n{graph_context}\nA:"}``;
+      see :mod:`kgrag.llm.prompts`.
     """
 
     name = "byokg"
@@ -110,6 +115,7 @@ class ByoKGRAG(KGMethod):
         llm_free_max_paths: int = 100,
         llm_free_candidates: int = 50,
         cache_dir: Any = None,
+        prompts: Any = None,
     ) -> None:
         if triplet_retrieval not in TRIPLET_MODES:
             raise ValueError(f"triplet_retrieval must be one of {TRIPLET_MODES}")
@@ -146,6 +152,7 @@ class ByoKGRAG(KGMethod):
         self.llm_free_max_paths = llm_free_max_paths
         self.llm_free_candidates = llm_free_candidates
         self.cache_dir = cache_dir
+        self.prompts = PromptSet(PROMPTS, prompts, method="ByoKG-RAG")
         self.resolver = RelationResolver.from_graph(graph)
         self.total_usage = Usage()
         self._lock = threading.Lock()
@@ -247,8 +254,10 @@ class ByoKGRAG(KGMethod):
 
         for t in range(1, self.iterations + 1):
             reply = yield LLMRequest(linker_prompt(question, self.schema, context.verbalize(),
-                                                   with_query=self.use_cypher),
-                                     system=LINKER_SYSTEM, step="kg_linker")
+                                                   with_query=self.use_cypher,
+                                                   template=self.prompts.template("linker")),
+                                     system=self.prompts.template("linker_system"),
+                                     step="kg_linker")
             out = parse_linker_output(reply)
             if not self.use_cypher:
                 out.query = ""
@@ -337,15 +346,17 @@ class ByoKGRAG(KGMethod):
                 question, seeds, self.graph, hops=self.agentic_hops,
                 resolve_entities=self._resolve_picked, initial=list(context.triples.values()),
                 max_triplets_per_hop=self.max_triplets_per_hop,
-                max_entities_per_hop=self.max_entities_per_hop, rank=rank)
+                max_entities_per_hop=self.max_entities_per_hop, rank=rank,
+                prompts=self.prompts)
             log["agentic"] = {"hops": trace.hops, "stop_reason": trace.stop_reason}
             found = found + trace.triples
         return found
 
     def _answer_steps(self, question: str) -> Steps[tuple[GraphContext, dict[str, Any], str]]:
         context, meta = yield from self._retrieval_steps(question)
-        reply = yield LLMRequest(answer_prompt(question, context.verbalize()),
-                                 system=ANSWER_SYSTEM, step="answer")
+        reply = yield LLMRequest(answer_prompt(question, context.verbalize(),
+                                               template=self.prompts.template("answer")),
+                                 system=self.prompts.template("answer_system"), step="answer")
         return context, meta, reply
 
     # ------------------------------------------------------------------ public API

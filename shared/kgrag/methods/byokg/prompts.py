@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from kgrag.llm.prompts import Prompt, template_variables
+
 #: Shown in place of the graph context before anything was retrieved.
 NO_CONTEXT = "(none yet: nothing has been retrieved from the graph)"
 
@@ -78,17 +80,35 @@ If the graph context already contains everything needed to answer, write <stop>{
 otherwise write <stop>CONTINUE</stop>."""
 
 
+LINKER_TEMPLATE = """\
+Given a question, the graph schema and the graph context retrieved so far, do the following tasks.
+
+{tasks}
+
+Now the input.
+Question: {question}
+
+Schema:
+{schema}
+
+Graph context:
+{graph_context}
+"""
+
+
 def linker_prompt(
     question: str,
     schema: str,
     graph_context: str = "",
     *,
     with_query: bool = False,
+    template: str = LINKER_TEMPLATE,
 ) -> str:
     """The KG-Linker prompt ``p(q, S, C)``; ``with_query`` adds the openCypher task.
 
     Without context the first-iteration entity task is used and no stop signal is requested;
-    with context the "relative" entity task (Fig. 4) and the stop task are used.
+    with context the "relative" entity task (Fig. 4) and the stop task are used. ``template``
+    receives ``{tasks}``, ``{question}``, ``{schema}`` and ``{graph_context}``.
     """
     has_context = bool(graph_context.strip())
     tasks = [_ENTITY_TASK_NEXT if has_context else _ENTITY_TASK_FIRST, _PATH_TASK]
@@ -97,21 +117,16 @@ def linker_prompt(
     tasks.append(_ANSWER_TASK.format(n=len(tasks) + 1))
     if has_context:
         tasks.append(_STOP_TASK.format(n=len(tasks) + 1))
-    return (
-        "Given a question, the graph schema and the graph context retrieved so far, do the "
-        "following tasks.\n\n"
-        + "\n\n".join(tasks)
-        + "\n\nNow the input.\n"
-        f"Question: {question}\n\n"
-        f"Schema:\n{schema}\n\n"
-        f"Graph context:\n{graph_context if has_context else NO_CONTEXT}\n"
-    )
+    return _fill(template, tasks="\n\n".join(tasks), question=question, schema=schema,
+                 graph_context=graph_context if has_context else NO_CONTEXT)
 
 
-def relation_selection_prompt(question: str, entities: Sequence[str],
-                              relations: Iterable[str]) -> str:
-    """Algorithm 1's "Select Relations" step (Fig. 8) for the entities of one hop."""
-    return f"""\
+def _fill(template: str, **values: str) -> str:
+    used = template_variables(template)
+    return template.format(**{k: v for k, v in values.items() if k in used})
+
+
+RELATION_SELECTION_TEMPLATE = """\
 Choose the relations worth following from the given entities to answer the question.
 Read the question, judge every relation in <relations>, and write the relevant ones one per line
 inside <selected> tags, spelled exactly as listed. Be frugal but complete, and always select at
@@ -132,20 +147,26 @@ language.human_language.countries_spoken_in
 
 Your turn.
 <question>{question}</question>
-<entity>{chr(10).join(entities)}</entity>
+<entity>{entities}</entity>
 <relations>
-{chr(10).join(relations)}
+{relations}
 </relations>
 Answer with the <selected></selected> tags only."""
 
 
-def entity_selection_prompt(question: str, graph_context: str) -> str:
-    """Algorithm 1's "Select Entities" step (Fig. 9): next entities, or FINISH."""
-    return f"""\
+def relation_selection_prompt(question: str, entities: Sequence[str],
+                              relations: Iterable[str], *,
+                              template: str = RELATION_SELECTION_TEMPLATE) -> str:
+    """Algorithm 1's "Select Relations" step (Fig. 8) for the entities of one hop."""
+    return _fill(template, question=question, entities="\n".join(entities),
+                 relations="\n".join(relations))
+
+
+ENTITY_SELECTION_TEMPLATE = """\
 Given a question and the knowledge-graph facts found so far (head -> relation -> tail), choose the
 entities to explore next to answer it, one per line inside <next-entities> tags, most important
 first. Skip entities whose needed facts are already listed. If the facts already answer the
-question, write <next-entities>{FINISH}</next-entities>.
+question, write <next-entities>FINISH</next-entities>.
 
 Example
 Question: Who was president of the country whose main language was English in 1980?
@@ -159,8 +180,14 @@ USA
 Your turn.
 Question: {question}
 Graph context:
-{graph_context or NO_CONTEXT}
+{graph_context}
 Answer with the <next-entities></next-entities> tags only."""
+
+
+def entity_selection_prompt(question: str, graph_context: str, *,
+                            template: str = ENTITY_SELECTION_TEMPLATE) -> str:
+    """Algorithm 1's "Select Entities" step (Fig. 9): next entities, or FINISH."""
+    return _fill(template, question=question, graph_context=graph_context or NO_CONTEXT)
 
 
 ANSWER_SYSTEM = (
@@ -169,9 +196,7 @@ ANSWER_SYSTEM = (
 )
 
 
-def answer_prompt(question: str, graph_context: str) -> str:
-    """The final KGQA call ``A = LLM(q, C)``."""
-    return f"""\
+ANSWER_TEMPLATE = """\
 Answer the question using the graph context below. You may reason briefly first, then give the
 final answers as entity names, one per line, inside <answers> tags.
 - Prefer the graph context over your own knowledge; use your own knowledge only when the context
@@ -181,5 +206,27 @@ final answers as entity names, one per line, inside <answers> tags.
 Question: {question}
 
 Graph context:
-{graph_context or NO_CONTEXT}
+{graph_context}
 """
+
+
+def answer_prompt(question: str, graph_context: str, *, template: str = ANSWER_TEMPLATE) -> str:
+    """The final KGQA call ``A = LLM(q, C)``."""
+    return _fill(template, question=question, graph_context=graph_context or NO_CONTEXT)
+
+
+#: ByoKG-RAG's prompts by name: ``ByoKGRAG(..., prompts={name: template})`` replaces them.
+PROMPTS: dict[str, Prompt] = {
+    "linker_system": Prompt(LINKER_SYSTEM, (), "System message of the KG-Linker call."),
+    "linker": Prompt(LINKER_TEMPLATE, ("tasks", "question", "schema", "graph_context"),
+                     "The KG-Linker call: {tasks} is the task list (entities, paths, Cypher, "
+                     "draft answers, stop signal) for this iteration."),
+    "relation_selection": Prompt(RELATION_SELECTION_TEMPLATE,
+                                 ("question", "entities", "relations"),
+                                 "Agentic traversal: pick relations to follow (<selected>)."),
+    "entity_selection": Prompt(ENTITY_SELECTION_TEMPLATE, ("question", "graph_context"),
+                               "Agentic traversal: next entities or FINISH (<next-entities>)."),
+    "answer_system": Prompt(ANSWER_SYSTEM, (), "System message of the final answer call."),
+    "answer": Prompt(ANSWER_TEMPLATE, ("question", "graph_context"),
+                     "The final answer call; answers inside <answers> tags."),
+}

@@ -25,7 +25,10 @@ from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm.steps import LLMRequest, Steps
 from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
-from kgrag.methods.byokg.prompts import entity_selection_prompt, relation_selection_prompt
+from kgrag.llm.prompts import PromptSet
+from kgrag.methods.byokg.prompts import PROMPTS, entity_selection_prompt, relation_selection_prompt
+
+DEFAULT_PROMPTS = PromptSet(PROMPTS, method="ByoKG-RAG")
 from kgrag.text.relations import relation_texts
 
 
@@ -235,6 +238,11 @@ class AgenticTrace:
     stop_reason: str = ""
 
 
+def _template(prompts: Any, name: str) -> str:
+    """The template ``name`` of a :class:`~kgrag.llm.prompts.PromptSet` (defaults without)."""
+    return (prompts if prompts is not None else DEFAULT_PROMPTS).template(name)
+
+
 def agentic_traversal(
     question: str,
     seeds: Sequence[str],
@@ -247,6 +255,7 @@ def agentic_traversal(
     max_triplets_per_hop: int = 200,
     max_entities_per_hop: int = 10,
     rank: Callable[[Sequence[Triple]], np.ndarray] | None = None,
+    prompts: Any = None,
 ) -> Steps[AgenticTrace]:
     """Algorithm 1 (agentic retrieval) as a generator of LLM requests.
 
@@ -278,8 +287,10 @@ def agentic_traversal(
             trace.stop_reason = "no triplets around the current entities"
             break
         relations = sorted({t.relation for t in candidates})[:max_relations]
-        reply = yield LLMRequest(relation_selection_prompt(question, current, relations),
-                                 step="select_relations")
+        reply = yield LLMRequest(
+            relation_selection_prompt(question, current, relations,
+                                      template=_template(prompts, "relation_selection")),
+            step="select_relations")
         selected = parse_selected_relations(reply, relations)
         chosen = set(selected)
         new = [t for t in candidates if t.relation in chosen and t.as_tuple() not in seen]
@@ -299,8 +310,10 @@ def agentic_traversal(
             trace.stop_reason = "no relation selected"
             break
         context = "\n".join(merge_triples(trace.triples))
-        reply = yield LLMRequest(entity_selection_prompt(question, context),
-                                 step="select_entities")
+        reply = yield LLMRequest(
+            entity_selection_prompt(question, context,
+                                    template=_template(prompts, "entity_selection")),
+            step="select_entities")
         picked, finish = parse_next_entities(reply)
         log["next"] = picked
         if finish:

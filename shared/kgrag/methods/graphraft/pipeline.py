@@ -44,10 +44,10 @@ from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
 from kgrag.methods.graphraft.decoding import TokenScorer
 from kgrag.methods.graphraft.enumeration import Candidate
 from kgrag.methods.graphraft.patterns import FAMILIES
+from kgrag.llm.prompts import PromptSet
 from kgrag.methods.graphraft.prompts import (
-    ANSWER_SYSTEM,
     DEFAULT_ENTITY_EXAMPLES,
-    ENTITY_SYSTEM,
+    PROMPTS,
     answer_prompt,
     entity_prompt,
 )
@@ -99,7 +99,9 @@ class GraphRAFT(KGMethod):
     similarity and the vector fallback; default packaged MiniLM); ``linker`` (an
     :class:`~kgrag.linking.EntityLinker`; built from the graph when omitted); ``families``
     (templates to enumerate); ``beam_width`` m = 5; ``max_nodes`` = 20; ``entity_examples``
-    (few-shot pairs for L0, replace them per graph).
+    (few-shot pairs for L0, replace them per graph); ``prompts`` replaces any of
+    :data:`~kgrag.methods.graphraft.prompts.PROMPTS` by name (``entity``, ``select``,
+    ``answer`` and their ``*_system`` messages; see :mod:`kgrag.llm.prompts`).
     """
 
     name = "graphraft"
@@ -118,6 +120,7 @@ class GraphRAFT(KGMethod):
         beam_width: int = 5,
         max_nodes: int = 20,
         entity_examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES,
+        prompts: Any = None,
     ) -> None:
         from kgrag.embed import as_embedder
         from kgrag.linking import EntityLinker
@@ -134,12 +137,13 @@ class GraphRAFT(KGMethod):
         self.beam_width = beam_width
         self.max_nodes = max_nodes
         self.entity_examples = tuple(entity_examples)
+        self.prompts = PromptSet(PROMPTS, prompts, method="GraphRAFT")
         if selector is not None:
             self.selector: QuerySelector = selector
         elif token_scorer is not None:
             self.selector = ConstrainedDecodingSelector(token_scorer)
         elif self.llm is not None:
-            self.selector = ChatChoiceSelector(self.llm)
+            self.selector = ChatChoiceSelector(self.llm, prompts=self.prompts)
         else:
             self.selector = EmbeddingSelector(self.embedder)
 
@@ -150,7 +154,8 @@ class GraphRAFT(KGMethod):
             from kgrag.linking import extract_mentions
 
             return [m.name for m in extract_mentions(question, self.linker)]
-        reply = self.llm.complete(entity_prompt(question, self.entity_examples), system=ENTITY_SYSTEM)
+        reply = self.llm.complete(self._entity_prompt(question),
+                                  system=self.prompts.template("entity_system"))
         return parse_entities(reply)
 
     def link(self, mentions: Sequence[str]) -> list[str]:
@@ -229,8 +234,8 @@ class GraphRAFT(KGMethod):
             if self.llm is None:
                 mentions = self.extract_entities(question)
             else:
-                reply = await self.llm.acomplete(entity_prompt(question, self.entity_examples),
-                                                 system=ENTITY_SYSTEM)
+                reply = await self.llm.acomplete(self._entity_prompt(question),
+                                                 system=self.prompts.template("entity_system"))
                 mentions = parse_entities(reply)
             entities = self.link(mentions)
             cands = self.candidates(entities)
@@ -278,13 +283,20 @@ class GraphRAFT(KGMethod):
             blocks.append(block)
         return blocks
 
+    def _entity_prompt(self, question: str) -> str:
+        return entity_prompt(question, self.entity_examples, template=self.prompts.template("entity"))
+
+    def _answer_prompt(self, question: str, result: RetrievalResult) -> str:
+        return answer_prompt(question, self.answer_blocks(result),
+                             template=self.prompts.template("answer"))
+
     def answer(self, question: str) -> Answer:
         if self.answer_llm is None:
             return super().answer(question)
         result = self.retrieve(question)
         with self.answer_llm.track() as spent, llm_step("answer"):
-            reply = self.answer_llm.complete(answer_prompt(question, self.answer_blocks(result)),
-                                             system=ANSWER_SYSTEM)
+            reply = self.answer_llm.complete(self._answer_prompt(question, result),
+                                             system=self.prompts.template("answer_system"))
         return self._answer(question, result, reply, spent)
 
     async def aanswer(self, question: str) -> Answer:
@@ -293,7 +305,8 @@ class GraphRAFT(KGMethod):
         result = await self.aretrieve(question)
         with self.answer_llm.track() as spent, llm_step("answer"):
             reply = await self.answer_llm.acomplete(
-                answer_prompt(question, self.answer_blocks(result)), system=ANSWER_SYSTEM)
+                self._answer_prompt(question, result),
+                system=self.prompts.template("answer_system"))
         return self._answer(question, result, reply, spent)
 
     @staticmethod

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
+
+from kgrag.llm.prompts import Prompt, template_variables
 
 ENTITY_SYSTEM = (
     "You find the named entities a question is about. Reply with the entities exactly as they "
@@ -24,9 +26,18 @@ DEFAULT_ENTITY_EXAMPLES: tuple[tuple[str, str], ...] = (
 )
 
 
-def entity_prompt(question: str, examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES) -> str:
+ENTITY_TEMPLATE = '{examples}\n\nQ: "{question}"\nA:'
+
+
+def _fill(template: str, **values: Any) -> str:
+    used = template_variables(template)
+    return template.format(**{k: v for k, v in values.items() if k in used})
+
+
+def entity_prompt(question: str, examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES,
+                  *, template: str = ENTITY_TEMPLATE) -> str:
     shots = "\n\n".join(f'Q: "{q}"\nA: {a}' for q, a in examples)
-    return f'{shots}\n\nQ: "{question}"\nA:'
+    return _fill(template, examples=shots, question=question)
 
 
 SELECT_SYSTEM = (
@@ -35,13 +46,17 @@ SELECT_SYSTEM = (
 )
 
 
-def selection_prompt(question: str, candidates: Sequence[str], m: int) -> str:
+SELECTION_TEMPLATE = (
+    "Question: {question}\n\nCandidate queries:\n{candidates}\n\n"
+    "Reply with the numbers of the {m} most useful queries, best first, separated by commas "
+    "(for example: 3, 1). Reply with numbers only."
+)
+
+
+def selection_prompt(question: str, candidates: Sequence[str], m: int, *,
+                     template: str = SELECTION_TEMPLATE) -> str:
     listing = "\n".join(f"[{i + 1}] {text}" for i, text in enumerate(candidates))
-    return (
-        f"Question: {question}\n\nCandidate queries:\n{listing}\n\n"
-        f"Reply with the numbers of the {m} most useful queries, best first, separated by commas "
-        "(for example: 3, 1). Reply with numbers only."
-    )
+    return _fill(template, question=question, candidates=listing, m=m)
 
 
 ANSWER_SYSTEM = (
@@ -51,9 +66,24 @@ ANSWER_SYSTEM = (
 )
 
 
-def answer_prompt(question: str, blocks: Sequence[str]) -> str:
+ANSWER_TEMPLATE = ("Given the information below, return the correct nodes for the following "
+                   "question: {question}\nRetrieved information:\n{info}\n")
+
+
+def answer_prompt(question: str, blocks: Sequence[str], *, template: str = ANSWER_TEMPLATE) -> str:
     info = "\n\n".join(blocks) if blocks else "(nothing was retrieved)"
-    return (
-        f"Given the information below, return the correct nodes for the following question: "
-        f"{question}\nRetrieved information:\n{info}\n"
-    )
+    return _fill(template, question=question, info=info)
+
+
+#: GraphRAFT's prompts by name: ``GraphRAFT(..., prompts={name: template})`` replaces them.
+PROMPTS: dict[str, Prompt] = {
+    "entity_system": Prompt(ENTITY_SYSTEM, (), "System message of L0 entity extraction."),
+    "entity": Prompt(ENTITY_TEMPLATE, ("examples", "question"),
+                     "L0: the question's entities separated by '|' ({examples}: few-shot)."),
+    "select_system": Prompt(SELECT_SYSTEM, (), "System message of L1 query selection."),
+    "select": Prompt(SELECTION_TEMPLATE, ("question", "candidates", "m"),
+                     "L1 (chat models): pick {m} of the numbered candidate queries."),
+    "answer_system": Prompt(ANSWER_SYSTEM, (), "System message of the L2 answer call."),
+    "answer": Prompt(ANSWER_TEMPLATE, ("question", "info"),
+                     "L2: answer names from the retrieved 'pattern: / name:' blocks ({info})."),
+}

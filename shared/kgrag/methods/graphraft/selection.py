@@ -58,27 +58,36 @@ def parse_choice(reply: str, n_candidates: int, m: int) -> list[int]:
 class ChatChoiceSelector:
     """Numbered-candidates prompt for chat models; output validated against the list."""
 
-    def __init__(self, llm: Any, *, retries: int = 1) -> None:
+    def __init__(self, llm: Any, *, retries: int = 1, prompts: Any = None) -> None:
         self.llm = llm
         self.retries = retries
+        #: a :class:`~kgrag.llm.prompts.PromptSet` with ``select`` / ``select_system``
+        self.prompts = prompts
+
+    def _prompt(self, question: str, candidates: Sequence[Candidate], m: int) -> tuple[str, str]:
+        texts = [c.text for c in candidates]
+        if self.prompts is None:
+            return selection_prompt(question, texts, m), SELECT_SYSTEM
+        return (selection_prompt(question, texts, m, template=self.prompts.template("select")),
+                self.prompts.template("select_system"))
 
     def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
         if not candidates:
             return []
-        prompt = selection_prompt(question, [c.text for c in candidates], m)
+        prompt, system = self._prompt(question, candidates, m)
         picked, _ = complete_and_parse(
             self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
-            retries=self.retries, system=SELECT_SYSTEM)
+            retries=self.retries, system=system)
         return picked
 
     async def aselect(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
         """Async :meth:`select` (awaits ``llm.acomplete``)."""
         if not candidates:
             return []
-        prompt = selection_prompt(question, [c.text for c in candidates], m)
+        prompt, system = self._prompt(question, candidates, m)
         picked, _ = await acomplete_and_parse(
             self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
-            retries=self.retries, system=SELECT_SYSTEM)
+            retries=self.retries, system=system)
         return picked
 
 

@@ -40,7 +40,8 @@ from kgrag.methods.ketrag.extraction import (
 from kgrag.methods.ketrag.index import KETIndex
 from kgrag.methods.ketrag.keyword_graph import build_keyword_graph, build_sentence_table
 from kgrag.methods.ketrag.knn import build_chunk_knn_graph, pagerank, select_key_chunks
-from kgrag.methods.ketrag.prompts import summary_prompt
+from kgrag.llm.prompts import PromptSet
+from kgrag.methods.ketrag.prompts import PROMPTS, summary_prompt
 from kgrag.methods.ketrag.skeleton import Skeleton, build_skeleton, entity_embedding_texts
 from kgrag.text.chunking import chunk_and_split
 from kgrag.text.tokens import TextTokenizer, get_tokenizer
@@ -65,16 +66,20 @@ def _normalise_rows(m: np.ndarray) -> np.ndarray:
 def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
                 config: KETRAGConfig | None = None, cache_dir: str | Path | None = None,
                 tokenizer: TextTokenizer | str | None = None, progress: bool = True,
-                **params: Any) -> KETIndex:
+                prompts: Any = None, **params: Any) -> KETIndex:
     """Build a KET-RAG index over ``documents`` (strings, LangChain or LlamaIndex documents).
 
     ``llm`` is needed when ``budget`` (beta) > 0; ``budget=0`` builds the LLM-free,
     keyword-only index. ``cache_dir`` keeps every LLM reply (JSON lines) so an interrupted
     build resumes without paying twice. ``params`` override :class:`KETRAGConfig` fields.
+    ``prompts`` replaces the ``extraction`` / ``gleaning`` / ``summary`` templates by name
+    (a mapping, or a :class:`~kgrag.llm.prompts.PromptSet`).
     """
     from kgrag.embed import as_embedder, embedder_name
 
     cfg = (config or KETRAGConfig()).replace(**params) if params else (config or KETRAGConfig())
+    prompt_set = prompts if isinstance(prompts, PromptSet) else PromptSet(
+        PROMPTS, prompts, method="KET-RAG")
     if cfg.budget > 0 and llm is None:
         raise LLMNotConfiguredError(
             NO_LLM_HELP.format(what="KET-RAG skeleton extraction (budget beta > 0)")
@@ -151,11 +156,13 @@ def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = No
             extractions = extract_key_chunks(
                 caller, [(int(c), chunk_texts[c]) for c in sorted(key_chunks.tolist())],
                 cfg.entity_types, max_gleanings=cfg.max_gleanings, max_workers=cfg.max_workers,
-                progress=progress)
+                progress=progress, prompts=prompt_set)
             failed = sum(e.failed for e in extractions)
 
             def summarize(kind: str, name: str, descriptions: list[str]) -> str:
-                return caller.complete(summary_prompt(kind, name, descriptions), kind="summarize")
+                return caller.complete(
+                    summary_prompt(kind, name, descriptions,
+                                   template=prompt_set.template("summary")), kind="summarize")
 
             def map_tasks(tasks: list) -> list[str]:
                 return run_pool(tasks, max_workers=cfg.max_workers,

@@ -150,12 +150,19 @@ class ChunkExtraction:
     failed: bool = False
 
 
+def _template(templates: dict[str, str], name: str) -> dict[str, str]:
+    return {"template": templates[name]} if name in templates else {}
+
+
 def extract_chunk(caller: CachedLLM, chunk_id: int, text: str, entity_types: Sequence[str],
-                  max_gleanings: int = 1, retries: int = 1) -> ChunkExtraction:
+                  max_gleanings: int = 1, retries: int = 1,
+                  prompts: Any = None) -> ChunkExtraction:
     """First extraction call (re-asked up to ``retries`` times on unparseable output), then up
     to ``max_gleanings`` follow-ups asking for missed records; stops when a follow-up adds none."""
     result = ChunkExtraction(chunk_id)
-    prompt = extraction_prompt(text, entity_types)
+    templates = {} if prompts is None else {
+        "extraction": prompts.template("extraction"), "gleaning": prompts.template("gleaning")}
+    prompt = extraction_prompt(text, entity_types, **_template(templates, "extraction"))
     attempt = prompt
     replies: list[str] = []
     for _ in range(retries + 1):
@@ -173,7 +180,9 @@ def extract_chunk(caller: CachedLLM, chunk_id: int, text: str, entity_types: Seq
         log.warning("KET-RAG: no usable records for chunk %d after %d tries", chunk_id, retries + 1)
         return result
     for _ in range(max_gleanings):
-        reply = caller.complete(gleaning_prompt(prompt, replies), kind="glean")
+        reply = caller.complete(gleaning_prompt(prompt, replies,
+                                                **_template(templates, "gleaning")),
+                                kind="glean")
         result.calls += 1
         try:
             more = parse_records(reply)
@@ -220,10 +229,12 @@ def run_pool(tasks: Iterable[Callable[[], Any]], *, max_workers: int, desc: str,
 
 def extract_key_chunks(caller: CachedLLM, chunks: Sequence[tuple[int, str]],
                        entity_types: Sequence[str], *, max_gleanings: int = 1,
-                       max_workers: int = 4, progress: bool = True) -> list[ChunkExtraction]:
+                       max_workers: int = 4, progress: bool = True,
+                       prompts: Any = None) -> list[ChunkExtraction]:
     """Extract every ``(chunk_id, text)`` concurrently; results in the input order."""
     tasks = [
-        (lambda cid=cid, text=text: extract_chunk(caller, cid, text, entity_types, max_gleanings))
+        (lambda cid=cid, text=text: extract_chunk(caller, cid, text, entity_types, max_gleanings,
+                                                  prompts=prompts))
         for cid, text in chunks
     ]
     return run_pool(tasks, max_workers=max_workers, desc="KET-RAG skeleton extraction",

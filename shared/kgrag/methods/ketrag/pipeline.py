@@ -17,7 +17,8 @@ from kgrag.methods.base import KGMethod
 from kgrag.methods.ketrag.builder import build_index
 from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.index import KETIndex
-from kgrag.methods.ketrag.prompts import answer_prompt, answer_system
+from kgrag.llm.prompts import PromptSet
+from kgrag.methods.ketrag.prompts import PROMPTS, answer_prompt
 from kgrag.methods.ketrag.retrieval import retrieve_context
 from kgrag.text.tokens import TextTokenizer, get_tokenizer
 
@@ -54,7 +55,8 @@ class KETRAG(KGMethod):
     name = "ketrag"
 
     def __init__(self, index: KETIndex, *, llm: Any = None, embedder: Any = None,
-                 tokenizer: TextTokenizer | str | None = None, **retrieval_params: Any) -> None:
+                 tokenizer: TextTokenizer | str | None = None, prompts: Any = None,
+                 **retrieval_params: Any) -> None:
         from kgrag.embed import as_embedder, embedder_name
 
         unknown = set(retrieval_params) - set(KETRAGConfig.RETRIEVAL_PARAMS)
@@ -64,6 +66,8 @@ class KETRAG(KGMethod):
         self.index = index
         self.config = index.config.replace(**retrieval_params) if retrieval_params else index.config
         self.llm = optional_llm(llm)
+        self.prompts = prompts if isinstance(prompts, PromptSet) else PromptSet(
+            PROMPTS, prompts, method="KET-RAG")
         self.embedder = as_embedder(embedder)
         self.tokenizer = get_tokenizer(tokenizer)
         if self.tokenizer.name != index.tokenizer_name:
@@ -79,21 +83,25 @@ class KETRAG(KGMethod):
     def from_documents(cls, documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
                        cache_dir: str | Path | None = None, progress: bool = True,
                        tokenizer: TextTokenizer | str | None = None,
-                       config: KETRAGConfig | None = None, **params: Any) -> KETRAG:
-        """Index ``documents`` and return the method (``params``: any :class:`KETRAGConfig` field)."""
+                       config: KETRAGConfig | None = None, prompts: Any = None,
+                       **params: Any) -> KETRAG:
+        """Index ``documents`` and return the method (``params``: any :class:`KETRAGConfig`
+        field; ``prompts``: replace any of :data:`~kgrag.methods.ketrag.prompts.PROMPTS`)."""
         from kgrag.embed import as_embedder
 
         emb = as_embedder(embedder)
+        prompt_set = PromptSet(PROMPTS, prompts, method="KET-RAG")
         index = build_index(documents, llm=llm, embedder=emb, config=config, cache_dir=cache_dir,
-                            tokenizer=tokenizer, progress=progress, **params)
-        return cls(index, llm=llm, embedder=emb, tokenizer=tokenizer)
+                            tokenizer=tokenizer, progress=progress, prompts=prompt_set, **params)
+        return cls(index, llm=llm, embedder=emb, tokenizer=tokenizer, prompts=prompt_set)
 
     @classmethod
     def load(cls, directory: str | Path, *, llm: Any = None, embedder: Any = None,
-             tokenizer: TextTokenizer | str | None = None, **retrieval_params: Any) -> KETRAG:
-        """Load an index saved with :meth:`save` (no pickle)."""
+             tokenizer: TextTokenizer | str | None = None, prompts: Any = None,
+             **retrieval_params: Any) -> KETRAG:
+        """Load an index saved with :meth:`save` (no pickle); ``prompts`` as in ``__init__``."""
         return cls(KETIndex.load(directory), llm=llm, embedder=embedder, tokenizer=tokenizer,
-                   **retrieval_params)
+                   prompts=prompts, **retrieval_params)
 
     def save(self, directory: str | Path) -> Path:
         return self.index.save(directory)
@@ -131,12 +139,16 @@ class KETRAG(KGMethod):
             return as_llm(None, what="KET-RAG answer generation")
         return self.llm
 
+    def _answer_prompt(self, question: str, retrieval: RetrievalResult) -> str:
+        return answer_prompt(question, retrieval.metadata["context"],
+                             template=self.prompts.template("answer"))
+
     def answer(self, question: str) -> Answer:
         llm = self._answer_llm()
         retrieval = self.retrieve(question)
         with llm.track() as usage, llm_step("answer"):
-            reply = llm.complete(answer_prompt(question, retrieval.metadata["context"]),
-                                 system=answer_system())
+            reply = llm.complete(self._answer_prompt(question, retrieval),
+                                 system=self.prompts.template("answer_system"))
         text, answers = parse_answer(reply)
         retrieval.usage = Usage().add(usage)
         return Answer(question, answers, text, retrieval, Usage().add(usage))
@@ -145,8 +157,8 @@ class KETRAG(KGMethod):
         llm = self._answer_llm()
         retrieval = await self.aretrieve(question)
         with llm.track() as usage, llm_step("answer"):
-            reply = await llm.acomplete(answer_prompt(question, retrieval.metadata["context"]),
-                                        system=answer_system())
+            reply = await llm.acomplete(self._answer_prompt(question, retrieval),
+                                        system=self.prompts.template("answer_system"))
         text, answers = parse_answer(reply)
         retrieval.usage = Usage().add(usage)
         return Answer(question, answers, text, retrieval, Usage().add(usage))

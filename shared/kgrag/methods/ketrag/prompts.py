@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kgrag.llm.prompts import Prompt, template_variables
+
 #: Marks the passage inside an extraction prompt (the fake test LLMs look for these too).
 TEXT_START = "<<<TEXT"
 TEXT_END = "TEXT>>>"
@@ -74,26 +76,57 @@ Question: {question}
 Answer:"""
 
 
-def extraction_prompt(text: str, entity_types: Sequence[str]) -> str:
-    return EXTRACTION_TEMPLATE.format(entity_types=", ".join(entity_types), text=text,
-                                      text_start=TEXT_START, text_end=TEXT_END,
-                                      records_header=RECORDS_HEADER)
+#: The templates with kgrag's markers filled in: what a user replaces (``{text}`` etc. stay).
+EXTRACTION_DEFAULT = EXTRACTION_TEMPLATE.format(
+    entity_types="{entity_types}", text="{text}", text_start=TEXT_START, text_end=TEXT_END,
+    records_header=RECORDS_HEADER)
+GLEANING_DEFAULT = GLEANING_TEMPLATE.format(prompt="{prompt}", previous="{previous}",
+                                            marker=GLEANING_MARKER)
+SUMMARY_DEFAULT = SUMMARY_TEMPLATE.format(marker=SUMMARY_MARKER, kind="{kind}", name="{name}",
+                                          descriptions="{descriptions}")
+ANSWER_SYSTEM_DEFAULT = ANSWER_SYSTEM.format(marker=ANSWER_MARKER)
+
+#: KET-RAG's prompts by name: ``KETRAG.from_documents(..., prompts={name: template})`` (the
+#: indexing prompts) and ``KETRAG(..., prompts=...)`` / ``load(..., prompts=...)`` (answer).
+PROMPTS: dict[str, Prompt] = {
+    "extraction": Prompt(EXTRACTION_DEFAULT, ("entity_types", "text"),
+                         "Indexing: key chunk to entity / relation records (JSON arrays, one "
+                         "per line, then [\"done\"])."),
+    "gleaning": Prompt(GLEANING_DEFAULT, ("prompt", "previous"),
+                       "Indexing: ask for records the first extraction missed."),
+    "summary": Prompt(SUMMARY_DEFAULT, ("kind", "name", "descriptions"),
+                      "Indexing: merge an entity's or relation's descriptions."),
+    "answer_system": Prompt(ANSWER_SYSTEM_DEFAULT, (), "System message of the answer call."),
+    "answer": Prompt(ANSWER_TEMPLATE, ("context", "question"),
+                     "The answer call over the retrieved data tables ({context})."),
+}
 
 
-def gleaning_prompt(prompt: str, previous_replies: Sequence[str]) -> str:
+def _fill(template: str, **values: str) -> str:
+    used = template_variables(template)
+    return template.format(**{k: v for k, v in values.items() if k in used})
+
+
+def extraction_prompt(text: str, entity_types: Sequence[str], *,
+                      template: str = EXTRACTION_DEFAULT) -> str:
+    return _fill(template, entity_types=", ".join(entity_types), text=text)
+
+
+def gleaning_prompt(prompt: str, previous_replies: Sequence[str], *,
+                    template: str = GLEANING_DEFAULT) -> str:
     previous = "\n".join(r.strip() for r in previous_replies)
-    return GLEANING_TEMPLATE.format(prompt=prompt, previous=previous, marker=GLEANING_MARKER)
+    return _fill(template, prompt=prompt, previous=previous)
 
 
-def summary_prompt(kind: str, name: str, descriptions: Sequence[str]) -> str:
+def summary_prompt(kind: str, name: str, descriptions: Sequence[str], *,
+                   template: str = SUMMARY_DEFAULT) -> str:
     listed = "\n".join(f"- {d}" for d in descriptions)
-    return SUMMARY_TEMPLATE.format(marker=SUMMARY_MARKER, kind=kind, name=name,
-                                   descriptions=listed)
+    return _fill(template, kind=kind, name=name, descriptions=listed)
 
 
-def answer_system() -> str:
-    return ANSWER_SYSTEM.format(marker=ANSWER_MARKER)
+def answer_system(template: str = ANSWER_SYSTEM_DEFAULT) -> str:
+    return template
 
 
-def answer_prompt(question: str, context: str) -> str:
-    return ANSWER_TEMPLATE.format(context=context, question=question)
+def answer_prompt(question: str, context: str, *, template: str = ANSWER_TEMPLATE) -> str:
+    return _fill(template, context=context, question=question)

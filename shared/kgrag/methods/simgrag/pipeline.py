@@ -26,11 +26,14 @@ import numpy as np
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import acomplete_and_parse, as_llm, complete_and_parse, llm_step, optional_llm
+from kgrag.llm.prompts import PromptSet
 from kgrag.methods.base import KGMethod
 from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, CandidateGenerator
 from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
+from kgrag.methods.simgrag.examples import example_pack
 from kgrag.methods.simgrag.prompts import (
     DEFAULT_PATTERN_EXAMPLES,
+    PROMPTS,
     answer_prompt,
     parse_answers,
     pattern_prompt,
@@ -55,7 +58,12 @@ class SimGRAG(KGMethod):
       ``distinct_subgraphs`` (False) -- keep one mapping per distinct edge set (the paper counts
       mappings, so a role-swapped copy of a subgraph is a separate result).
     * ``task`` -- ``"qa"`` or ``"fact"`` (fact verification answer prompt); ``pattern_examples``,
-      ``answer_examples`` -- few-shot examples written for your graph (defaults are generic).
+      ``answer_examples`` -- few-shot examples written for your graph (defaults are generic);
+      ``examples`` -- a per-dataset pack instead (``"generic"``, ``"metaqa"``,
+      ``"pathquestion"``, ``"factkg"`` or an :class:`~kgrag.methods.simgrag.examples.ExamplePack`,
+      see :mod:`kgrag.methods.simgrag.examples`; ``"factkg"`` also sets ``task="fact"``).
+    * ``prompts`` -- replace the ``pattern``, ``answer`` (qa) or ``verify`` (fact) templates by
+      name (:data:`kgrag.methods.simgrag.prompts.PROMPTS`; :mod:`kgrag.llm.prompts`).
     * ``index`` / ``hnsw_threshold`` / ``hnsw_m`` / ``ef_construction`` / ``ef_search_factor`` --
       the node vector index (exact flat below the threshold, HNSW above; efSearch = factor × k).
     * ``max_partials`` / ``time_limit`` -- work bounds of one search (the result then says
@@ -75,20 +83,24 @@ class SimGRAG(KGMethod):
                  node_types: Mapping[str, Iterable[str]] | None = None,
                  injective: bool | str = True,
                  distinct_subgraphs: bool = False, task: str = "qa",
-                 pattern_examples: Sequence[tuple[str, str]] = DEFAULT_PATTERN_EXAMPLES,
+                 pattern_examples: Sequence[tuple[str, str]] | None = None,
                  answer_examples: Sequence[tuple[str, str, str]] | None = None, retries: int = 1,
                  index: str = "auto", hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
                  hnsw_m: int = 32, ef_construction: int = 200, ef_search_factor: int = 8,
                  max_partials: int | None = 20_000_000, time_limit: float | None = 30.0,
                  lookahead: bool = True,
                  max_local_edges: int = 2_000_000, humanize_relations: bool = True,
-                 node_vectors: np.ndarray | None = None) -> None:
+                 node_vectors: np.ndarray | None = None, examples: Any = None,
+                 prompts: Mapping[str, Any] | None = None) -> None:
         from kgrag.embed import as_embedder
 
         if k < 1:
             raise ValueError("k must be at least 1")
         if injective not in (True, False, "prefer"):
             raise ValueError("injective must be True, False or 'prefer'")
+        pack = example_pack(examples) if examples is not None else None
+        if pack is not None and task == "qa":
+            task = pack.task
         if task not in ("qa", "fact"):
             raise ValueError("task must be 'qa' or 'fact'")
         self.graph = graph
@@ -99,8 +111,13 @@ class SimGRAG(KGMethod):
         self.injective = injective
         self.distinct_subgraphs = distinct_subgraphs
         self.task = task
+        if pattern_examples is None:
+            pattern_examples = pack.pattern_examples if pack else DEFAULT_PATTERN_EXAMPLES
+        if answer_examples is None and pack is not None and pack.task == task:
+            answer_examples = pack.answer_examples
         self.pattern_examples = list(pattern_examples)
         self.answer_examples = None if answer_examples is None else list(answer_examples)
+        self.prompts = PromptSet(PROMPTS, prompts, method="SimGRAG")
         self.retries = retries
         self.max_partials = max_partials
         self.time_limit = time_limit
@@ -132,7 +149,8 @@ class SimGRAG(KGMethod):
 
     # ------------------------------------------------------------------ query -> pattern
     def pattern_prompt(self, question: str) -> str:
-        return pattern_prompt(question, self.pattern_examples)
+        return pattern_prompt(question, self.pattern_examples,
+                              template=self.prompts.template("pattern"))
 
     def question_to_pattern(self, question: str) -> tuple[Pattern, str]:
         """Ask the LLM for the pattern (one call, plus up to ``retries`` re-asks)."""
@@ -290,7 +308,8 @@ class SimGRAG(KGMethod):
 
     def answer_prompt(self, question: str, result: RetrievalResult) -> str:
         return answer_prompt(question, self.evidence(result), task=self.task,
-                             examples=self.answer_examples)
+                             examples=self.answer_examples, template=self.prompts.template(
+                                 "answer" if self.task == "qa" else "verify"))
 
     def _answer(self, question: str, result: RetrievalResult, reply: str, usage: Usage) -> Answer:
         total = Usage().add(result.usage).add(usage)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kgrag.llm.prompts import Prompt, template_variables
+
 PATTERN_INSTRUCTIONS = """\
 Rewrite the query as a small knowledge-graph pattern.
 First split the query into short segments, then write the facts the segments talk about as
@@ -134,10 +136,30 @@ DEFAULT_FACT_EXAMPLES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def pattern_prompt(question: str, examples: Sequence[tuple[str, str]] = DEFAULT_PATTERN_EXAMPLES) -> str:
+def _literal(text: str) -> str:
+    """``text`` inside a ``str.format`` template: braces doubled."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+#: The query-to-pattern template; ``{examples}`` is the rendered few-shot list.
+PATTERN_TEMPLATE = _literal(PATTERN_INSTRUCTIONS) + "\n\n{examples}\n\nYour task) query: {question}\n"
+#: The evidence-to-answer templates (question answering, fact verification).
+QA_ANSWER_TEMPLATE = (_literal(QA_ANSWER_INSTRUCTIONS) + "\n\n{examples}\n\nYour task) question: "
+                      "{question}\nevidence:\n{evidence}\nreply:")
+FACT_ANSWER_TEMPLATE = (_literal(FACT_ANSWER_INSTRUCTIONS) + "\n\n{examples}\n\nYour task) claim: "
+                        "{question}\nevidence:\n{evidence}\nreply:")
+
+
+def _fill(template: str, **values: str) -> str:
+    used = template_variables(template)
+    return template.format(**{k: v for k, v in values.items() if k in used})
+
+
+def pattern_prompt(question: str, examples: Sequence[tuple[str, str]] = DEFAULT_PATTERN_EXAMPLES,
+                   *, template: str = PATTERN_TEMPLATE) -> str:
     """The query-to-pattern prompt for ``question`` with the given (query, reply) examples."""
     shots = "\n\n".join(f"Example {i}) query: {q}\n{a}" for i, (q, a) in enumerate(examples, 1))
-    return f"{PATTERN_INSTRUCTIONS}\n\n{shots}\n\nYour task) query: {question}\n"
+    return _fill(template, examples=shots, question=question)
 
 
 def verbalize_graphs(subgraphs: Sequence[Sequence[tuple[str, str, str]]]) -> str:
@@ -154,18 +176,32 @@ def _quote(text: str) -> str:
 
 
 def answer_prompt(question: str, evidence: str, *, task: str = "qa",
-                  examples: Sequence[tuple[str, str, str]] | None = None) -> str:
+                  examples: Sequence[tuple[str, str, str]] | None = None,
+                  template: str | None = None) -> str:
     """The evidence-to-answer prompt; ``task`` is ``"qa"`` or ``"fact"`` (fact verification)."""
     if task not in ("qa", "fact"):
         raise ValueError("task must be 'qa' or 'fact'")
-    instructions = QA_ANSWER_INSTRUCTIONS if task == "qa" else FACT_ANSWER_INSTRUCTIONS
+    if template is None:
+        template = QA_ANSWER_TEMPLATE if task == "qa" else FACT_ANSWER_TEMPLATE
     if examples is None:
         examples = DEFAULT_QA_EXAMPLES if task == "qa" else DEFAULT_FACT_EXAMPLES
     label = "question" if task == "qa" else "claim"
     shots = "\n\n".join(f"Example {i}) {label}: {q}\nevidence:\n{e}\nreply: {a}"
                         for i, (q, e, a) in enumerate(examples, 1))
-    return (f"{instructions}\n\n{shots}\n\nYour task) {label}: {question}\n"
-            f"evidence:\n{evidence or '(no evidence found)'}\nreply:")
+    return _fill(template, examples=shots, question=question,
+                 evidence=evidence or "(no evidence found)")
+
+
+#: SimGRAG's prompts by name: ``SimGRAG(..., prompts={name: template})`` replaces them.
+PROMPTS: dict[str, Prompt] = {
+    "pattern": Prompt(PATTERN_TEMPLATE, ("examples", "question"),
+                      "Query to pattern graph; the reply is one {\"divided\", \"triples\"} object. "
+                      "{examples} is the rendered few-shot list (see example packs)."),
+    "answer": Prompt(QA_ANSWER_TEMPLATE, ("examples", "question", "evidence"),
+                     "Evidence graphs to answer (task 'qa'); ends with 'Answer: a | b'."),
+    "verify": Prompt(FACT_ANSWER_TEMPLATE, ("examples", "question", "evidence"),
+                     "Evidence graphs to True/False (task 'fact'); ends with 'Answer: True'."),
+}
 
 
 _ANSWER_LINE = re.compile(r"^\s*\**\s*answer\s*\**\s*[:：]\s*(.*)$", re.IGNORECASE | re.MULTILINE)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from kgrag.llm import extract_tag, llm_step
-from kgrag.methods.ultrag.prompts import ARBITRATION_SYSTEM, arbitration_prompt
+from kgrag.methods.ultrag.prompts import arbitration_prompt
 
 Candidate = tuple[str, str, float]
 
@@ -113,24 +113,29 @@ def parse_answers(reply: str, candidates: Sequence[Candidate]) -> list[str]:
 class LLMArbitrator:
     """The paper's arbitrator: one LLM call over the top candidates (default 50)."""
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, llm: Any, prompts: Any = None) -> None:
         from kgrag.llm import as_llm
+        from kgrag.llm.prompts import PromptSet
+        from kgrag.methods.ultrag.prompts import PROMPTS
 
         self.llm = as_llm(llm, what="UltRAG's LLM arbitrator")
+        #: the templates (shared with the UltRAG instance that built this arbitrator)
+        self.prompts = prompts if prompts is not None else PromptSet(PROMPTS, method="UltRAG")
 
     def prompt(self, question: str, query_text: str, candidates: Sequence[Candidate]) -> str:
-        return arbitration_prompt(question, query_text, candidates)
+        return arbitration_prompt(question, query_text, candidates,
+                                  template=self.prompts.template("arbitration"))
 
     def arbitrate(self, question: str, query_text: str,
                   candidates: Sequence[Candidate]) -> list[str]:
         with llm_step("answer"):
             reply = self.llm.complete(self.prompt(question, query_text, candidates),
-                                      system=ARBITRATION_SYSTEM)
+                                      system=self.prompts.template("arbitration_system"))
         return parse_answers(reply, candidates)
 
     async def aarbitrate(self, question: str, query_text: str,
                          candidates: Sequence[Candidate]) -> list[str]:
         with llm_step("answer"):
             reply = await self.llm.acomplete(self.prompt(question, query_text, candidates),
-                                             system=ARBITRATION_SYSTEM)
+                                             system=self.prompts.template("arbitration_system"))
         return parse_answers(reply, candidates)

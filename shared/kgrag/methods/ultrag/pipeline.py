@@ -44,7 +44,8 @@ from kgrag.methods.ultrag.executor import (
     top_k,
 )
 from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA, SoftmaxLeafLinker
-from kgrag.methods.ultrag.prompts import QUERY_SYSTEM, query_prompt
+from kgrag.llm.prompts import PromptSet
+from kgrag.methods.ultrag.prompts import PROMPTS, query_prompt
 from kgrag.methods.ultrag.query import (
     Query,
     QueryError,
@@ -139,6 +140,9 @@ class UltRAG(KGMethod):
     relation_backoff [ours; off]: a rapidfuzz score (0-100, e.g. 85); an unknown relation label
         then resolves to the closest relation name instead of failing (recorded in
         ``metadata["relation_backoff"]``). ``P`` ids out of range still fail.
+    prompts: replace the ``query``, ``query_system``, ``arbitration`` or ``arbitration_system``
+        templates by name (:data:`kgrag.methods.ultrag.prompts.PROMPTS`; see
+        :mod:`kgrag.llm.prompts`).
 
     ``graph`` may also be any :class:`~kgrag.graph.base.GraphStore` (Neo4j, FalkorDB): queries
     then run as one ``one_hop`` call per projection inside the database, leaves are given by
@@ -174,6 +178,7 @@ class UltRAG(KGMethod):
         on_invalid_query: str = "empty",
         max_frontier: int = 10_000,
         relation_backoff: float | None = None,
+        prompts: Any = None,
     ) -> None:
         in_memory = isinstance(graph, KnowledgeGraph)
         if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
@@ -195,6 +200,7 @@ class UltRAG(KGMethod):
         self.kg: KnowledgeGraph | None = graph if in_memory else None
         self.store = graph
         self.llm = optional_llm(llm)
+        self.prompts = PromptSet(PROMPTS, prompts, method="UltRAG")
         self.vocabulary = (
             GraphVocabulary.from_graph(graph, relation_backoff=relation_backoff) if in_memory
             else GraphVocabulary(graph.list_relations(), [], relation_backoff=relation_backoff,
@@ -228,7 +234,7 @@ class UltRAG(KGMethod):
         if arbitrator == "llm":
             if self.llm is None:
                 raise LLMNotConfiguredError(NO_LLM_HELP.format(what="The LLM arbitrator"))
-            self.arbitrator: Arbitrator = LLMArbitrator(self.llm)
+            self.arbitrator: Arbitrator = LLMArbitrator(self.llm, self.prompts)
         elif arbitrator == "margin":
             self.arbitrator = MarginArbitrator(margin=margin, max_answers=top_k)
         elif isinstance(arbitrator, str):
@@ -278,7 +284,7 @@ class UltRAG(KGMethod):
     def query_prompt(self, question: str, seeds: Sequence[str] = ()) -> str:
         descriptions = getattr(self.store, "relation_descriptions", None) or {}
         return query_prompt(question, self.vocabulary, seeds=self._seed_entries(seeds),
-                            descriptions=descriptions)
+                            descriptions=descriptions, template=self.prompts.template("query"))
 
     def _seed_entries(self, seeds: Sequence[str]) -> list[tuple[str, str]]:
         """``(id as the LLM should write it, name)`` per seed: ``Q<i>``, or the quoted name."""
@@ -351,7 +357,8 @@ class UltRAG(KGMethod):
                      ) -> Steps[tuple[Query, str]]:
         """One query-generation request plus at most ``max_reasks`` re-asks, as steps."""
         return ask_and_parse(self.query_prompt(question, seeds) + feedback, self.parse_reply,
-                             retries=self.max_reasks, system=QUERY_SYSTEM)
+                             retries=self.max_reasks,
+                             system=self.prompts.template("query_system"))
 
     def generate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
                        ) -> tuple[Query, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kgrag.llm.prompts import Prompt, template_variables
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 QUERY_SYSTEM = (
@@ -88,7 +89,8 @@ def relation_lines(vocabulary: GraphVocabulary,
 
 def query_prompt(question: str, vocabulary: GraphVocabulary, *,
                  seeds: Sequence[tuple[str, str]] = (),
-                 descriptions: dict[str, str] | None = None) -> str:
+                 descriptions: dict[str, str] | None = None,
+                 template: str = QUERY_TEMPLATE) -> str:
     """The query-generation prompt (relation list, ``(id, name)`` seeds, the question)."""
     if seeds:
         leaf_rule = LEAF_RULE_SEEDS
@@ -99,8 +101,13 @@ def query_prompt(question: str, vocabulary: GraphVocabulary, *,
         leaf_rule, seed_text = LEAF_RULE_MENTIONS, ""
         turing, deep = '"Turing Award"', '"deep learning"'
     rules = QUERY_RULES.format(leaf_rule=leaf_rule, turing=turing, deep=deep)
-    return QUERY_TEMPLATE.format(rules=rules, relations=relation_lines(vocabulary, descriptions),
-                                 seeds=seed_text, question=question.strip())
+    return _fill(template, rules=rules, relations=relation_lines(vocabulary, descriptions),
+                 seeds=seed_text, question=question.strip())
+
+
+def _fill(template: str, **values: str) -> str:
+    used = template_variables(template)
+    return template.format(**{k: v for k, v in values.items() if k in used})
 
 
 def candidate_lines(candidates: Sequence[tuple[str, str, float]]) -> str:
@@ -110,8 +117,22 @@ def candidate_lines(candidates: Sequence[tuple[str, str, float]]) -> str:
 
 
 def arbitration_prompt(question: str, query_text: str,
-                       candidates: Sequence[tuple[str, str, float]]) -> str:
+                       candidates: Sequence[tuple[str, str, float]], *,
+                       template: str = ARBITRATION_TEMPLATE) -> str:
     """The arbitration prompt over ``(id, name, probability)`` candidates, best first."""
     listed = candidate_lines(candidates) if candidates else "(the query returned no entities)"
-    return ARBITRATION_TEMPLATE.format(question=question.strip(), query=query_text,
-                                       candidates=listed)
+    return _fill(template, question=question.strip(), query=query_text, candidates=listed)
+
+
+#: UltRAG's prompts by name: ``UltRAG(..., prompts={name: template})`` replaces them.
+PROMPTS: dict[str, Prompt] = {
+    "query_system": Prompt(QUERY_SYSTEM, (), "System message of query generation."),
+    "query": Prompt(QUERY_TEMPLATE, ("rules", "relations", "seeds", "question"),
+                    "Question to logical query: {rules} is the DSL's rules, {relations} the "
+                    "'P<i>: label' list, {seeds} the seed entities (may be empty); the reply "
+                    "holds the query in <query> tags."),
+    "arbitration_system": Prompt(ARBITRATION_SYSTEM, (), "System message of arbitration."),
+    "arbitration": Prompt(ARBITRATION_TEMPLATE, ("question", "query", "candidates"),
+                          "Final answers from the executor's ranked candidates ('rank. id | "
+                          "name | probability' lines); answers in <answers> tags."),
+}
