@@ -20,7 +20,7 @@ import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -28,12 +28,15 @@ from langchain_core.callbacks import (
 )
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.utils import AddableDict
+from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from kgrag.context.types import Answer
 from kgrag.llm.base import llm_call_options
-from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
+
+if TYPE_CHECKING:  # pragma: no cover
+    from langchain_kgrag.base import KGRetriever
 
 _DONE = object()
 
@@ -55,22 +58,28 @@ class KGAnswerChain(RunnableSerializable[Any, dict]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    retriever: KGRetriever
+    #: the KGRetriever whose method answers (typed by its LangChain base: KGRetriever builds
+    #: this chain in ``answer_chain``, so importing it here would be an import cycle)
+    retriever: BaseRetriever
+
+    @property
+    def _kg(self) -> KGRetriever:
+        return cast("KGRetriever", self.retriever)
 
     def _output(self, answer: Answer) -> dict[str, Any]:
         return AddableDict(answer=answer.text, answers=list(answer.answers),
-                           sources=result_to_documents(answer.retrieval, k=self.retriever.k),
+                           sources=result_to_documents(answer.retrieval, k=self._kg.k),
                            usage=answer.usage.as_dict())
 
     # ------------------------------------------------------------------ invoke
     def _answer(self, question: str, run_manager: CallbackManagerForChainRun) -> dict[str, Any]:
         with llm_call_options(callbacks=run_manager.get_child()):
-            return self._output(self.retriever.method.answer(question))
+            return self._output(self._kg.method.answer(question))
 
     async def _aanswer(self, question: str,
                        run_manager: AsyncCallbackManagerForChainRun) -> dict[str, Any]:
         with llm_call_options(callbacks=run_manager.get_child()):
-            return self._output(await self.retriever.method.aanswer(question))
+            return self._output(await self._kg.method.aanswer(question))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None,
                **kwargs: Any) -> dict[str, Any]:
@@ -92,7 +101,7 @@ class KGAnswerChain(RunnableSerializable[Any, dict]):
         def work() -> None:
             try:
                 with llm_call_options(callbacks=run_manager.get_child(), on_token=pieces.put):
-                    outcome["answer"] = self.retriever.method.answer(question)
+                    outcome["answer"] = self._kg.method.answer(question)
             except BaseException as exc:  # noqa: BLE001 -- re-raised in the caller below
                 outcome["error"] = exc
             finally:
@@ -124,7 +133,7 @@ class KGAnswerChain(RunnableSerializable[Any, dict]):
 
         async def work() -> Answer:
             with llm_call_options(callbacks=run_manager.get_child(), on_token=put):
-                return await self.retriever.method.aanswer(question)
+                return await self._kg.method.aanswer(question)
 
         task = asyncio.ensure_future(work())
         while True:

@@ -87,7 +87,7 @@ def test_export_bad_input_is_a_one_line_error(movies, tmp_path, capsys):
 
 
 def test_demo_step_shows_candidates_and_label(minilm):
-    from kgrag.methods.graphraft.cli import demo_steps
+    from kgrag.commands.graphraft import demo_steps
 
     lines: list[str] = []
     run_demo(out=lines.append, steps=demo_steps())

@@ -7,7 +7,7 @@ import json
 import ketrag_fakes
 import pytest
 from kgrag.methods.ketrag import KETIndex
-from kgrag.methods.ketrag.cli import load_llm, read_documents
+from kgrag.commands.ketrag import load_llm, read_documents
 from test_ketrag_index import CITY_DOCS
 
 EMB = "ketrag_fakes:HashingEmbedder"  # a class is a factory too
@@ -16,7 +16,7 @@ EMB = "ketrag_fakes:HashingEmbedder"  # a class is a factory too
 def _cli(argv):
     import argparse
 
-    from kgrag.methods.ketrag.cli import register
+    from kgrag.commands.ketrag import register
 
     parser = argparse.ArgumentParser(prog="kgrag")
     register(parser.add_subparsers(dest="command"))

@@ -18,7 +18,7 @@ from kgrag.context.types import (
 from kgrag.errors import KgragError
 from kgrag.graph import GraphStore, KnowledgeGraph, PathStep, parse_relation_path
 
-__version__ = "0.1.0"
+from kgrag._version import __version__ as __version__
 
 __all__ = [
     "Answer",

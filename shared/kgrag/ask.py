@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kgrag.cli import load_factory
+from kgrag.commands.common import load_factory
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import KgragError
 
@@ -64,13 +64,13 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from kgrag.cli import _graph_from_args
+    from kgrag.commands.common import graph_from_args
 
     if args.top < 1:
         raise KgragError("--top must be at least 1")
     if args.show and not args.show.lower().endswith((".png", ".html", ".htm")):
         raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
-    kg = _graph_from_args(args)
+    kg = graph_from_args(args)
     result = retrieve(kg, args.question, args.method, llm=load_factory(args.llm, "--llm"),
                       pattern=args.pattern, query=args.query, top=args.top)
     print(f"question: {result.question}")
@@ -94,12 +94,12 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.cli import _add_graph_arguments
+    from kgrag.commands.common import add_graph_arguments
 
     parser = subparsers.add_parser(
         "ask", help="retrieve for one question with a method; optionally draw it",
         description=__doc__.split("\n\n")[0].replace("``", ""))
-    _add_graph_arguments(parser)
+    add_graph_arguments(parser)
     parser.add_argument("question")
     parser.add_argument("--method", choices=METHODS, default="byokg",
                         help="retrieval method (default byokg)")

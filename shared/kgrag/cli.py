@@ -10,7 +10,7 @@ Core commands::
 ``GRAPH`` is a triples file (CSV / TSV / pipe) or a directory written by
 :meth:`KnowledgeGraph.save <kgrag.graph.memory.KnowledgeGraph.save>`; see :func:`open_graph`.
 
-Adding commands: a method module defines ``register(subparsers)``, which adds its parser with
+Adding commands: a command module (``kgrag/commands/<method>.py``) defines ``register(subparsers)``, which adds its parser with
 ``subparsers.add_parser(...)`` and sets ``parser.set_defaults(func=handler)``, where
 ``handler(args)`` returns an exit code (or ``None`` for 0). Add the module's dotted path to
 :data:`COMMAND_MODULES`; it is imported only when the command line is built, so ``import kgrag``
@@ -22,22 +22,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from typing import Any, Callable, Sequence
 
-from kgrag import __version__
-from kgrag.errors import ConfigurationError, KgragError
+from kgrag._version import __version__
+from kgrag.commands.common import add_graph_arguments, graph_from_args, load_factory, open_graph
+from kgrag.errors import KgragError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "load_factory", "main", "open_graph"]
 
 #: Dotted paths of modules that add subcommands through ``register(subparsers)``.
 COMMAND_MODULES: list[str] = [
-    "kgrag.methods.ultrag.cli",
+    "kgrag.commands.ultrag",
     "kgrag.graph.db_cli",
-    "kgrag.methods.ketrag.cli",
-    "kgrag.methods.graphraft.cli",
-    "kgrag.methods.byokg.cli",
+    "kgrag.commands.ketrag",
+    "kgrag.commands.graphraft",
+    "kgrag.commands.byokg",
     "kgrag.eval.cli",
-    "kgrag.methods.simgrag.cli",
+    "kgrag.commands.simgrag",
     "kgrag.ask",
 ]
 
@@ -45,53 +47,9 @@ COMMAND_MODULES: list[str] = [
 USAGE_ERROR = 2
 
 
-def load_factory(spec: str | None, option: str = "--llm") -> Any:
-    """The object named by ``package.module:factory`` (called when callable); ``None`` for no spec.
-
-    This is how every command takes a user's LLM or embedder (``--llm mymodels:chat``), so the
-    command line never needs to know about providers or API keys.
-    """
-    if not spec:
-        return None
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigurationError(f"{option} must look like package.module:factory, got {spec!r}")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigurationError(f"{option} {spec!r}: {exc}") from None
-    return factory() if callable(factory) else factory
-
-
-def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise") -> Any:
-    """A :class:`~kgrag.graph.memory.KnowledgeGraph` from a triples file or a saved directory.
-
-    A directory is read with :meth:`KnowledgeGraph.load` (``sep``/``on_error`` do not apply);
-    anything else as a delimited triples file with :meth:`KnowledgeGraph.from_csv`.
-    """
-    from kgrag.graph.memory import KnowledgeGraph
-
-    if os.path.isdir(path):
-        return KnowledgeGraph.load(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no graph at {path} (expected a triples file or a saved graph "
-                                "directory)")
-    return KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error)
-
-
-def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("graph", metavar="GRAPH",
-                        help="triples file (CSV/TSV/pipe) or a saved graph directory")
-    parser.add_argument("--sep", default=None,
-                        help="field separator of a triples file (default: detected)")
-    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                        help="malformed lines: stop with an error (default) or skip and count")
-
-
-def _graph_from_args(args: argparse.Namespace) -> Any:
-    # a tab is hard to type in a shell: accept "\t" and "tab" for it
-    sep = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep) if args.sep else None
-    return open_graph(args.graph, sep=sep, on_error=args.on_error)
+# the helpers every subcommand uses (kept importable from here as before)
+_add_graph_arguments = add_graph_arguments
+_graph_from_args = graph_from_args
 
 
 # ---------------------------------------------------------------------- info

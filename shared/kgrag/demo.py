@@ -25,11 +25,11 @@ from kgrag.graph.memory import KnowledgeGraph
 
 #: Dotted paths of modules with ``demo_steps() -> list[DemoStep]``, run after the core steps.
 DEMO_STEP_MODULES: list[str] = [
-    "kgrag.methods.ultrag.cli",
-    "kgrag.methods.ketrag.demo",
-    "kgrag.methods.graphraft.cli",
-    "kgrag.methods.byokg.cli",
-    "kgrag.methods.simgrag.cli",
+    "kgrag.commands.ultrag",
+    "kgrag.commands.ketrag_demo",
+    "kgrag.commands.graphraft",
+    "kgrag.commands.byokg",
+    "kgrag.commands.simgrag",
 ]
 
 #: Environment variable that points the demo at another triples file.

@@ -20,7 +20,7 @@ import argparse
 import ast
 from typing import Any
 
-from kgrag.cli import load_factory
+from kgrag.commands.common import load_factory
 from kgrag.errors import KgragError
 
 

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.errors import GraphFormatError
-from kgrag.eval.datasets import QAExample, _sample
+from kgrag.eval.datasets import QAExample
+from kgrag.questions import _sample
 
 MUSIQUE_SUBSETS = ("ketrag_500", "hipporag_train100")
 

@@ -17,15 +17,16 @@ Formats:
 
 from __future__ import annotations
 
-import json
-import random
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from kgrag.errors import GraphFormatError
 from kgrag.graph.base import PathStep
+from kgrag.questions import QAExample, _sample, load_jsonl
+
+__all__ = ["QAExample", "load_jsonl", "load_metaqa", "load_pathquestion", "metaqa_relation_path",
+           "relation_path_text"]
 
 #: MetaQA entity types -> (relation, direction as seen from the movie).
 _METAQA_RELATION = {
@@ -42,25 +43,6 @@ _METAQA_RELATION = {
     "rating": "has_imdb_rating",
     "votes": "has_imdb_votes",
 }
-
-
-@dataclass(frozen=True)
-class QAExample:
-    """One question with its gold answers (and, where known, topic entities and relation path)."""
-
-    question: str
-    answers: tuple[str, ...]
-    entities: tuple[str, ...] = ()
-    relation_path: tuple[PathStep, ...] = ()
-    qtype: str = ""
-    id: str = ""
-    #: gold intermediate entities when annotated (PathQuestion), in path order
-    path_entities: tuple[str, ...] = field(default=(), compare=False)
-
-    @property
-    def question_text(self) -> str:
-        """The question without MetaQA's ``[topic]`` brackets."""
-        return re.sub(r"\[([^\]]+)\]", r"\1", self.question)
 
 
 def metaqa_relation_path(qtype: str) -> tuple[PathStep, ...]:
@@ -85,14 +67,6 @@ def metaqa_relation_path(qtype: str) -> tuple[PathStep, ...]:
         else:
             raise ValueError(f"unknown MetaQA hop {a}_to_{b} in {qtype!r}")
     return tuple(steps)
-
-
-def _sample(items: list, limit: int | None, seed: int) -> list:
-    if limit is None or limit >= len(items):
-        return items
-    rng = random.Random(seed)
-    picked = sorted(rng.sample(range(len(items)), limit))
-    return [items[i] for i in picked]
 
 
 def load_metaqa(root: str | Path, hop: int, *, split: str = "test", limit: int | None = None,
@@ -173,32 +147,6 @@ def load_pathquestion(path: str | Path, *, limit: int | None = None, seed: int =
             qtype=f"{len(relations)}-hop",
             id=f"{path.stem}-{number}",
             path_entities=tuple(entities),
-        ))
-    return _sample(examples, limit, seed)
-
-
-def load_jsonl(path: str | Path, *, limit: int | None = None, seed: int = 0) -> list[QAExample]:
-    """A user's own questions: JSONL of ``{"question", "answers", "entities"?, "id"?}``."""
-    path = Path(path)
-    examples = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GraphFormatError(f"not JSON: {exc}", path=str(path), line=number) from None
-        if not isinstance(record, dict) or not isinstance(record.get("question"), str):
-            raise GraphFormatError("each line needs a 'question' string", path=str(path), line=number)
-        answers = record.get("answers", record.get("answer", []))
-        if isinstance(answers, str):
-            answers = [answers]
-        entities = record.get("entities", [])
-        examples.append(QAExample(
-            question=record["question"],
-            answers=tuple(str(a) for a in answers),
-            entities=tuple(str(e) for e in (entities if isinstance(entities, list) else [entities])),
-            id=str(record.get("id", f"{path.stem}-{number}")),
         ))
     return _sample(examples, limit, seed)
 

@@ -52,14 +52,14 @@ class DatasetSpec:
 
 
 def _metaqa_graph(root: Path) -> Any:
-    from kgrag import KnowledgeGraph
+    from kgrag.graph.memory import KnowledgeGraph
 
     return KnowledgeGraph.from_csv(root / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
 
 
 def _pq_graph(kb: str) -> Callable[[Path], Any]:
     def load(root: Path) -> Any:
-        from kgrag import KnowledgeGraph
+        from kgrag.graph.memory import KnowledgeGraph
 
         return KnowledgeGraph.from_csv(root / "pathquestion" / kb, sep="\t", header=False)
     return load
@@ -141,7 +141,7 @@ def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[
 
     if graph is not None:
         def load_graph(root: Path) -> Any:
-            from kgrag.cli import open_graph
+            from kgrag.graph.files import open_graph
 
             return open_graph(str(graph))
         return DatasetSpec(label, "kg", load_examples, f"graph:{Path(graph).resolve()}", load_graph)

@@ -48,7 +48,7 @@ def read_qa_pairs(path: str | Path, *, limit: int | None = None, seed: int = 0) 
     """Training questions from a file: JSONL or MetaQA's format, detected from the first line.
 
     * JSONL: one ``{"question": ..., "answers": [...], "entities": [...]?}`` object per line
-      (:func:`kgrag.eval.load_jsonl`);
+      (:func:`kgrag.questions.load_jsonl`);
     * MetaQA: ``question with [topic entity]\tanswer1|answer2`` per line; the bracketed names
       become the pair's entities and the brackets are removed from the question.
 
@@ -58,7 +58,7 @@ def read_qa_pairs(path: str | Path, *, limit: int | None = None, seed: int = 0) 
     import re
 
     from kgrag.errors import GraphFormatError
-    from kgrag.eval import load_jsonl
+    from kgrag.questions import load_jsonl
 
     path = Path(path)
     text = path.read_text(encoding="utf-8")

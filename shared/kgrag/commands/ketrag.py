@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kgrag.cli import load_factory
+from kgrag.commands.common import load_factory
 
 TEXT_SUFFIXES = (".txt", ".md")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from kgrag.cli import _graph_from_args
+    from kgrag.commands.common import graph_from_args
     from kgrag.embed import CachedEmbedder, as_embedder
     from kgrag.methods.graphraft.pipeline import GraphRAFT
     from kgrag.methods.graphraft.training import export_training_data, read_qa_pairs
@@ -25,7 +25,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     pairs = read_qa_pairs(args.qa_file, limit=args.limit, seed=args.seed)
     if not pairs:
         raise SystemExit(f"{args.qa_file} holds no questions")
-    kg = _graph_from_args(args)
+    kg = graph_from_args(args)
     embedder = as_embedder(None)
     if args.cache_dir:
         embedder = CachedEmbedder(embedder, args.cache_dir, min_texts=100)
@@ -39,7 +39,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.cli import _add_graph_arguments
+    from kgrag.commands.common import add_graph_arguments
 
     parser = subparsers.add_parser("graphraft", help="GraphRAFT tools (training-data export)",
                                    description=__doc__.split("\n\n")[1])
@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
         description="Label each question with its best candidate query (no LLM when the QA file "
                     "names the entities; otherwise question n-grams are linked) and write "
                     "selector.jsonl / answer.jsonl in chat format.")
-    _add_graph_arguments(export)
+    add_graph_arguments(export)
     export.add_argument("qa_file", metavar="QA_FILE",
                         help="JSONL of {question, answers, entities?} or MetaQA lines "
                              "'question with [topic]<TAB>answer1|answer2'")

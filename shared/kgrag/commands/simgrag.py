@@ -16,7 +16,7 @@ import argparse
 import json
 from typing import Any
 
-from kgrag.cli import load_factory
+from kgrag.commands.common import load_factory
 from kgrag.errors import LLMOutputError
 from kgrag.methods.simgrag.pattern import PatternError
 
@@ -33,7 +33,7 @@ def _print_result(result: Any, out: Any = print) -> None:
 
 
 def _cmd_simgrag(args: argparse.Namespace) -> int:
-    from kgrag.cli import open_graph
+    from kgrag.commands.common import open_graph
     from kgrag.llm.parsing import parse_literal
     from kgrag.methods.simgrag import SimGRAG
 

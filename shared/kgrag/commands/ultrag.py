@@ -14,10 +14,10 @@ DEMO_QUERY = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> di
 
 
 def _cmd_ultrag(args: argparse.Namespace) -> int:
-    from kgrag.cli import _graph_from_args
+    from kgrag.commands.common import graph_from_args
     from kgrag.methods.ultrag.pipeline import UltRAG
 
-    kg = _graph_from_args(args)
+    kg = graph_from_args(args)
     method = UltRAG(kg, linking=args.linking, projection=args.projection, logic=args.logic,
                     top_k=args.top)
     if args.prompt:
@@ -36,14 +36,14 @@ def _cmd_ultrag(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.cli import _add_graph_arguments
+    from kgrag.commands.common import add_graph_arguments
 
     parser = subparsers.add_parser(
         "ultrag", help="execute an UltRAG logical query (no LLM)",
         description="Execute a logical query such as 'AND(\"Animation\" -> has_genre_inv, "
                     "\"Japan\" -> country_of_inv) -> directed_by' over the whole graph and print "
                     "the entities by fuzzy membership.")
-    _add_graph_arguments(parser)
+    add_graph_arguments(parser)
     parser.add_argument("query", nargs="?", help="DSL or BetaE tuple query")
     parser.add_argument("--prompt", metavar="QUESTION",
                         help="print the query-generation prompt for QUESTION instead")

@@ -26,9 +26,9 @@ def scripted_linker(entities: list[str], paths: list[str], answers: list[str]) -
 
 
 def _cmd_byokg(args: argparse.Namespace) -> int:
-    from kgrag.cli import _graph_from_args
+    from kgrag.commands.common import graph_from_args
 
-    kg = _graph_from_args(args)
+    kg = graph_from_args(args)
     if args.entity or args.path or args.answer:
         method = ByoKGRAG(kg, llm=scripted_linker(args.entity, args.path, args.answer),
                           linking_mode=args.linking, triplet_retrieval="none", text_top_k=0,
@@ -52,13 +52,13 @@ def _cmd_byokg(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.cli import _add_graph_arguments
+    from kgrag.commands.common import add_graph_arguments
 
     parser = subparsers.add_parser(
         "byokg", help="ByoKG-RAG retrieval without an LLM",
         description="LLM-free ByoKG-RAG retrieval, or one iteration with KG-Linker artifacts "
                     "given on the command line (--entity/--path/--answer).")
-    _add_graph_arguments(parser)
+    add_graph_arguments(parser)
     parser.add_argument("question")
     parser.add_argument("--entity", action="append", default=[], help="a question entity")
     parser.add_argument("--path", action="append", default=[], help="a relation path 'r1 -> r2'")
