@@ -66,7 +66,7 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, bool]]:
     """``(imported module, at module level)`` for every import statement of one module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skipped = _type_checking_nodes(tree)
@@ -83,14 +83,18 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            found.append((base, id(node) in top_level))
-            found += [(f"{base}.{alias.name}", id(node) in top_level) for alias in node.names]
+            # ``from package import submodule`` depends on the submodule only; any other name
+            # comes from the package's ``__init__``
+            names = [f"{base}.{alias.name}" for alias in node.names]
+            if not all(n in modules for n in names):
+                found.append((base, id(node) in top_level))
+            found += [(n, id(node) in top_level) for n in names]
     return found
 
 
 def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[str, bool]]]]:
     modules = _modules()
-    raw = {name: _imports(name, path) for name, path in modules.items()}
+    raw = {name: _imports(name, path, modules) for name, path in modules.items()}
     edges = {name: {target for target, _ in found if target in modules and target != name}
              for name, found in raw.items()}
     return edges, raw
