@@ -19,7 +19,7 @@ def texts_fingerprint(texts: Sequence[str], model: str) -> str:
     digest = hashlib.sha256()
     digest.update(model.encode("utf-8"))
     for text in texts:
-        data = str(text).encode("utf-8")
+        data = str(text).encode("utf-8", "surrogatepass")  # lone surrogates must not crash
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()

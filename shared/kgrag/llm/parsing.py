@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, TypeVar
 
 from kgrag.errors import LLMOutputError
+from kgrag.text.clean import replace_lone_surrogates
 
 T = TypeVar("T")
 
@@ -21,7 +23,8 @@ MAX_REPLY_CHARS = 200_000
 
 
 def _clip(text: str | None) -> str:
-    return (text or "")[:MAX_REPLY_CHARS]
+    """The reply cut to :data:`MAX_REPLY_CHARS`, lone surrogates replaced by U+FFFD."""
+    return replace_lone_surrogates((text or "")[:MAX_REPLY_CHARS])
 
 
 def extract_tag(text: str, tag: str, *, aliases: Iterable[str] = ()) -> str | None:
@@ -36,16 +39,95 @@ def extract_tag(text: str, tag: str, *, aliases: Iterable[str] = ()) -> str | No
 
 
 def extract_all_tags(text: str, tag: str, *, aliases: Iterable[str] = ()) -> list[str]:
+    """The content of every ``<tag>...</tag>`` (or alias) in order; see :func:`extract_tag`.
+
+    When no tag is closed, each opening tag's content runs to the next tag of any name (or to
+    the end). One pass over the tags found by :func:`scan_tags`, so the time is linear in the
+    reply's length whatever the model wrote (a run of unclosed tags included).
+    """
     text = _clip(text)
-    names = "|".join(re.escape(n) for n in (tag, *aliases))
-    closed = re.compile(rf"<\s*(?:{names})(?:\s[^>]*)?>(.*?)<\s*/\s*(?:{names})\s*>",
-                        re.IGNORECASE | re.DOTALL)
-    results = [m.group(1).strip() for m in closed.finditer(text)]
+    wanted = {n.casefold() for n in (tag, *aliases)}
+    tags = scan_tags(text)
+    results: list[str] = []
+    open_end = -1
+    for t in tags:
+        if t.name not in wanted:
+            continue
+        if not t.closing:
+            if open_end < 0:
+                open_end = t.end
+        elif open_end >= 0:
+            results.append(text[open_end:t.start].strip())
+            open_end = -1
     if results:
         return results
-    unclosed = re.compile(rf"<\s*(?:{names})(?:\s[^>]*)?>(.*?)(?=<\s*[A-Za-z/][^>]*>|\Z)",
-                          re.IGNORECASE | re.DOTALL)
-    return [m.group(1).strip() for m in unclosed.finditer(text)]
+    unclosed: list[str] = []
+    for k, t in enumerate(tags):
+        if t.name in wanted and not t.closing:
+            stop = tags[k + 1].start if k + 1 < len(tags) else len(text)
+            unclosed.append(text[t.end:stop].strip())
+    return unclosed
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One tag found by :func:`scan_tags`: ``text[start:end]`` is ``<name ...>`` or ``</name>``."""
+
+    name: str  # case-folded
+    closing: bool
+    start: int
+    end: int
+
+
+_TAG_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:.")
+
+
+def scan_tags(text: str) -> list[Tag]:
+    """Every tag in ``text``, left to right, in one linear pass (no backtracking regex).
+
+    A tag is ``<``, optional spaces, an optional ``/``, optional spaces, a name (letters, digits,
+    ``_ - : .``, starting with a letter), then either ``>`` directly (after optional spaces) or
+    spaces and attributes up to the next ``>``. Attributes cannot contain ``<``: a ``<`` starts
+    the next candidate, so ``"<a <a <a"`` costs one look at each character. The positions of the
+    next ``>`` and ``<`` are kept as cursors that only move forward.
+    """
+    tags: list[Tag] = []
+    n = len(text)
+    next_gt = -1  # position of the next ">" at or after the cursor (n when none)
+    next_lt = -1
+    i = text.find("<")
+    while 0 <= i < n:
+        j = i + 1
+        while j < n and text[j].isspace():
+            j += 1
+        closing = j < n and text[j] == "/"
+        if closing:
+            j += 1
+            while j < n and text[j].isspace():
+                j += 1
+        k = j
+        if k < n and text[k].isalpha() and text[k].isascii():
+            while k < n and text[k] in _TAG_NAME_CHARS:
+                k += 1
+        if k > j and k < n:
+            end = -1
+            if text[k] == ">":
+                end = k + 1
+            elif text[k].isspace():
+                if next_gt < k:
+                    found = text.find(">", k)
+                    next_gt = n if found < 0 else found
+                if next_lt < k:
+                    found = text.find("<", k)
+                    next_lt = n if found < 0 else found
+                if next_gt < next_lt:
+                    end = next_gt + 1
+            if end > 0:
+                tags.append(Tag(text[j:k].casefold(), closing, i, end))
+                i = text.find("<", end)
+                continue
+        i = text.find("<", i + 1)
+    return tags
 
 
 def tag_lines(text: str, tag: str, *, aliases: Iterable[str] = (), max_items: int = 100) -> list[str]:
@@ -95,11 +177,52 @@ def _balanced_spans(text: str, opener: str, closer: str) -> Iterable[str]:
                 yield text[start : i + 1]
 
 
+#: Deepest bracket nesting :func:`parse_literal` accepts. JSON and ``ast`` parse recursively
+#: (``json.loads`` raises ``RecursionError`` near 1,000 levels; code walking the result recurses
+#: too), and no reply a method asks for nests more than a few levels.
+MAX_NESTING = 100
+
+
+def nesting_depth(text: str, limit: int | None = None) -> int:
+    """Deepest ``[ { (`` nesting outside quoted strings, in one pass (stops early past ``limit``)."""
+    depth = deepest = 0
+    quote, escaped = "", False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if limit is not None and deepest > limit:
+                    return deepest
+        elif ch in "]})" and depth > 0:
+            depth -= 1
+    return deepest
+
+
 def parse_literal(text: str) -> Any:
-    """Parse JSON, falling back to a Python literal (``ast.literal_eval``; never ``eval``)."""
+    """Parse JSON, falling back to a Python literal (``ast.literal_eval``; never ``eval``).
+
+    Every failure is an :class:`LLMOutputError`: text nested deeper than :data:`MAX_NESTING`
+    is refused before parsing, and the parsers' own limits (recursion, Python's 4,300-digit
+    integer limit, memory) are caught.
+    """
+    if not isinstance(text, str):
+        raise LLMOutputError(f"expected text to parse, got {type(text).__name__}")
+    text = _clip(text)
+    if nesting_depth(text, MAX_NESTING) > MAX_NESTING:
+        raise LLMOutputError(f"literal nested deeper than {MAX_NESTING} levels: {text[:80]!r}")
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError, MemoryError):  # JSONDecodeError is a ValueError
         pass
     try:
         return ast.literal_eval(text)

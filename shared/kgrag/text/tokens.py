@@ -24,6 +24,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from kgrag.text.clean import replace_lone_surrogates
+
 
 @runtime_checkable
 class TextTokenizer(Protocol):
@@ -56,7 +58,10 @@ class RegexTokenizer:
 
 
 class WordPieceTokenizer:
-    """The packaged MiniLM model's WordPiece tokenizer (fast Rust ``tokenizers``; offline)."""
+    """The packaged MiniLM model's WordPiece tokenizer (fast Rust ``tokenizers``; offline).
+
+    Lone surrogates (which the Rust library refuses with ``TypeError``) are counted as U+FFFD.
+    """
 
     name = "all-MiniLM-L6-v2-wordpiece"
 
@@ -71,6 +76,7 @@ class WordPieceTokenizer:
     def token_spans(self, text: str) -> np.ndarray:
         if not text:
             return np.zeros((0, 2), dtype=np.int64)
+        text = replace_lone_surrogates(text)  # same length, so offsets stay valid
         with self._lock:
             offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
         return np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
@@ -78,6 +84,7 @@ class WordPieceTokenizer:
     def count(self, text: str) -> int:
         if not text:
             return 0
+        text = replace_lone_surrogates(text)
         with self._lock:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
@@ -86,7 +93,8 @@ class WordPieceTokenizer:
         if not texts:
             return []
         with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            encodings = self._tokenizer.encode_batch(
+                [replace_lone_surrogates(t) for t in texts], add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
 

@@ -42,16 +42,25 @@ class ConstrainedDecodingSelector:
 
 
 def parse_choice(reply: str, n_candidates: int, m: int) -> list[int]:
-    """Validated 0-based indices from a reply like ``"3, 1"``; raises LLMOutputError if none."""
+    """Validated 0-based indices from a reply like ``"3, 1"``; raises LLMOutputError if none.
+
+    A digit run longer than ``n_candidates`` has digits cannot name a candidate and is skipped
+    without converting it (Python refuses ``int()`` of more than 4,300 digits).
+    """
     picked: list[int] = []
+    width = len(str(max(n_candidates, 1)))
     for token in re.findall(r"\d+", reply or "")[: 10 * max(m, 1)]:
-        index = int(token) - 1
+        digits = token.lstrip("0") or "0"
+        if len(digits) > width:
+            continue
+        index = int(digits) - 1
         if 0 <= index < n_candidates and index not in picked:
             picked.append(index)
         if len(picked) == m:
             break
     if not picked:
-        raise LLMOutputError(f"no valid candidate number (1..{n_candidates}) in {reply[:120]!r}")
+        raise LLMOutputError(
+            f"no valid candidate number (1..{n_candidates}) in {(reply or '')[:120]!r}")
     return picked
 
 

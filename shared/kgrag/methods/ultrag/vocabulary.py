@@ -49,6 +49,13 @@ _P_ID = re.compile(r"^P\d+$")
 _Q_ID = re.compile(r"^Q\d+$")
 
 
+def _id_number(token: str) -> int | None:
+    """The number of a ``Q<digits>`` / ``P<digits>`` id; ``None`` for more than 18 digits (no
+    graph has that many ids, and ``int()`` refuses more than 4,300 digits)."""
+    digits = token[1:].lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else None
+
+
 class GraphVocabulary:
     """Id tables of one graph; ``resolve_relation`` / ``resolve_entity`` bind query tokens."""
 
@@ -175,8 +182,8 @@ class GraphVocabulary:
         if self.relation_ids_are_names:
             return self.relation_index.get(token)
         if _P_ID.match(token):
-            rel = int(token[1:])
-            if rel < len(self.relation_names):
+            rel = _id_number(token)
+            if rel is not None and rel < len(self.relation_names):
                 return rel
         return self.relation_index.get(normalize_name(token))
 
@@ -184,12 +191,12 @@ class GraphVocabulary:
         """Node id of a leaf. Unknown: :class:`QueryResolutionError`, or ``None`` if not required."""
         text = entity.text
         if not entity.quoted and _Q_ID.match(text) and not self.entity_ids_are_names:
-            node = int(text[1:])
-            if node < len(self.node_names):
+            node = _id_number(text)
+            if node is not None and node < len(self.node_names):
                 return node
             if required:
                 raise QueryResolutionError(
-                    f"entity id {text!r} is out of range (Q0..Q{len(self.node_names) - 1})")
+                    f"entity id {text[:40]!r} is out of range (Q0..Q{len(self.node_names) - 1})")
             return None
         key = normalize_name(text)
         node = self.node_index.get(key)

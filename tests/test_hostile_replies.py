@@ -1,0 +1,172 @@
+"""Regression tests for hostile LLM replies and questions (issue 18, defects 1-4).
+
+Each test reproduces a defect that once escaped as an untyped exception or took quadratic time:
+deep nesting (RecursionError), runs of unclosed tags (quadratic regexes), digit runs beyond
+Python's 4,300-digit ``int()`` limit, and lone surrogates (the Rust tokenizer's TypeError).
+Timings are never asserted here; the tag tests use sizes at which the old regexes took tens
+of seconds, so a regression shows as a hung test (pytest-timeout) rather than a flaky number.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+
+import numpy as np
+import pytest
+from kgrag import KnowledgeGraph
+from kgrag.errors import KgragError, LLMOutputError
+from kgrag.llm.parsing import (
+    MAX_NESTING,
+    extract_all_tags,
+    extract_json_object,
+    extract_tag,
+    nesting_depth,
+    parse_literal,
+    scan_tags,
+)
+from kgrag.methods.byokg.parsing import parse_linker_output
+from kgrag.methods.graphraft.selection import parse_choice
+from kgrag.methods.simgrag import parse_pattern_reply
+from kgrag.text.clean import has_lone_surrogates, replace_lone_surrogates
+from langchain_core.language_models import FakeListChatModel
+
+DEEP = '{"triples": ' + "[" * 60000 + "]" * 60000 + "}"
+
+
+@pytest.fixture(scope="module")
+def movies() -> KnowledgeGraph:
+    return KnowledgeGraph.from_csv(str(importlib.resources.files("kgrag") / "data" / "movies.tsv"))
+
+
+# ------------------------------------------------------------------------ 1. deep nesting
+@pytest.mark.parametrize("parse", [
+    lambda: parse_pattern_reply(DEEP),
+    lambda: extract_json_object(DEEP),
+    lambda: extract_json_object("[" * 60000 + "]" * 60000, kind=list),
+    lambda: parse_literal("[" * 60000 + "]" * 60000),
+    lambda: parse_literal("{" + '"a": {' * 5000 + "1" + "}" * 5001),
+    lambda: parse_literal("(" * 3000 + ")" * 3000),
+], ids=["pattern", "json_object", "json_list", "literal", "literal_dict", "literal_tuple"])
+def test_deep_nesting_gives_a_typed_error(parse):
+    with pytest.raises(LLMOutputError):
+        parse()
+
+
+def test_nesting_limit_is_generous_for_real_replies():
+    ok = "[" * MAX_NESTING + "]" * MAX_NESTING
+    assert nesting_depth(ok) == MAX_NESTING
+    assert parse_literal(ok) is not None
+    assert nesting_depth('["[[[", "}}}"]') == 1  # brackets inside strings do not count
+
+
+def test_simgrag_retriever_with_a_deeply_nested_reply_raises_typed(movies, minilm):
+    from langchain_kgrag import SimGRAGRetriever
+
+    llm = FakeListChatModel(responses=[DEEP] * 4)
+    retriever = SimGRAGRetriever.from_graph(movies, llm=llm, embedder=minilm)
+    with pytest.raises(LLMOutputError):
+        retriever.invoke("Who directed Paprika?")
+
+
+# ------------------------------------------------------------------------ 2. tags, linear scan
+@pytest.mark.timeout(10)  # a hang guard: the old regexes took 13-27 s on each of these
+@pytest.mark.parametrize("reply", ["<entities>" * 20000, "<entities " * 20000,
+                                   "<answers>" * 20000, "</answers>" * 20000, "<" * 200000,
+                                   "<a " * 60000 + ">"])
+def test_runs_of_unclosed_tags_parse_quickly(reply):
+    out = parse_linker_output(reply)
+    assert out.paths == [] and out.query == ""
+    extract_tag(reply, "answers")
+
+
+def test_tag_scanner_semantics():
+    text = "<Answers a='1'>x</answers> < answers >y</ answers > <answer>z"
+    assert extract_all_tags(text, "answers") == ["x", "y"]
+    assert extract_all_tags(text, "answer") == ["z"]  # unclosed: runs to the end
+    assert extract_all_tags("<a>one <b>two</b>", "a") == ["one"]  # to the next tag
+    assert extract_all_tags("<a>x <a>y</a>", "a") == ["x <a>y"]  # first open to first close
+    assert extract_all_tags("</a> no open", "a") == []
+    assert [t.name for t in scan_tags("<task-completion>FINISH</task-completion>")] == [
+        "task-completion", "task-completion"]
+    assert extract_tag("<entities>\nA\nB", "entities") == "A\nB"
+
+
+# ------------------------------------------------------------------------ 3. long digit runs
+def test_parse_choice_with_a_5000_digit_number_is_typed():
+    with pytest.raises(LLMOutputError):
+        parse_choice("1" * 5000, 5, 2)
+    assert parse_choice("1" * 5000 + " then 2, 05", 5, 2) == [1, 4]
+
+
+def test_graphraft_with_a_long_digit_reply_falls_back(movies, minilm):
+    from langchain_kgrag import GraphRAFTRetriever
+
+    llm = FakeListChatModel(responses=["Paprika", "7" * 5000] * 4)
+    retriever = GraphRAFTRetriever.from_graph(movies, llm=llm, embedder=minilm)
+    try:
+        retriever.invoke("Who directed Paprika?")
+    except KgragError:
+        pass  # a typed refusal is fine; an untyped ValueError is the defect
+
+
+def test_ultrag_with_a_5000_digit_entity_id_is_typed(movies):
+    from kgrag.methods.ultrag import UltRAG
+
+    reply = "<query>Q" + "1" * 5000 + " -> P1</query>"
+    method = UltRAG(movies, llm=FakeListChatModel(responses=[reply] * 4), linking="exact",
+                    arbitrator="margin")
+    try:
+        result = method.retrieve("Who directed Paprika?")
+    except KgragError:
+        return
+    assert "failure" in result.metadata or not result.items
+
+
+# ------------------------------------------------------------------------ 4. lone surrogates
+def test_surrogate_helper_keeps_length():
+    text = "Paprika\ud800 and \udfff"
+    clean = replace_lone_surrogates(text)
+    assert len(clean) == len(text) and not has_lone_surrogates(clean)
+    clean.encode("utf-8")
+    assert replace_lone_surrogates("plain é 😀") == "plain é 😀"
+
+
+def test_surrogates_reach_neither_tokenizer_nor_embedder(minilm):
+    from kgrag.text.tokens import default_tokenizer
+
+    tok = default_tokenizer()
+    text = "Who directed Paprika\ud800?"
+    spans = tok.token_spans(text)
+    assert spans.shape[1] == 2 and tok.count(text) == len(spans)
+    assert tok.count_many([text, "ok"])[0] == len(spans)
+    vec = minilm.embed_query(text)
+    assert np.isfinite(vec).all()
+    assert minilm.embed_documents([text, "\udc00"]).shape[0] == 2
+
+
+def test_byokg_question_and_reply_with_surrogates(movies, minilm):
+    from langchain_kgrag import ByoKGRetriever
+
+    assert ByoKGRetriever.from_graph(movies, embedder=minilm).invoke("Who directed Paprika\ud800?")
+    llm = FakeListChatModel(responses=["<entities>Paprika\ud800</entities>"
+                                       "<answers>Satoshi\udc00</answers>"] * 6)
+    docs = ByoKGRetriever.from_graph(movies, llm=llm, embedder=minilm).invoke("Paprika\ud800?")
+    assert all(not has_lone_surrogates(d.page_content) for d in docs)
+
+
+def test_graphraft_with_surrogates(movies, minilm):
+    from langchain_kgrag import GraphRAFTRetriever
+
+    llm = FakeListChatModel(responses=["Paprika\ud800", "1"] * 4)
+    retriever = GraphRAFTRetriever.from_graph(movies, llm=llm, embedder=minilm)
+    assert retriever.invoke("Who directed Paprika\ud800?") is not None
+
+
+def test_ketrag_indexes_text_with_surrogates():
+    from ketrag_fakes import HashingEmbedder
+    from kgrag.methods.ketrag import KETRAG
+
+    docs = ["Bruno Keller was born in Ostbruck\ud800. He moved to Lindau.",
+            "Ostbruck is a town\udfff in the north."]
+    method = KETRAG.from_documents(docs, embedder=HashingEmbedder(), budget=0)
+    assert method.retrieve("Where was Bruno Keller born\ud800?").items
