@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kgrag.errors import UnsafeQueryError
@@ -37,13 +37,14 @@ casing = st.sampled_from([str.upper, str.lower, str.title])
 @given(st.lists(st.one_of(safe_token, literal), min_size=1, max_size=25))
 def test_safe_tokens_and_any_string_literals_are_accepted(tokens):
     query = " ".join(tokens)
-    assert check_read_only(query) == unicodedata.normalize("NFKC", query).strip()
+    assert check_read_only(query) == query.strip()  # the original text, never a normalised copy
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(safe_token, literal), max_size=15),
        st.lists(st.one_of(safe_token, literal), max_size=15), keyword, casing)
 def test_a_forbidden_keyword_outside_literals_is_always_refused(before, after, word, case):
+    assume(not before or before[-1] != "AS")  # ``AS start``: an alias is a name, not a clause
     query = " ".join(before + [case(word)] + after)
     with pytest.raises(UnsafeQueryError):
         check_read_only(query)

@@ -98,3 +98,8 @@ class GraphDatabaseError(KgragError):
 
 class QueryTimeoutError(GraphDatabaseError, TimeoutError):
     """A graph database query ran longer than its timeout and was abandoned."""
+
+
+class QueryBudgetError(UnsafeQueryError):
+    """Untrusted Cypher was refused because it could exceed a budget (rows, generated elements,
+    time) in a way the server would not stop; the message says how to rewrite it."""

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 from kgrag.context.types import Path, Triple
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
-from kgrag.graph.cypher_safety import check_read_only
+from kgrag.graph.cypher_budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.text.names import normalize_name
 
@@ -48,6 +48,41 @@ log = logging.getLogger(__name__)
 Row = list  # one result row, values in RETURN order
 _UNSET: Any = object()  # "not given": a data model's value applies
 T = TypeVar("T")
+
+
+class CypherRows(list):
+    """Rows of :meth:`CypherGraphStore.run_cypher` (a ``list`` of dicts); ``truncated`` is
+    ``True`` when the query matched more than ``limit`` rows and only the first were kept."""
+
+    truncated: bool = False
+    limit: int = 0
+
+
+def _nul_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _nul_strings(k)
+            yield from _nul_strings(v)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for v in value:
+            yield from _nul_strings(v)
+
+
+def refuse_nul_parameters(params: Mapping[str, Any] | None) -> None:
+    """Raise :class:`GraphDatabaseError` when a parameter string holds NUL (U+0000).
+
+    FalkorDB reads parameters as C strings: over Bolt a NUL silently cuts the value
+    (``"ab\\x00cd"`` arrives as ``"ab"``), over its Redis protocol it cuts the whole query.
+    Refusing is the only way not to answer a different question than the one asked.
+    """
+    bad = next(_nul_strings(dict(params or {})), None)
+    if bad is not None:
+        raise GraphDatabaseError(
+            f"a query parameter holds a NUL character, which the server would cut the value at: "
+            f"{bad[:60]!r}")
 
 
 def call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str) -> T:
@@ -753,22 +788,34 @@ class CypherGraphStore:
                                                if r in rel_index})
 
     # ------------------------------------------------------------------ LLM-written Cypher
+    #: Elements all ``range()`` calls of one untrusted query may generate together.
+    max_range_elements = MAX_RANGE_ELEMENTS
+
     def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
-                   limit: int = 100, timeout: float | None = 10.0) -> list[dict[str, Any]]:
+                   limit: int = 100, timeout: float | None = 10.0) -> CypherRows:
         """Run untrusted (e.g. LLM-written) Cypher read-only; at most ``limit`` rows as dicts.
 
         The text is refused before sending (:class:`~kgrag.errors.UnsafeQueryError`) when
         :func:`~kgrag.graph.cypher_safety.check_read_only` finds a write, procedure or admin
-        clause; it then runs in a read transaction with a ``timeout`` (seconds;
-        :class:`~kgrag.errors.QueryTimeoutError` when exceeded).
+        clause, and (:class:`~kgrag.errors.QueryBudgetError`) when it holds a generator the
+        server's timeout cannot stop (see :mod:`kgrag.graph.cypher_budget`). What is sent has
+        ``LIMIT limit + 1`` injected, so the server never produces more rows than that; the
+        result's ``truncated`` says whether more than ``limit`` matched. It runs read-only with
+        a ``timeout`` (seconds; :class:`~kgrag.errors.QueryTimeoutError` when exceeded).
         """
-        text = check_read_only(query)
         if limit < 1:
             raise ValueError("limit must be >= 1")
         params = dict(params or {})
         if not all(isinstance(k, str) and k.isidentifier() for k in params):
             raise ValueError("query parameter names must be identifiers")
-        return self._run_user_query(text, params, limit, timeout)
+        text = prepare_untrusted_query(query, params, max_rows=limit,
+                                       max_range=self.max_range_elements)
+        refuse_nul_parameters(params)
+        rows = self._run_user_query(text, params, limit + 1, timeout)
+        out = CypherRows(rows[:limit])
+        out.truncated = len(rows) > limit
+        out.limit = limit
+        return out
 
     # ------------------------------------------------------------------ loading
     def load_triples(self, source: Any, **kwargs: Any) -> "Any":

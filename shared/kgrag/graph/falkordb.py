@@ -5,6 +5,12 @@ Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher_store`) se
 ``TIMEOUT``. Client failures become :class:`~kgrag.errors.GraphDatabaseError`;
 a server-side timeout becomes :class:`~kgrag.errors.QueryTimeoutError`.
 
+Time budgets: FalkorDB checks a query's timeout between operations; a server configured with
+``TIMEOUT_MAX`` refuses a per-query timeout above it, and the store then retries with the
+server's own limit. ``TIMEOUT_MAX`` / ``TIMEOUT_DEFAULT`` are also what bounds queries on
+FalkorDB's Bolt endpoint, which ignores transaction timeouts: see :meth:`server_timeouts` and
+docs/graph-databases.md.
+
     store = FalkorDBGraphStore.from_url("localhost", 6379, graph="movies")
     store.one_hop(["Tokyo Godfathers"])
 
@@ -22,7 +28,13 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.base import TripleSource, register_converter
-from kgrag.graph.cypher_store import CypherGraphStore, Row, SearchIndex, call_with_deadline
+from kgrag.graph.cypher_store import (
+    CypherGraphStore,
+    Row,
+    SearchIndex,
+    call_with_deadline,
+    refuse_nul_parameters,
+)
 from kgrag.graph.db_load import load_triples
 
 log = logging.getLogger(__name__)
@@ -170,15 +182,30 @@ class FalkorDBGraphStore(CypherGraphStore):
 
     def _ro_query(self, query: str, params: Mapping[str, Any] | None, timeout: float | None,
                   what: str) -> Any:
-        """GRAPH.RO_QUERY with the server's timeout, and a client deadline a little later."""
+        """GRAPH.RO_QUERY with the server's timeout, and a client deadline a little later.
+
+        A server whose ``TIMEOUT_MAX`` is below ``timeout`` refuses the query; it is then sent
+        without a timeout, so the server's maximum applies.
+        """
+        import redis.exceptions as rx
+
+        refuse_nul_parameters(params)
+
         def run() -> Any:
             with self._errors(what):
-                return self._graph.ro_query(query, dict(params or {}), timeout=self._ms(timeout))
+                try:
+                    return self._graph.ro_query(query, dict(params or {}),
+                                                timeout=self._ms(timeout))
+                except rx.ResponseError as exc:
+                    if "TIMEOUT_MAX" not in str(exc):
+                        raise
+                    return self._graph.ro_query(query, dict(params or {}))
 
         deadline = None if timeout is None else timeout + self.client_grace_seconds
         return call_with_deadline(run, deadline, what)
 
     def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
+        refuse_nul_parameters(params)
         with self._errors("write"):
             result = self._graph.query(query, dict(params or {}))
         return {"nodes_created": int(result.nodes_created),
@@ -191,6 +218,34 @@ class FalkorDBGraphStore(CypherGraphStore):
         result = self._ro_query(query, params, timeout, "Cypher query")
         header = [str(h[1]) if isinstance(h, (list, tuple)) else str(h) for h in result.header]
         return [dict(zip(header, (_plain(v) for v in row))) for row in result.result_set[:limit]]
+
+    def server_timeouts(self) -> dict[str, int]:
+        """The server's ``TIMEOUT``, ``TIMEOUT_DEFAULT`` and ``TIMEOUT_MAX`` (ms; 0 = none).
+
+        ``TIMEOUT_MAX`` bounds every query, including those on the Bolt endpoint (which ignores
+        transaction timeouts); set it at start-up (``--loadmodule falkordb.so TIMEOUT_MAX
+        30000``) or with :meth:`set_server_timeouts`.
+        """
+        out: dict[str, int] = {}
+        with self._errors("reading the server's timeouts"):
+            for name in ("TIMEOUT", "TIMEOUT_DEFAULT", "TIMEOUT_MAX"):
+                reply = self._graph.execute_command("GRAPH.CONFIG", "GET", name)
+                if reply and isinstance(reply[0], (list, tuple)):
+                    reply = reply[0]
+                out[name] = int(reply[1]) if reply and len(reply) > 1 else 0
+        return out
+
+    def set_server_timeouts(self, *, default_ms: int | None = None,
+                            max_ms: int | None = None) -> dict[str, int]:
+        """Set the server's ``TIMEOUT_DEFAULT`` / ``TIMEOUT_MAX`` (an administrator's action:
+        it applies to every client of the server); returns :meth:`server_timeouts`."""
+        with self._errors("setting the server's timeouts"):
+            if max_ms is not None:
+                self._graph.execute_command("GRAPH.CONFIG", "SET", "TIMEOUT_MAX", int(max_ms))
+            if default_ms is not None:
+                self._graph.execute_command("GRAPH.CONFIG", "SET", "TIMEOUT_DEFAULT",
+                                            int(default_ms))
+        return self.server_timeouts()
 
     # ------------------------------------------------------------------ streaming and indexes
     def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:

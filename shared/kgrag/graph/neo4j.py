@@ -25,7 +25,13 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.base import TripleSource, register_converter
-from kgrag.graph.cypher_store import CypherGraphStore, Row, SearchIndex, call_with_deadline
+from kgrag.graph.cypher_store import (
+    CypherGraphStore,
+    Row,
+    SearchIndex,
+    call_with_deadline,
+    refuse_nul_parameters,
+)
 from kgrag.graph.db_load import load_triples
 
 log = logging.getLogger(__name__)
@@ -51,6 +57,25 @@ def _unsafe_strings(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _unsafe_strings(v)
+
+
+def _undecodable(exc: UnicodeDecodeError, tx: Any, what: str) -> GraphDatabaseError:
+    """A typed error for a server message that is not valid UTF-8, after dropping the connection.
+
+    FalkorDB's Bolt endpoint cuts long error messages at a byte count, sometimes inside a
+    multi-byte character (e.g. a syntax error quoting ``СREATE`` with a Cyrillic С); the driver
+    then raises ``UnicodeDecodeError`` half-way through a message, and the connection's stream is
+    out of step: rolling the transaction back would wait forever for a reply. The connection is
+    killed (no rollback, no GOODBYE) and the text is decoded with replacement characters.
+    """
+    connection = getattr(tx, "_connection", None)
+    with contextlib.suppress(Exception):
+        if connection is not None:
+            connection.kill()
+    raw = exc.object if isinstance(exc.object, (bytes, bytearray)) else b""
+    text = bytes(raw).decode("utf-8", errors="replace")
+    return GraphDatabaseError(f"{what}: the server sent a message that is not valid UTF-8 "
+                              f"(decoded with replacement characters): {text[:300]}")
 
 
 #: Characters with a meaning in Lucene query syntax (Neo4j full-text indexes).
@@ -181,6 +206,7 @@ class Neo4jGraphStore(CypherGraphStore):
         """
         if not params:
             return
+        refuse_nul_parameters(params)
         if self._splices_params is None:
             self._splices_params = self._probe_splicing()
         if not self._splices_params:
@@ -234,7 +260,10 @@ class Neo4jGraphStore(CypherGraphStore):
         def run() -> T:
             with self._errors(what), self._session(read=True) as session:
                 with session.begin_transaction(timeout=timeout) as tx:
-                    return work(tx)
+                    try:
+                        return work(tx)
+                    except UnicodeDecodeError as exc:
+                        raise _undecodable(exc, tx, what) from exc
 
         deadline = None if timeout is None else timeout + self.client_grace_seconds
         return call_with_deadline(run, deadline, what)

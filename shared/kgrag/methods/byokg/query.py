@@ -5,7 +5,10 @@ LLM-written Cypher is untrusted: :func:`kgrag.graph.cypher_safety.check_read_onl
 procedure and admin clauses *before* anything is sent (the stores additionally run queries in
 read transactions), and every failure -- refused, syntax error, timeout -- becomes an error line
 in the graph context so the next KG-Linker iteration can correct the query (the paper leaves
-errors unspecified; the reference code feeds them back, which we keep).
+errors unspecified; the reference code feeds them back, which we keep). Budget breaches are fed
+back the same way: a query refused by :mod:`kgrag.graph.cypher_budget` (unbounded ``range()``,
+``reduce()``), one that ran out of time, and one whose rows were cut at the store's row cap
+(the result line says so and asks for a more selective query).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgrag.errors import UnsafeQueryError
+from kgrag.errors import QueryTimeoutError, UnsafeQueryError
 from kgrag.graph.cypher_safety import check_read_only
 
 __all__ = ["MAX_CHARS", "MAX_ROWS", "QueryResult", "check_read_only", "execute_query"]
@@ -32,6 +35,8 @@ class QueryResult:
     query: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
+    #: the store cut the rows at its row cap (the query matched more)
+    truncated: bool = False
 
     @property
     def ok(self) -> bool:
@@ -45,6 +50,9 @@ class QueryResult:
         if len(body) > MAX_CHARS:
             body = body[:MAX_CHARS] + " ..."
         more = f" (first {MAX_ROWS} of {len(self.rows)} rows)" if len(self.rows) > MAX_ROWS else ""
+        if self.truncated:
+            more += (f" (cut at the row budget of {len(self.rows)} rows: the query matched more; "
+                     "aggregate, filter or add LIMIT)")
         return f"Graph query: {self.query}\nResult{more}: {body}"
 
 
@@ -58,9 +66,15 @@ def execute_query(store: Any, query: str) -> QueryResult:
         return QueryResult(query, error=str(exc))
     try:
         rows = store.run_cypher(safe)
+    except UnsafeQueryError as exc:  # a budget refusal (QueryBudgetError) from the store
+        return QueryResult(safe, error=str(exc))
+    except QueryTimeoutError as exc:
+        return QueryResult(safe, error=f"the query exceeded its time budget ({str(exc)[:300]}); "
+                                       "write a more selective query")
     except Exception as exc:  # the database's own error text is what the LLM needs to see
         return QueryResult(safe, error=f"{type(exc).__name__}: {str(exc)[:500]}")
-    return QueryResult(safe, rows=[_row_dict(r) for r in (rows or [])])
+    return QueryResult(safe, rows=[_row_dict(r) for r in (rows or [])],
+                       truncated=bool(getattr(rows, "truncated", False)))
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
