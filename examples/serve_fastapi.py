@@ -115,10 +115,15 @@ def build_methods(kg: Any, names: tuple[str, ...], embedder: Any, cache_dir: str
     Pass ``llm=`` here to serve the LLM modes instead (each method's ``retrieve`` then calls it).
     """
     methods: dict[str, Any] = {}
+    if cache_dir and embedder is not None:
+        from kgrag.embed import CachedEmbedder
+
+        # node-name vectors computed once, on disk, for every method and every worker
+        embedder = CachedEmbedder(embedder, cache_dir)
     if "byokg" in names:
         from kgrag.methods.byokg import ByoKGRAG
 
-        byokg = ByoKGRAG(kg, embedder=embedder, cache_dir=cache_dir)
+        byokg = ByoKGRAG(kg, embedder=embedder)
         byokg.linker  # builds the scorer (node-name vectors) and the entity linker now
         methods["byokg"] = byokg
     if "graphraft" in names:
