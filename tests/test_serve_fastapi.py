@@ -166,6 +166,11 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def in_flight(port: int) -> None:
+    """Wait until a worker reports a request in flight (``/health`` reaches either worker)."""
+    wait_for(lambda: call(port, "/health")["in_flight"] > 0, 20, "the request to arrive")
+
+
 @pytest.mark.timeout(90)
 def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
     graph = tmp_path / "g"
@@ -198,9 +203,9 @@ def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
 
         with ThreadPoolExecutor(5) as pool:
             slow = pool.submit(call, port, "/retrieve",
-                               {"method": "ultrag", "query": QUERY, "delay_ms": 1500})
+                               {"method": "ultrag", "query": QUERY, "delay_ms": 2000})
+            in_flight(port)  # the slow request now runs on the old graph
             clients = [pool.submit(client) for _ in range(4)]
-            time.sleep(0.4)  # the slow request is now in flight on the old graph
             save_movies(graph, extra=True)
             seen = wait_for(lambda: {r["pid"] for r in outcomes[-40:] if isinstance(r, dict)
                                      and r["generation"] == 2} or None, 20,
@@ -223,7 +228,7 @@ def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
         with ThreadPoolExecutor(1) as pool:
             draining = pool.submit(call, port, "/retrieve",
                                    {"method": "ultrag", "query": QUERY, "delay_ms": 1500})
-            time.sleep(0.5)
+            in_flight(port)
             proc.send_signal(signal.SIGTERM)
             answer = draining.result()
         assert answer["generation"] == 2 and NEW_DIRECTOR in answer["answers"]
