@@ -182,7 +182,8 @@ def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
         [sys.executable, str(SCRIPT), str(graph), "--port", str(port), "--workers", "2",
          "--methods", "ultrag", "--watch-interval", "0.2", "--test-hooks",
          "--graceful-timeout", "20", "--log-level", "warning"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)  # its own process group: the workers can be cleaned up too
     try:
         health = wait_for(lambda: call(port, "/health"), 60, "the server to start")
         assert health["generation"] == 1 and health["mmap"] is True
@@ -213,6 +214,7 @@ def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
             wait_for(lambda: len({r["pid"] for r in outcomes[-200:] if isinstance(r, dict)
                                   and r["generation"] == 2} | seen) == 2, 20,
                      "both workers to serve the new graph")
+            wait_for(lambda: len(outcomes) >= 20, 20, "more requests")
             stop.set()
             for c in clients:
                 c.result()
@@ -237,6 +239,7 @@ def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
             call(port, "/health", timeout=2)
     finally:
         if proc.poll() is None:
-            proc.kill()
-        log = proc.communicate(timeout=10)[0]
+            os.killpg(proc.pid, signal.SIGKILL)  # the supervisor and its workers
+        log = proc.communicate(timeout=30)[0]
+        print(log)
     assert "Traceback" not in log, log
