@@ -204,3 +204,46 @@ def test_two_processes_see_the_same_graph_and_share_its_pages(tmp_path):
     assert child_kb["Rss"] >= size_kb - 4 and mine["Rss"] >= size_kb - 4
     assert child_kb["Shared"] >= size_kb - 4 and mine["Shared"] >= size_kb - 4, (child_kb, mine)
     assert child_kb["Pss"] <= child_kb["Rss"] * 0.6
+
+
+# ---------------------------------------------------------------------------- vectors and FAISS
+def _mapped_files() -> str:
+    with open("/proc/self/maps", encoding="utf-8") as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("hnsw_threshold", [10**9, 10])  # exact flat index, HNSW graph
+def test_a_faiss_index_loads_mapped_with_the_same_answers(tmp_path, hnsw_threshold):
+    from kgrag.linking.dense import DenseIndex
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((500, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    path = tmp_path / "names.faiss"
+    DenseIndex.build(vectors, hnsw_threshold=hnsw_threshold).save(path)
+    plain, mapped = DenseIndex.load(path), DenseIndex.load(path, mmap=True)
+    assert mapped.kind == plain.kind and len(mapped) == 500
+    for got, want in zip(mapped.search(vectors[:20], 5), plain.search(vectors[:20], 5)):
+        np.testing.assert_array_equal(got, want)
+    assert str(path) in _mapped_files()  # the stored vectors are a file mapping
+    path.write_bytes(path.read_bytes()[:200])  # truncated: a typed error, not a crash
+    with pytest.raises(GraphLoadError):
+        DenseIndex.load(path, mmap=True)
+    os.remove(path)
+    os.mkfifo(path)
+    with pytest.raises(GraphLoadError, match="no FAISS index"):
+        DenseIndex.load(path, mmap=True)
+
+
+def test_cached_name_vectors_are_mapped_read_only(tmp_path):
+    from kgrag.embed.store import VectorStore
+
+    store = VectorStore(tmp_path)
+    vectors = np.random.default_rng(1).random((300, 8), dtype=np.float32)
+    store.save("k", vectors)
+    loaded = store.load("k", 300)
+    np.testing.assert_array_equal(loaded, vectors)
+    assert is_mapped(loaded) and not loaded.flags.writeable
+    data, _ = store.paths("k")
+    data.write_bytes(data.read_bytes()[:-100])  # shorter than its header says: recomputed
+    assert store.load("k", 300) is None

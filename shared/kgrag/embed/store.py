@@ -123,7 +123,9 @@ class VectorStore:
         data, meta = self.paths(key)
         try:
             manifest = json.loads(meta.read_text(encoding="utf-8"))
-            vectors = np.load(data, allow_pickle=False)
+            # mapped read-only: processes that read the same entry (server workers) share
+            # one copy in the page cache; np.load checks the header against the file size
+            vectors = np.load(data, allow_pickle=False, mmap_mode="r")
         except (OSError, ValueError):
             return None
         if (not isinstance(manifest, dict) or manifest.get("rows") != count

@@ -7,6 +7,8 @@ FAISS is imported lazily. Indexes are saved with FAISS's own ``write_index`` (no
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +104,19 @@ class DenseIndex:
         load_faiss().write_index(self.index, str(path))
 
     @classmethod
-    def load(cls, path: str | Path) -> DenseIndex:
+    def load(cls, path: str | Path, *, mmap: bool = False) -> DenseIndex:
+        """Read an index written by :meth:`save`. ``mmap=True`` maps its stored vectors (the
+        codes of flat and HNSW-flat indexes, FAISS's ``IO_FLAG_MMAP_IFC``) read-only from the
+        file instead of copying them, so processes that load the same file share them; the
+        index must then not be added to."""
         faiss = load_faiss()
+        if not os.path.isfile(path):  # a FIFO would block the reader, a folder is no index
+            raise GraphLoadError(f"no FAISS index file at {path}")
+        flags = 0
+        if mmap:
+            flags = getattr(faiss, "IO_FLAG_MMAP_IFC", getattr(faiss, "IO_FLAG_MMAP", 0))
+            flags |= getattr(faiss, "IO_FLAG_READ_ONLY", 0)
         try:
-            return cls(faiss.read_index(str(path)))
+            return cls(faiss.read_index(str(path), flags))
         except Exception as exc:
             raise GraphLoadError(f"cannot read FAISS index {path}: {exc}") from exc

@@ -53,7 +53,7 @@ def _load_or_build(graph: Any, embedder: Any, kind: str, vectors: Any,
     path = None if exact else _hnsw_path(graph, embedder, kind, dense_params)
     if path is not None and path.is_file():
         try:
-            index = DenseIndex.load(path)
+            index = DenseIndex.load(path, mmap=True)  # shared by processes that load it
             if len(index) == len(vectors) and index.dimension == vectors.shape[1]:
                 return index
         except Exception as exc:  # unreadable: rebuild and overwrite
