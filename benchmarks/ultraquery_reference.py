@@ -154,13 +154,20 @@ def random_queries(kg, rng, count_per_shape):
 
     targets = rng.permutation(kg.num_nodes)
     shapes = {}
+    def as_tuple(found):
+        return tuple(found) if found else None
+
+    def pi_shape(v):
+        a, b = path_to(v, 2), path_to(v, 1)
+        return (a, b) if a and b else None
+
     gen = {
         "1p": lambda v: path_to(v, 1),
         "2p": lambda v: path_to(v, 2),
         "3p": lambda v: path_to(v, 3),
-        "2i": lambda v: (lambda b: tuple(b) if b else None)(branches(v, 2)),
-        "3i": lambda v: (lambda b: tuple(b) if b else None)(branches(v, 3)),
-        "pi": lambda v: (lambda a, b: (a, b) if a and b else None)(path_to(v, 2), path_to(v, 1)),
+        "2i": lambda v: as_tuple(branches(v, 2)),
+        "3i": lambda v: as_tuple(branches(v, 3)),
+        "pi": pi_shape,
     }
     for name, fn in gen.items():
         shapes[name] = []
@@ -223,21 +230,22 @@ def main():
         except ImportError:
             install_torch_scatter_shim()
     sys.path.insert(0, args.ultra)
+    from torch_geometric.data import Data
     from ultra import datasets_query  # noqa: F401  (import order breaks a cycle in the package)
     from ultra.models import Ultra
     from ultra.query_utils import Query
     from ultra.tasks import build_relation_graph
     from ultra.ultraquery import UltraQuery
-    from torch_geometric.data import Data
 
     torch.set_num_threads(1)
     ckpt = os.path.join(args.ultra, "ckpts", "ultraquery.pth")
-    sha = hashlib.sha256(open(ckpt, "rb").read()).hexdigest()
+    with open(ckpt, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
     state = torch.load(ckpt, map_location="cpu", weights_only=True)["model"]
 
-    layer = dict(input_dim=64, hidden_dims=[64] * 6, message_func="distmult", aggregate_func="sum",
-                 short_cut=True, layer_norm=True)
-    model = UltraQuery(Ultra(dict(layer, **{"class": "RelNBFNet"}), dict(layer, **{"class": "QueryNBFNet"})),
+    layer = {"input_dim": 64, "hidden_dims": [64] * 6, "message_func": "distmult",
+             "aggregate_func": "sum", "short_cut": True, "layer_norm": True}
+    model = UltraQuery(Ultra({**layer, "class": "RelNBFNet"}, {**layer, "class": "QueryNBFNet"}),
                        logic="product", dropout_ratio=0.25, threshold=0.0)
     model.load_state_dict(state)
     model.eval()
@@ -265,7 +273,6 @@ def main():
                                 "dsl": nested_to_dsl(nested, R)})
                 scores.append(prob.numpy().astype(np.float32))
         # fuzzy leaves (the UltRAG entity-linking case): call the relation projection directly
-        fuzzy_leaves = []
         for k in range(3):
             ids = rng.choice(N, size=3 + k, replace=False)
             w = rng.uniform(0.1, 1.0, size=len(ids)).astype(np.float32)
@@ -275,7 +282,7 @@ def main():
             prob = torch.as_tensor(x)[None]
             for rr in rels:
                 prob = model.model(graph, prob, torch.tensor([rr]))
-            records.append({"shape": "fuzzy-%dp" % len(rels), "leaf_ids": ids.tolist(),
+            records.append({"shape": f"fuzzy-{len(rels)}p", "leaf_ids": ids.tolist(),
                             "leaf_memberships": w.tolist(), "relations": rels,
                             "dsl": None})
             scores.append(prob[0].numpy().astype(np.float32))

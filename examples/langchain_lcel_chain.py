@@ -62,7 +62,11 @@ class PromptRecorder(BaseCallbackHandler):
 
 def build_chain(kg: KnowledgeGraph, query_writer, chat_model):
     """The LCEL chain; ``query_writer`` writes UltRAG's query, ``chat_model`` answers."""
-    retriever = UltRAGRetriever.from_graph(kg, llm=query_writer, linking="exact")
+    # executor="symbolic": exact traversal, so the documents are exactly the answer set (each
+    # membership 1.0); drop it for the paper's neural executor (UltraQuery), which scores every
+    # entity and leaves the cut to the answering model.
+    retriever = UltRAGRetriever.from_graph(kg, llm=query_writer, linking="exact",
+                                           executor="symbolic")
     chain = (
         {"context": retriever | RunnableLambda(format_docs), "question": RunnablePassthrough()}
         | PROMPT

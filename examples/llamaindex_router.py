@@ -35,7 +35,10 @@ FACT_QUESTION = "Which thriller did Satoshi Kon direct?"
 
 
 def build_router(kg: KnowledgeGraph, embedder) -> RouterQueryEngine:
-    ultrag = UltRAGQueryEngine.from_graph(kg, linking="exact", llm=scripted_llama(
+    # executor="symbolic": exact traversal (the source nodes are the answer set); the default
+    # neural executor (UltraQuery) would rank every entity instead
+    ultrag = UltRAGQueryEngine.from_graph(kg, linking="exact", executor="symbolic",
+                                          llm=scripted_llama(
         '<query>AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
         "</query>",
         "<answers>\nSatoshi Kon\nHayao Miyazaki\n</answers>"))

@@ -74,10 +74,12 @@ def main(argv: list[str] | None = None) -> dict:
         print("nothing to query: pass --load-demo-data, or --node-label for your graph")
         return {"nodes": 0}
 
-    # UltRAG on the database: projections run as Cypher one-hop queries on the server.
+    # UltRAG on the database, symbolic executor: projections run as Cypher one-hop queries on
+    # the server. (executor="neural", the default, fetches the SEPPR subgraph around the
+    # query's entities and runs UltraQuery on it.)
     retriever = UltRAGRetriever.from_graph(
         store, llm=scripted_chat(f"<query>{QUERY}</query>"),  # replace with your chat model
-        linking="exact")
+        linking="exact", executor="symbolic")
     docs = retriever.invoke(QUESTION)
     print(f"Question: {QUESTION}")
     print(f"UltRAG query: {unflatten(docs[0].metadata)['retrieval'].get('query')}")

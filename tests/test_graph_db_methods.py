@@ -191,7 +191,8 @@ def test_ultrag_on_database_and_on_the_materialised_graph(graphs, kind):
     query = '<query>"Satoshi Kon" -> directed_by_inv</query>'
 
     def run(graph):
-        method = UltRAG(graph, llm=FakeListChatModel(responses=[query]), linking="exact")
+        method = UltRAG(graph, llm=FakeListChatModel(responses=[query]), linking="exact",
+                        executor="symbolic")  # exact pushdown; the neural one: test_ultrag_store
         result = method.retrieve("Which films did Satoshi Kon direct?")
         return [(i.name, round(i.score, 6)) for i in result.items], result.usage.calls
 

@@ -19,6 +19,16 @@ from langchain_kgrag.ultrag import UltRAGRetriever as LCUltRAGRetriever
 from llama_index_kgrag.ultrag import UltRAGQueryEngine
 from llama_index_kgrag.ultrag import UltRAGRetriever as LIUltRAGRetriever
 
+
+@pytest.fixture(autouse=True)
+def _symbolic_executor_by_default(monkeypatch):
+    """These tests pin the crisp scores of the symbolic executor (memberships exactly 1.0,
+    hand-checked answer sets); the neural executor, UltRAG's default, is tested in
+    test_ultrag_neural.py / test_ultrag_executors.py. Explicit ``executor=`` arguments win."""
+    from kgrag.methods.ultrag import pipeline
+
+    monkeypatch.setattr(pipeline, "DEFAULT_EXECUTOR", "symbolic")
+
 TRIPLES = [
     ("Tokyo Godfathers", "directed_by", "Satoshi Kon"), ("Paprika", "directed_by", "Satoshi Kon"),
     ("Perfect Blue", "directed_by", "Satoshi Kon"), ("Paprika", "release_year", "2006"),
@@ -136,7 +146,8 @@ def test_kgrag_ultrag_command(capsys):
 
     movies = str(Path(__file__).resolve().parent.parent / "examples" / "data" / "movies.tsv")
     status = cli.main(["ultrag", movies,
-                       'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'])
+                       'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by',
+                       "--executor", "symbolic"])
     out = capsys.readouterr().out
     assert status == 0
     assert "1.000  Satoshi Kon" in out and "1.000  Hayao Miyazaki" in out

@@ -28,6 +28,16 @@ from kgrag.methods.ultrag import executor as executor_module
 from kgrag.methods.ultrag.executor import RelationMatrices
 from kgrag.methods.ultrag.query import Entity, Intersection, Negation, Projection, Relation, Union_
 
+
+@pytest.fixture(autouse=True)
+def _symbolic_executor_by_default(monkeypatch):
+    """These tests pin the crisp scores of the symbolic executor (memberships exactly 1.0,
+    hand-checked answer sets); the neural executor, UltRAG's default, is tested in
+    test_ultrag_neural.py / test_ultrag_executors.py. Explicit ``executor=`` arguments win."""
+    from kgrag.methods.ultrag import pipeline
+
+    monkeypatch.setattr(pipeline, "DEFAULT_EXECUTOR", "symbolic")
+
 TURING = [
     ("Geoffrey Hinton", "won", "Turing Award"), ("Yoshua Bengio", "won", "Turing Award"),
     ("Yann LeCun", "won", "Turing Award"), ("Donald Knuth", "won", "Turing Award"),

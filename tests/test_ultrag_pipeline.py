@@ -23,6 +23,16 @@ from kgrag.methods.ultrag.prompts import arbitration_prompt
 from langchain_core.language_models import FakeListChatModel
 
 
+@pytest.fixture(autouse=True)
+def _symbolic_executor_by_default(monkeypatch):
+    """These tests pin the crisp scores of the symbolic executor (memberships exactly 1.0,
+    hand-checked answer sets); the neural executor, UltRAG's default, is tested in
+    test_ultrag_neural.py / test_ultrag_executors.py. Explicit ``executor=`` arguments win."""
+    from kgrag.methods.ultrag import pipeline
+
+    monkeypatch.setattr(pipeline, "DEFAULT_EXECUTOR", "symbolic")
+
+
 def fan_graph(n: int = 60) -> KnowledgeGraph:
     """``hub -member-> m0..m{n-1}``, plus a second relation and a described relation."""
     triples = [("hub", "member", f"m{i:02d}") for i in range(n)]

@@ -21,6 +21,16 @@ from langchain_core.language_models import FakeListChatModel
 from metaqa_samples import metaqa_films
 
 
+@pytest.fixture(autouse=True)
+def _symbolic_executor_by_default(monkeypatch):
+    """These tests pin the crisp scores of the symbolic executor (memberships exactly 1.0,
+    hand-checked answer sets); the neural executor, UltRAG's default, is tested in
+    test_ultrag_neural.py / test_ultrag_executors.py. Explicit ``executor=`` arguments win."""
+    from kgrag.methods.ultrag import pipeline
+
+    monkeypatch.setattr(pipeline, "DEFAULT_EXECUTOR", "symbolic")
+
+
 class NameLevelStore:
     """Only the GraphStore protocol's name-level methods, backed by a KnowledgeGraph."""
 
@@ -120,8 +130,10 @@ def test_store_limits_and_errors(film_kg):
         method.execute("Q3 -> has_genre")
     with pytest.raises(QueryResolutionError, match="relation"):
         method.execute(f'"{film_kg.node_names[0]}" -> P999')
-    with pytest.raises(ValueError, match="in-memory"):
+    with pytest.raises(ValueError, match="executor='neural'"):
         UltRAG(store, subgraph_k=100)
+    with pytest.raises(ValueError, match="in-memory"):
+        UltRAG(store, executor=lambda kg: None)
     with pytest.raises(TypeError, match="GraphStore"):
         UltRAG(object())
     genre = film_kg.relation_index["has_genre"]
@@ -175,3 +187,48 @@ def test_real_database_store_matches_in_memory(falkor_stores, film_kg, kind):
     in_memory = UltRAG(film_kg, linking="exact", top_k=10_000)
     for query in sample_queries(film_kg, 12, seed=1):
         assert as_dict(on_store.execute(query)) == as_dict(in_memory.execute(query)), query
+
+
+# ------------------------------------------------------------------ neural executor on a store
+def _neural_reference(kg: KnowledgeGraph, query: str, seeds: dict[str, float]) -> dict[str, float]:
+    """The neural executor on the same SEPPR subgraph, computed from the in-memory graph."""
+    from kgrag.methods.ultrag import NeuralFuzzyExecutor, leaves, parse_query
+    from kgrag.methods.ultrag.neural import store_subgraph
+
+    sub, _ = store_subgraph(kg, kg.relation_names, seeds)
+    parsed = parse_query(query)
+    sets = [(np.array([sub.node_index[leaf.text]]), np.ones(1, np.float32))
+            for leaf in leaves(parsed)]
+    scores = NeuralFuzzyExecutor(sub).execute(parsed, sets)
+    return dict(zip(sub.node_names, scores.tolist()))
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("kind", ["falkordb", "neo4j-bolt"])
+def test_neural_executor_on_a_database_runs_on_the_seppr_subgraph(falkor_stores, film_kg, kind):
+    """Alg. 2 on a store: the 2-hop neighbourhood fetched from the server, its SEPPR top-k,
+    UltraQuery on it -- the same scores as on that subgraph built from the in-memory graph."""
+    store = falkor_stores[kind]
+    genre = film_kg.relation_index["has_genre"]
+    drama = "Drama" if "Drama" in film_kg.node_index else film_kg.node_names[
+        int(film_kg.tails[film_kg.rels == genre][0])]
+    query = f'"{drama}" -> has_genre_inv'  # by name: P ids follow each store's relation order
+    method = UltRAG(store, linking="exact", executor="neural", threads=1, top_k=10_000)
+    assert method.subgraph_k == 30_000
+    run = method.run(query)
+    assert run.subgraph_nodes == len(run.names) > 1
+    got = dict(zip(run.names, run.scores.tolist()))
+    expected = _neural_reference(film_kg, query.replace(f'"{drama}"', drama), {drama: 1.0})
+    assert got.keys() == expected.keys()
+    for name, value in expected.items():
+        assert got[name] == pytest.approx(value, abs=1e-5)
+    films_of_genre = {t.head for t in store.one_hop([drama], direction="in", relations=["has_genre"])}
+    top = [e.name for e in method.execute(query, top_k=len(films_of_genre))]
+    assert len(set(top) & films_of_genre) >= len(films_of_genre) - 1  # the genre's films first
+    assert all(0 <= s <= 1 for s in run.scores)
+
+
+def test_neural_executor_needs_a_store_that_can_fetch_a_neighbourhood(film_kg):
+    method = UltRAG(NameLevelStore(film_kg), linking="exact", executor="neural")
+    with pytest.raises(TypeError, match="k_hop_subgraph"):
+        method.execute(f'"{film_kg.node_names[0]}" -> has_genre')

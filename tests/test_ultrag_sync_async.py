@@ -16,6 +16,16 @@ from kgrag.llm.steps import LLMRequest, ask_and_parse, run_async, run_sync
 from kgrag.methods.ultrag import UltRAG
 from llm_fakes import ScriptedLlamaLLM
 
+
+@pytest.fixture(autouse=True)
+def _symbolic_executor_by_default(monkeypatch):
+    """These tests pin the crisp scores of the symbolic executor (memberships exactly 1.0,
+    hand-checked answer sets); the neural executor, UltRAG's default, is tested in
+    test_ultrag_neural.py / test_ultrag_executors.py. Explicit ``executor=`` arguments win."""
+    from kgrag.methods.ultrag import pipeline
+
+    monkeypatch.setattr(pipeline, "DEFAULT_EXECUTOR", "symbolic")
+
 TOKENS = {"prompt_tokens": 11, "completion_tokens": 4}
 
 

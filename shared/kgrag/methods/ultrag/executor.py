@@ -42,7 +42,6 @@ from kgrag.methods.ultrag.query import (
     Projection,
     Query,
     QueryStructureError,
-    Relation,
     Union_,
     leaves,
     parse_query,

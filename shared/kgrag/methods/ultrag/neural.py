@@ -151,6 +151,10 @@ def store_subgraph(store: Any, relation_names: Sequence[str], seeds: Mapping[str
     the fuzzy seeds as restart distribution) and every fetched edge between them. Relation ids
     are the store's relation list order, so queries bind the same way.
     """
+    if not hasattr(store, "k_hop_subgraph"):
+        raise TypeError(f"{type(store).__name__} has no k_hop_subgraph: the neural executor "
+                        "needs it to fetch the query's neighbourhood (or use "
+                        "executor='symbolic')")
     names = [normalize_name(n) for n in seeds]
     triples = store.k_hop_subgraph(names, hops=hops, direction="both", max_edges=max_edges)
     index: dict[str, int] = {}

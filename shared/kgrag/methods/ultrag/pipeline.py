@@ -14,9 +14,12 @@ One question costs exactly two LLM calls when the first query parses:
 
     UltRAG(kg, linking="exact").execute('"Tokyo Godfathers" -> directed_by')
 
-The graph is an in-memory :class:`~kgrag.KnowledgeGraph` (array executor, SEPPR, any custom
-executor) or any GraphStore such as a Neo4j database (projections run in the store; see
-:mod:`kgrag.methods.ultrag.store_executor`).
+The executor is the paper's **neural** UltraQuery (default; packaged checkpoint, see
+:mod:`kgrag.methods.ultrag.neural`) or the **symbolic** fuzzy traversal (``executor="symbolic"``,
+the paper's ablation), both behind one fuzzy-query evaluator. The graph is an in-memory
+:class:`~kgrag.KnowledgeGraph` or any GraphStore such as a Neo4j database (symbolic: each
+projection runs in the store, :mod:`kgrag.methods.ultrag.store_executor`; neural: on the SEPPR
+subgraph fetched around the query's anchors).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import NO_LLM_HELP, track_usage
+from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.base import KGMethod
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
@@ -44,7 +48,11 @@ from kgrag.methods.ultrag.executor import (
     top_k,
 )
 from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA, SoftmaxLeafLinker
-from kgrag.llm.prompts import PromptSet
+from kgrag.methods.ultrag.neural import (
+    FULL_GRAPH_MAX_NODES,
+    NeuralFuzzyExecutor,
+    store_subgraph,
+)
 from kgrag.methods.ultrag.prompts import PROMPTS, query_prompt
 from kgrag.methods.ultrag.query import (
     Query,
@@ -56,12 +64,21 @@ from kgrag.methods.ultrag.query import (
     relations,
     to_dsl,
 )
-from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, induced_subgraph, seppr_nodes
+from kgrag.methods.ultrag.seppr import (
+    PAPER_ALPHA,
+    PAPER_STEPS,
+    PAPER_TOP_K,
+    induced_subgraph,
+    seppr_nodes,
+)
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 PAPER_ARBITRATION_TOP_K = 50
 LINKING_MODES = ("dense", "exact")
+EXECUTORS = ("neural", "symbolic")
+#: the default executor: the paper's method (UltraQuery); "symbolic" is its ablation
+DEFAULT_EXECUTOR = "neural"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 _ENTITY_ID = re.compile(r"^Q\d+$")
@@ -120,10 +137,21 @@ class UltRAG(KGMethod):
     embedder, linker: for Eq. 2 linking of quoted mentions (``None`` = packaged MiniLM, loaded
         on first use). ``linking="exact"`` resolves mentions by name/alias only (no model).
     sigma [0.1], link_k [unstated; 10]: Eq. 2 temperature and candidates per mention.
-    projection ["max"], logic ["product"], threshold [0], soft_and [off]: executor semantics
-        (see :mod:`kgrag.methods.ultrag.executor`).
-    executor: a :class:`QueryExecutor` for the whole graph, or a factory ``kg -> executor``
-        (needed with SEPPR, where each question runs on its own subgraph). Default: symbolic.
+    executor ["neural"]: ``"neural"`` (the paper's UltraQuery, packaged checkpoint),
+        ``"symbolic"`` (exact fuzzy traversal; the paper's ablation), a :class:`QueryExecutor`
+        for the whole graph, or a factory ``kg -> executor`` (for SEPPR subgraphs).
+    projection ["max"]: the symbolic projection (``"max"``, ``"noisy_or"``, ``"sum"``).
+    logic ["product"], soft_and [off]: fuzzy AND / OR of either executor.
+    threshold [0]: symbolic: memberships below it are cut after each projection; neural:
+        UltraQuery's intermediate threshold (inputs at or below it are zeroed; 0.0 for the
+        packaged checkpoint).
+    weights [packaged]: another UltraQuery checkpoint (``.npz``, same keys) for ``"neural"``.
+    threads [torch's setting]: torch threads of the neural forward pass.
+    full_graph_max_nodes [50,000]: the neural size rule -- larger graphs (and every GraphStore)
+        run UltraQuery on the SEPPR subgraph of ``subgraph_k`` nodes (default 30,000, the
+        paper's) around the query's anchors.
+    store_hops [2], store_max_edges [200,000]: the neighbourhood fetched from a GraphStore for
+        the neural executor before SEPPR.
     top_k [50]: entities returned by :meth:`retrieve` and shown to the arbitrator.
     arbitrator: ``"llm"`` (paper), ``"margin"`` (LLM-free) or an :class:`Arbitrator`; default
         ``"llm"`` when an LLM is given, else ``"margin"``.
@@ -131,7 +159,8 @@ class UltRAG(KGMethod):
     max_reasks [unstated; 1]: extra query-generation calls when a reply does not parse.
     max_rounds [UltRAG-OTS: 1]: Algorithm 1's loop; with more than one round, an empty
         answer set makes the LLM write a new query (decider = "non-empty"), at most this often.
-    subgraph_k [off; paper 30,000 on Wikidata-scale graphs]: run on the SEPPR top-k subgraph.
+    subgraph_k [off; paper 30,000 on Wikidata-scale graphs]: run on the SEPPR top-k subgraph
+        (with ``"neural"``, also used -- default 30,000 -- beyond ``full_graph_max_nodes``).
     seppr_alpha [0.85], seppr_steps [5].
     on_invalid_query: ``"empty"`` (default: an empty result whose metadata holds the error) or
         ``"raise"`` (:class:`~kgrag.errors.LLMOutputError`).
@@ -144,10 +173,10 @@ class UltRAG(KGMethod):
         templates by name (:data:`kgrag.methods.ultrag.prompts.PROMPTS`; see
         :mod:`kgrag.llm.prompts`).
 
-    ``graph`` may also be any :class:`~kgrag.graph.base.GraphStore` (Neo4j, FalkorDB): queries
-    then run as one ``one_hop`` call per projection inside the database, leaves are given by
-    name (``Q`` ids need the in-memory graph), and ``NOT`` / SEPPR / custom executors are not
-    available.
+    ``graph`` may also be any :class:`~kgrag.graph.base.GraphStore` (Neo4j, FalkorDB): leaves
+    are given by name (``Q`` ids need the in-memory graph); the symbolic executor runs one
+    ``one_hop`` call per projection inside the database (no ``NOT``), the neural one runs on
+    the SEPPR subgraph fetched around the leaves; custom executors are not available.
     """
 
     name = "ultrag"
@@ -166,7 +195,7 @@ class UltRAG(KGMethod):
         logic: str = "product",
         threshold: float = 0.0,
         soft_and: bool = False,
-        executor: QueryExecutor | Callable[[KnowledgeGraph], QueryExecutor] | None = None,
+        executor: str | QueryExecutor | Callable[[KnowledgeGraph], QueryExecutor] | None = None,
         top_k: int = PAPER_ARBITRATION_TOP_K,
         arbitrator: str | Arbitrator | None = None,
         margin: float = 0.05,
@@ -179,15 +208,31 @@ class UltRAG(KGMethod):
         max_frontier: int = 10_000,
         relation_backoff: float | None = None,
         prompts: Any = None,
+        weights: Any = None,
+        threads: int | None = None,
+        full_graph_max_nodes: int = FULL_GRAPH_MAX_NODES,
+        store_hops: int = 2,
+        store_max_edges: int = 200_000,
     ) -> None:
         in_memory = isinstance(graph, KnowledgeGraph)
         if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
             raise TypeError("graph must be a KnowledgeGraph or a GraphStore (e.g. "
                             f"Neo4jGraphStore), not {type(graph).__name__}")
-        if not in_memory and (executor is not None or subgraph_k is not None):
-            raise ValueError("a custom executor and SEPPR subgraphs need an in-memory "
-                             "KnowledgeGraph; on a GraphStore UltRAG runs each projection as a "
-                             "one_hop query")
+        if executor is None:
+            executor = DEFAULT_EXECUTOR
+        if isinstance(executor, str) and executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {EXECUTORS}, an executor or a factory, "
+                             f"got {executor!r}")
+        if not in_memory and not isinstance(executor, str):
+            raise ValueError("a custom executor needs an in-memory KnowledgeGraph; on a "
+                             "GraphStore use executor='neural' or 'symbolic'")
+        if not in_memory and executor == "symbolic" and subgraph_k is not None:
+            raise ValueError("SEPPR subgraphs on a GraphStore need executor='neural'; the "
+                             "symbolic executor runs each projection as a one_hop query")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be >= 1")
+        if full_graph_max_nodes < 1 or store_hops < 1 or store_max_edges < 1:
+            raise ValueError("full_graph_max_nodes, store_hops and store_max_edges must be >= 1")
         if linking not in LINKING_MODES:
             raise ValueError(f"linking must be one of {LINKING_MODES}, got {linking!r}")
         if on_invalid_query not in ("empty", "raise"):
@@ -215,11 +260,29 @@ class UltRAG(KGMethod):
         self.executor_options = {"projection": projection, "logic": logic,
                                  "threshold": threshold, "soft_and": soft_and}
         self.max_frontier = max_frontier
-        if executor is None:
+        #: "neural", "symbolic" or "custom"
+        self.executor_kind = executor if isinstance(executor, str) else "custom"
+        self.weights = weights
+        self.threads = threads
+        self.full_graph_max_nodes = full_graph_max_nodes
+        self.store_hops = store_hops
+        self.store_max_edges = store_max_edges
+        if executor == "symbolic":
             self._executor_factory: Callable[[KnowledgeGraph], QueryExecutor] = (
                 lambda kg: SymbolicFuzzyExecutor(kg, vocabulary=GraphVocabulary.from_graph(
                     kg, relation_backoff=relation_backoff), **self.executor_options))
             self._executor: QueryExecutor | None = None
+        elif executor == "neural":
+            self._executor_factory = (
+                lambda kg: NeuralFuzzyExecutor(
+                    kg, weights=weights, threads=threads, logic=logic, threshold=threshold,
+                    soft_and=soft_and, vocabulary=GraphVocabulary.from_graph(
+                        kg, relation_backoff=relation_backoff)))
+            self._executor = None
+            if in_memory and subgraph_k is None and graph.num_nodes > full_graph_max_nodes:
+                subgraph_k = PAPER_TOP_K  # the size rule: whole graph too large for a pass
+            if not in_memory and subgraph_k is None:
+                subgraph_k = PAPER_TOP_K
         elif callable(executor) and not hasattr(executor, "execute"):
             self._executor_factory = executor  # type: ignore[assignment]
             self._executor = None
@@ -424,6 +487,8 @@ class UltRAG(KGMethod):
         """Bind the leaves and execute ``query``; scores cover every node of the graph."""
         query = self.validate(parse_query(query))
         sets, entities = self.leaf_sets(query)
+        if self.kg is None and self.executor_kind == "neural":
+            return self._run_store_subgraph(query, sets, entities)
         if self.kg is None:
             found = self.store_executor.execute_names(query, sets)
             names = list(found)
@@ -447,6 +512,28 @@ class UltRAG(KGMethod):
         scores = np.zeros(self.kg.num_nodes, dtype=FUZZY_DTYPE)
         scores[nodes] = local_scores
         return Execution(query, scores, entities, len(nodes))
+
+    def _run_store_subgraph(self, query: Query, sets: list[dict[str, float]],
+                            entities: list[list[ScoredEntity]]) -> Execution:
+        """The neural executor on a GraphStore: UltraQuery on the SEPPR subgraph fetched around
+        the leaves' entities (Alg. 2); entities outside it score 0 (are not listed)."""
+        seeds: dict[str, float] = {}
+        for leaf in sets:
+            for name, p in leaf.items():
+                seeds[name] = seeds.get(name, 0.0) + p
+        if not seeds:
+            return Execution(query, np.zeros(0, FUZZY_DTYPE), entities, 0, names=[])
+        sub, _ = store_subgraph(self.store, self.vocabulary.relation_names, seeds,
+                                hops=self.store_hops, max_edges=self.store_max_edges,
+                                k=self.subgraph_k or PAPER_TOP_K, alpha=self.seppr_alpha,
+                                steps=self.seppr_steps)
+        local_sets = []
+        for leaf in sets:
+            ids = [sub.node_index[n] for n in leaf if n in sub.node_index]
+            local_sets.append((np.asarray(ids, np.int64),
+                               np.asarray([leaf[sub.node_names[i]] for i in ids], FUZZY_DTYPE)))
+        scores = np.asarray(self._executor_factory(sub).execute(query, local_sets), FUZZY_DTYPE)
+        return Execution(query, scores, entities, sub.num_nodes, names=list(sub.node_names))
 
     def ranked(self, scores: np.ndarray, k: int | None = None,
                names: Sequence[str] | None = None) -> list[ScoredEntity]:

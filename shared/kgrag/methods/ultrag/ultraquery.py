@@ -35,11 +35,11 @@ layout. Inference only: everything runs under ``torch.inference_mode()``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

@@ -1,0 +1,146 @@
+"""One executor interface: neural (UltraQuery, the default) and symbolic behind one evaluator.
+
+Both executors must accept and refuse exactly the same queries (parsing and binding are shared)
+and return a membership in [0, 1] for every entity; the pipeline's ``executor=`` option, the
+size rule (SEPPR subgraphs beyond ``full_graph_max_nodes``) and the CLI flag are checked here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kgrag import KnowledgeGraph
+from kgrag.methods.ultrag import (
+    NeuralFuzzyExecutor,
+    QueryError,
+    SymbolicFuzzyExecutor,
+    UltRAG,
+    one_hot,
+)
+from kgrag.methods.ultrag.neural import UltraQueryProjector
+
+MOVIES = Path(__file__).resolve().parents[1] / "shared" / "kgrag" / "data" / "movies.tsv"
+
+
+@pytest.fixture(scope="module")
+def movies() -> KnowledgeGraph:
+    return KnowledgeGraph.from_csv(MOVIES)
+
+
+@pytest.fixture(scope="module")
+def both(movies):
+    return {"neural": UltRAG(movies, linking="exact", executor="neural", threads=1),
+            "symbolic": UltRAG(movies, linking="exact", executor="symbolic")}
+
+
+def _query_texts(num_nodes: int, relations: list[str]) -> st.SearchStrategy[str]:
+    """Query text: valid trees over ids and names, plus near-misses (unknown ids, bare
+    entities, unbalanced brackets, one-operand AND...)."""
+    leaf = st.one_of(
+        st.integers(0, num_nodes + 3).map(lambda i: f"Q{i}"),  # may be out of range
+        st.sampled_from(['"Paprika"', '"Japan"', '"Animation"', '"Nobody Here"']))
+    rel = st.one_of(
+        st.integers(0, len(relations) + 2).map(lambda i: f"P{i}"),  # may be out of range
+        st.sampled_from(relations + ["not_a_relation"]),
+    ).flatmap(lambda r: st.sampled_from([r, r + "_inv"]))
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(inner, rel).map(lambda t: f"{t[0]} -> {t[1]}"),
+            st.lists(inner, min_size=1, max_size=3).map(lambda xs: "AND(" + ", ".join(xs) + ")"),
+            st.lists(inner, min_size=2, max_size=2).map(lambda xs: "OR(" + ", ".join(xs) + ")"),
+            inner.map(lambda x: f"NOT({x})"),
+        )
+
+    tree = st.recursive(st.tuples(leaf, rel).map(lambda t: f"{t[0]} -> {t[1]}") | leaf,
+                        extend, max_leaves=4)
+    garbage = st.one_of(tree.map(lambda t: t + ")"), tree.map(lambda t: t.replace("->", "=>", 1)),
+                        st.text(max_size=12))
+    return st.one_of(tree, tree, garbage)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_neural_and_symbolic_accept_the_same_queries_and_score_in_unit_interval(
+        movies, both, data):
+    text = data.draw(_query_texts(movies.num_nodes, movies.relation_names[:4]))
+    outcomes = {}
+    for kind, method in both.items():
+        try:
+            scores = method.run(text).scores
+        except QueryError as exc:
+            outcomes[kind] = type(exc).__name__
+            continue
+        assert scores.shape == (movies.num_nodes,)
+        assert scores.dtype == np.float32
+        assert np.all(np.isfinite(scores)) and scores.min() >= 0 and scores.max() <= 1
+        outcomes[kind] = "ok"
+    assert outcomes["neural"] == outcomes["symbolic"], text
+
+
+def test_neural_is_the_default_and_matches_the_executor(movies):
+    method = UltRAG(movies, linking="exact")
+    assert method.executor_kind == "neural"
+    assert isinstance(method.executor, NeuralFuzzyExecutor)
+    query = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
+    execution = method.run(query)
+    ids = [movies.node_index[n] for n in ("Animation", "Japan")]
+    direct = NeuralFuzzyExecutor(movies).execute(
+        query.replace('"Animation"', f"Q{ids[0]}").replace('"Japan"', f"Q{ids[1]}"),
+        [one_hot([ids[0]], movies.num_nodes), one_hot([ids[1]], movies.num_nodes)])
+    np.testing.assert_allclose(execution.scores, direct, atol=1e-6)
+    top = [e.name for e in method.execute(query, top_k=2)]
+    assert set(top) == {"Satoshi Kon", "Hayao Miyazaki"}  # the symbolic answers rank first
+    assert 0 < execution.scores.min() and execution.scores.max() < 1  # soft, every entity
+    symbolic = UltRAG(movies, linking="exact", executor="symbolic").run(query).scores
+    assert set(np.flatnonzero(symbolic == 1)) == {movies.node_index[n] for n in top}
+
+
+def test_executor_option_is_validated(movies):
+    with pytest.raises(ValueError, match="executor must be one of"):
+        UltRAG(movies, executor="quantum")
+    with pytest.raises(ValueError, match="threads"):
+        UltRAG(movies, threads=0)
+    assert isinstance(UltRAG(movies, executor="symbolic").executor, SymbolicFuzzyExecutor)
+
+
+def test_size_rule_runs_large_graphs_on_seppr_subgraphs(movies):
+    """Beyond full_graph_max_nodes the neural executor runs on the SEPPR top-k subgraph."""
+    small = UltRAG(movies, linking="exact", full_graph_max_nodes=50, subgraph_k=60)
+    assert small.subgraph_k == 60
+    run = small.run('"Satoshi Kon" -> directed_by_inv')
+    assert run.subgraph_nodes == 60
+    assert np.count_nonzero(run.scores) <= 60  # entities outside the subgraph score 0
+    assert {e.name for e in small.execute('"Satoshi Kon" -> directed_by_inv', top_k=4)} == {
+        "Tokyo Godfathers", "Perfect Blue", "Paprika", "Millennium Actress"}
+    default_k = UltRAG(movies, linking="exact", full_graph_max_nodes=50)
+    assert default_k.subgraph_k == 30_000  # the paper's k
+    whole = UltRAG(movies, linking="exact")
+    assert whole.subgraph_k is None and whole.run('"Paprika" -> directed_by').subgraph_nodes is None
+
+
+def test_threads_are_set_for_the_forward_pass_and_restored(movies):
+    import torch
+
+    before = torch.get_num_threads()
+    projector = UltraQueryProjector(movies, threads=1)
+    out = projector.project(one_hot([0], movies.num_nodes), 0, False)
+    assert out.shape == (movies.num_nodes,) and torch.get_num_threads() == before
+
+
+def test_cli_executor_flag(capsys):
+    from kgrag import cli
+
+    query = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
+    assert cli.main(["ultrag", str(MOVIES), query, "--executor", "symbolic"]) == 0
+    out = capsys.readouterr().out
+    assert "1.000  Satoshi Kon" in out and "1.000  Hayao Miyazaki" in out
+    assert cli.main(["ultrag", str(MOVIES), query, "--executor", "neural", "--threads", "1"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ")]
+    names = " ".join(lines[:2])
+    assert "Satoshi Kon" in names and "Hayao Miyazaki" in names
+    assert "1.000  Satoshi Kon" not in names  # neural memberships are soft
