@@ -78,7 +78,8 @@ class RunRecorder(BaseCallbackHandler):
 
 
 def test_callbacks_in_config_see_llm_runs_nested_under_the_retriever(kg):
-    retriever = UltRAGRetriever.from_graph(kg, llm=QueryWriter(), linking="exact")
+    retriever = UltRAGRetriever.from_graph(kg, llm=QueryWriter(), linking="exact",
+                                           executor="symbolic")
     sync, async_ = RunRecorder(), RunRecorder()
     docs = retriever.invoke("Which films did Satoshi Kon direct?", config={"callbacks": [sync]})
     asyncio.run(retriever.ainvoke("Which films did Satoshi Kon direct?",
@@ -92,7 +93,8 @@ def test_callbacks_in_config_see_llm_runs_nested_under_the_retriever(kg):
 
 
 def test_fifty_concurrent_abatch_questions_each_get_their_own_usage(kg):
-    retriever = UltRAGRetriever.from_graph(kg, llm=QueryWriter(), linking="exact")
+    retriever = UltRAGRetriever.from_graph(kg, llm=QueryWriter(), linking="exact",
+                                           executor="symbolic")
     # questions of different lengths: each one's prompt (and so its token count) differs
     questions = [f"Which films did Satoshi Kon direct? {'please ' * i}".strip()
                  for i in range(50)]
@@ -155,7 +157,7 @@ def test_a_streamed_answer_arrives_in_pieces(kg):
 
 
 def test_tools_json_schemas_describe_their_arguments(kg):
-    retriever = UltRAGRetriever.from_graph(kg, linking="exact")
+    retriever = UltRAGRetriever.from_graph(kg, linking="exact", executor="symbolic")
     query_tool = retriever.as_query_tool()
     props = query_tool.args_schema.model_json_schema()["properties"]
     assert "_inv" in props["query"]["description"] and "AND(" in props["query"]["description"]

@@ -37,6 +37,9 @@ def test_wheel_carries_demo_data_license_and_type_markers(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "kgrag/data/movies.tsv" in names
     assert "kgrag/py.typed" in names
+    # UltRAG's neural executor works offline after pip install: checkpoint + its MIT notice
+    assert {"kgrag/methods/ultrag/weights/ultraquery.npz",
+            "kgrag/methods/ultrag/weights/LICENSE"} <= names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)[-8:]
 
 
@@ -66,4 +69,5 @@ def test_kgrag_demo_runs_from_an_empty_folder_after_installing_the_wheel(wheel, 
                           capture_output=True, text=True, timeout=600)
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "Tokyo Godfathers" in demo.stdout
+    assert "executed by UltraQuery (neural, zero-shot)" in demo.stdout  # packaged checkpoint
     assert "Traceback" not in demo.stderr

@@ -150,7 +150,7 @@ def test_ultrag_binds_relations_written_in_words():
     from kgrag.methods.ultrag import UltRAG
 
     kg = KnowledgeGraph.from_triples(FREEBASE_STYLE)
-    ultrag = UltRAG(kg, linking="exact")
+    ultrag = UltRAG(kg, linking="exact", executor="symbolic")  # crisp answer sets
     top = ultrag.execute('"Paprika" -> "directed by" -> "place of birth"')
     assert top[0].name == "Sapporo" and top[0].metadata["query"] == (
         '"Paprika" -> film.film.directed_by -> people.person.place_of_birth')

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -155,7 +157,9 @@ def test_ask_ultrag_prints_entities_and_draws_html_and_png(tmp_path, capsys):
                        "--method", "ultrag", "--query", query, "--show", str(out_file)])
         assert status == 0 and out_file.exists()
     printed = capsys.readouterr().out
-    assert "1. Satoshi Kon (1.000)" in printed and "2. Hayao Miyazaki (1.000)" in printed
+    # the neural executor (default) ranks the two directors first with soft memberships
+    assert re.search(r"1\. (Satoshi Kon|Hayao Miyazaki) \(0\.99\d\)", printed)
+    assert re.search(r"2\. (Satoshi Kon|Hayao Miyazaki) \(0\.99\d\)", printed)
     assert "LLM calls: 0" in printed
     page = (tmp_path / "ultrag.html").read_text(encoding="utf-8")
     for name in ("Satoshi Kon", "Hayao Miyazaki", "Animation", "Japan"):
