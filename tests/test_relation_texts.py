@@ -157,3 +157,33 @@ def test_ultrag_binds_relations_written_in_words():
     genres = {e.name for e in ultrag.execute('"Kid A" -> "genre"')}
     assert genres == {"Electronic"}  # the union's other branch has no edge from Kid A
     assert {e.name for e in ultrag.execute('"Sapporo" -> "place of birth"_inv')} == {"Satoshi Kon"}
+
+
+def test_simgrag_k_relations_adapts_and_empty_results_say_why(minilm):
+    from kgrag.methods.simgrag import SimGRAG
+    from kgrag.methods.simgrag.candidates import auto_k_relations
+
+    kg = KnowledgeGraph.from_triples(FREEBASE_STYLE)
+    sim = SimGRAG(kg, embedder=minilm)
+    assert sim.candidates.k_relations == kg.num_relations == auto_k_relations(6)
+    assert SimGRAG(kg, embedder=minilm, k_relations=2).candidates.k_relations == 2
+    ok = sim.retrieve_pattern([("Paprika", "directed by", "UNKNOWN person 1"),
+                               ("UNKNOWN person 1", "place of birth", "UNKNOWN city 1")])
+    assert ok.items and "empty_reason" not in ok.metadata
+    # Radiohead is nobody's genre: with one candidate per item the second edge has no match
+    sim = SimGRAG(kg, embedder=minilm, k_nodes=1, k_relations=1)
+    empty = sim.retrieve_pattern([("Paprika", "directed by", "UNKNOWN person 1"),
+                                  ("UNKNOWN person 1", "genre", "Radiohead")])
+    assert empty.items == []
+    assert empty.metadata["unmatched_edges"] == [["UNKNOWN person 1", "genre", "Radiohead"]]
+    assert "no graph edge matches" in empty.metadata["empty_reason"]
+    # each edge alone matches, but an injective match cannot use Paprika twice
+    loop = KnowledgeGraph.from_triples([("a", "parent", "b"), ("b", "child", "a")])
+    sim = SimGRAG(loop, embedder=minilm, k_nodes=1)
+    pattern = [("a", "parent", "UNKNOWN entity 1"), ("UNKNOWN entity 1", "child",
+                                                     "UNKNOWN entity 2")]
+    empty = sim.retrieve_pattern(pattern)
+    assert empty.items == [] and empty.metadata["unmatched_edges"] == []
+    assert "injective='prefer'" in empty.metadata["empty_reason"]
+    sim.injective = "prefer"
+    assert sim.retrieve_pattern(pattern).items

@@ -75,7 +75,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--embedder", help="package.module:factory (default: packaged MiniLM)")
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--k-nodes", type=int, default=16)
-    parser.add_argument("--k-relations", type=int, default=16)
+    parser.add_argument("--k-relations", type=_k_relations, default="auto",
+                        help="nearest relations per pattern relation, or 'auto' (all up to 512)")
     parser.add_argument("--injective", choices=("yes", "no", "prefer"), default="yes")
     parser.add_argument("--task", choices=("qa", "fact"), default="qa")
     parser.set_defaults(func=_cmd_simgrag)
@@ -96,3 +97,7 @@ def demo_steps() -> list:
 
     return [DemoStep("SimGRAG: top-k subgraphs by Graph Semantic Distance for a pattern (no LLM)",
                      _demo_step)]
+
+
+def _k_relations(text: str) -> int | str:
+    return "auto" if text == "auto" else int(text)

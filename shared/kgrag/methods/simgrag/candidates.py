@@ -54,6 +54,27 @@ DEFAULT_HNSW_THRESHOLD = 1_000_000
 AUTO_HNSW_MAX_K = 1024
 
 
+#: ``k_relations="auto"`` takes every relation up to this many (the paper's k(r) on DBpedia).
+AUTO_K_RELATIONS_CAP = 512
+
+
+def auto_k_relations(num_relations: int) -> int:
+    """k(r) for a graph with ``num_relations`` relations: all of them up to
+    :data:`AUTO_K_RELATIONS_CAP`, the cap beyond.
+
+    The relation vectors are few, so scanning them all costs nothing; what k(r) decides is
+    whether the relation a pattern means is a candidate at all. A fixed 16 is all relations on
+    MetaQA (9) but on a Freebase-style schema it drops the right one whenever relations sharing
+    a domain word crowd it out (PathQuestion-L, 363 relations: docs/results.md, "Relation
+    wording"). The GSD ranking still prefers near relations, so more candidates cost only search
+    time.
+
+    >>> auto_k_relations(9), auto_k_relations(363), auto_k_relations(5000)
+    (9, 363, 512)
+    """
+    return max(1, min(int(num_relations), AUTO_K_RELATIONS_CAP))
+
+
 def humanize_relation(name: str) -> str:
     """``directed_by`` / ``placeOfBirth`` / ``film.director`` -> plain lower-case words
     (:func:`kgrag.text.names.relation_words`)."""
@@ -177,18 +198,23 @@ class CandidateGenerator:
     """Builds the node / relation (/ type) indexes of a graph and the candidates of a pattern.
 
     ``node_names`` and ``relation_names`` are the graph's name tables (ids are positions).
-    ``k_nodes`` / ``k_relations`` / ``k_types`` are the paper's k(n), k(r), k(t).
+    ``k_nodes`` / ``k_relations`` / ``k_types`` are the paper's k(n), k(r), k(t);
+    ``k_relations="auto"`` is :func:`auto_k_relations` of the number of relations.
     ``relation_texts``: per relation, the texts embedded for it (default: the identifier in
     words, :func:`~kgrag.text.relations.relation_texts_for`); a relation's distance to a
     pattern relation is that of its nearest text.
     """
 
     def __init__(self, node_names: Sequence[str], relation_names: Sequence[str], embedder: Any, *,
-                 k_nodes: int = 16, k_relations: int = 16, k_types: int = 16,
+                 k_nodes: int = 16, k_relations: int | str = "auto", k_types: int = 16,
                  node_types: Mapping[str, Iterable[str]] | None = None,
                  humanize_relations: bool = True, node_vectors: np.ndarray | None = None,
                  relation_texts: Sequence[Sequence[str]] | None = None,
                  **index_options: Any) -> None:
+        if k_relations == "auto":
+            k_relations = auto_k_relations(len(relation_names))
+        elif isinstance(k_relations, str):
+            raise ValueError("k_relations must be a positive integer or 'auto'")
         for name, value in (("k_nodes", k_nodes), ("k_relations", k_relations),
                             ("k_types", k_types)):
             if int(value) < 1:

@@ -48,8 +48,10 @@ class SimGRAG(KGMethod):
 
     Parameters (paper defaults for MetaQA; FactKG/DBpedia used k_nodes=16384, k_relations=512):
 
-    * ``k`` (3) -- subgraphs returned; ``k_nodes`` / ``k_relations`` (16 / 16) -- nearest graph
-      nodes / relations per known pattern item; ``k_types`` (16) with ``node_types`` (type name ->
+    * ``k`` (3) -- subgraphs returned; ``k_nodes`` (16) / ``k_relations`` (``"auto"``) --
+      nearest graph nodes / relations per known pattern item; ``"auto"`` takes every relation
+      up to 512 (the paper's DBpedia k(r)), so a relation a pattern names is never missed on a
+      schema of a few hundred relations (:func:`~.candidates.auto_k_relations`); ``k_types`` (16) with ``node_types`` (type name ->
       entity names) -- type candidates for unknown nodes of entity-free pattern components.
     * ``injective`` (True) -- a graph node matches at most one pattern node (Definition 1);
       ``False`` allows reuse; ``"prefer"`` ranks the best injective match first, then the best
@@ -79,7 +81,7 @@ class SimGRAG(KGMethod):
     name = "simgrag"
 
     def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None, k: int = 3,
-                 k_nodes: int = 16, k_relations: int = 16, k_types: int = 16,
+                 k_nodes: int = 16, k_relations: int | str = "auto", k_types: int = 16,
                  node_types: Mapping[str, Iterable[str]] | None = None,
                  injective: bool | str = True,
                  distinct_subgraphs: bool = False, task: str = "qa",
@@ -204,6 +206,8 @@ class SimGRAG(KGMethod):
         }
         if info["typed_nodes"]:
             metadata["typed_nodes"] = info["typed_nodes"]
+        if not items:
+            metadata.update(self._why_empty(pattern, node_c, rel_c, complete))
         if reply is not None:
             metadata["pattern_reply"] = reply
         return RetrievalResult(question, list(items), self.name, usage, metadata)
@@ -288,6 +292,43 @@ class SimGRAG(KGMethod):
             "pattern": [list(t) for t in triples],
             "component": comp_index,
         })
+
+    def _why_empty(self, pattern: Pattern, node_c, rel_c, complete: bool) -> dict[str, Any]:
+        """``empty_reason`` (a sentence) and ``unmatched_edges``: the pattern triples no graph
+        edge can match on its own -- no edge with one of the relation's candidates joins the
+        candidates of its two ends (in-memory graph; a database store says less)."""
+        if self.kg is None:
+            return {"empty_reason": "no subgraph of the candidates' neighbourhood matches the "
+                    "pattern (see 'candidates')"}
+        kg, unmatched = self.kg, []
+        for j, (u, v) in enumerate(pattern.edges):
+            cu, cv, cr = node_c[u], node_c[v], rel_c[j]
+            rels = None if cr is None else cr.ids
+            if rels is not None and len(rels) == 0:
+                found = False
+            elif cu is not None:
+                e = kg.edges_ids(cu.ids, "out", rels)
+                found = bool(len(e)) and (cv is None or bool(np.isin(kg.tails[e], cv.ids).any()))
+            elif cv is not None:
+                found = bool(len(kg.edges_ids(cv.ids, "in", rels)))
+            else:
+                found = rels is None or bool(np.isin(kg.rels, rels).any())
+            if not found:
+                unmatched.append(list(pattern.triples[j]))
+        if unmatched:
+            h, r, t = unmatched[0]
+            k_r = self.candidates.k_relations
+            reason = (f"no graph edge matches ({h}, {r}, {t}): none of the {k_r} relations "
+                      f"nearest to {r!r} joins a candidate of {h!r} to one of {t!r}")
+        elif not complete:
+            reason = ("the search stopped at its work bound (max_partials / time_limit) before "
+                      "finding a match")
+        elif self.injective is True:
+            reason = ("every pattern edge has matching graph edges, but no injective match joins "
+                      "them; paths that revisit a node need injective='prefer'")
+        else:
+            reason = "every pattern edge has matching graph edges, but they do not join up"
+        return {"empty_reason": reason, "unmatched_edges": unmatched}
 
     def _candidate_summary(self, pattern: Pattern, node_c, rel_c, top: int = 3) -> dict[str, Any]:
         def show(cands: CandidateSet | None, names: Sequence[str]) -> Any:
