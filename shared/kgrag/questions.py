@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgrag.errors import GraphFormatError
-from kgrag.graph.base import PathStep
+from kgrag.graph.base import PathStep, parse_relation_path
 
 __all__ = ["QAExample", "load_jsonl"]
 
@@ -31,6 +31,18 @@ class QAExample:
     id: str = ""
     #: gold intermediate entities when annotated (PathQuestion), in path order
     path_entities: tuple[str, ...] = field(default=(), compare=False)
+    #: gold branches ``(topic entity, relation path)`` that meet at the answer, for conjunctive
+    #: questions (empty: the one path ``relation_path`` from ``entities[0]``)
+    branches: tuple[tuple[str, tuple[PathStep, ...]], ...] = field(default=(), compare=False)
+
+    @property
+    def gold_branches(self) -> tuple[tuple[str, tuple[PathStep, ...]], ...]:
+        """Every gold branch; a single-path question has one."""
+        if self.branches:
+            return self.branches
+        if self.entities and self.relation_path:
+            return ((self.entities[0], self.relation_path),)
+        return ()
 
     @property
     def question_text(self) -> str:
@@ -47,7 +59,13 @@ def _sample(items: list, limit: int | None, seed: int) -> list:
 
 
 def load_jsonl(path: str | Path, *, limit: int | None = None, seed: int = 0) -> list[QAExample]:
-    """A user's own questions: JSONL of ``{"question", "answers", "entities"?, "id"?}``."""
+    """A user's own questions: JSONL of ``{"question", "answers", "entities"?, "id"?}``, with
+    an optional gold relation path so the oracle mode runs on your own graph:
+    ``"path": "starred_actors_inv -> directed_by"`` (from the first entity; ``_inv`` / ``~``
+    walks an edge backwards), or several branches meeting at the answer (a conjunctive
+    question): ``"paths": [{"entity": "Tom Hanks", "path": "starred_actors_inv"},
+    {"entity": "1994", "path": "release_year_inv"}]``. A path may also be a list of relation
+    names or ``{"relation": ..., "direction": "out" | "in"}`` objects."""
     path = Path(path)
     examples = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -63,10 +81,49 @@ def load_jsonl(path: str | Path, *, limit: int | None = None, seed: int = 0) -> 
         if isinstance(answers, str):
             answers = [answers]
         entities = record.get("entities", [])
+        entities = tuple(str(e) for e in (entities if isinstance(entities, list) else [entities]))
+        try:
+            branches = _gold_branches(record, entities)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise GraphFormatError(f"bad gold path: {exc}", path=str(path), line=number) from None
+        if branches:
+            entities = tuple(dict.fromkeys(entities + tuple(e for e, _ in branches)))
         examples.append(QAExample(
             question=record["question"],
             answers=tuple(str(a) for a in answers),
-            entities=tuple(str(e) for e in (entities if isinstance(entities, list) else [entities])),
+            entities=entities,
+            relation_path=branches[0][1] if branches else (),
+            qtype=f"{len(branches)}-branch" if len(branches) > 1 else (
+                f"{len(branches[0][1])}-hop" if branches else ""),
             id=str(record.get("id", f"{path.stem}-{number}")),
+            branches=branches if len(branches) > 1 else (),
         ))
     return _sample(examples, limit, seed)
+
+
+def _steps(value: object) -> tuple[PathStep, ...]:
+    """A gold path given as ``"r1 -> r2_inv"``, a list of names, or relation/direction objects."""
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        steps = tuple(PathStep(str(v["relation"]), v.get("direction", "out")) for v in value)
+    elif isinstance(value, (str, list)):
+        steps = tuple(parse_relation_path(value))
+    else:
+        raise TypeError(f"a path is a string or a list, got {type(value).__name__}")
+    if not steps:
+        raise ValueError("empty path")
+    return steps
+
+
+def _gold_branches(record: dict, entities: tuple[str, ...]
+                   ) -> tuple[tuple[str, tuple[PathStep, ...]], ...]:
+    """``(entity, steps)`` per gold branch of a JSONL record (``path`` or ``paths``)."""
+    if "paths" in record:
+        branches = record["paths"]
+        if not isinstance(branches, list) or not branches:
+            raise ValueError("'paths' must be a non-empty list of {entity, path}")
+        return tuple((str(b["entity"]), _steps(b["path"])) for b in branches)
+    if "path" in record:
+        if not entities:
+            raise ValueError("a 'path' starts at the first of 'entities', which is missing")
+        return ((entities[0], _steps(record["path"])),)
+    return ()

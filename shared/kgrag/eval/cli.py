@@ -7,6 +7,7 @@
     kgrag eval --method byokg --dataset pq-2h --mode llm --llm mypkg.models:make_llm
     kgrag eval --list                      # which method runs on which dataset, in which modes
     kgrag eval --method byokg --mode llm-free --questions my_qa.jsonl --graph my_triples.csv
+    kgrag eval --method simgrag --questions my_qa.jsonl --graph my_triples.csv   # gold paths
 
 ``--llm package.module:factory`` names a function returning any LangChain chat model,
 LlamaIndex LLM or callable ``prompt -> text`` (the same convention as ``kgrag ketrag``).
@@ -93,7 +94,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--method", help="byokg, simgrag, ultrag, graphraft or ketrag")
     parser.add_argument("--dataset", help="metaqa-1hop/2hop/3hop, pq-2h, pq-3h, musique, hotpotqa")
     parser.add_argument("--questions", help="your own questions: JSONL of {question, answers, "
-                                             "entities?, id?} (instead of --dataset)")
+                                             "entities?, id?, path? or paths?} (instead of "
+                                             "--dataset); a gold 'path' (\"r1 -> r2_inv\") or "
+                                             "'paths' ([{entity, path}, ...] meeting at the "
+                                             "answer) enables --mode oracle")
     parser.add_argument("--graph", help="with --questions: triples file or saved graph directory")
     parser.add_argument("--documents", help="with --questions: text file, one passage per line "
                                             "(KET-RAG)")

@@ -30,7 +30,7 @@ from kgrag.eval.oracles import (
     GraphRAFTOracleSelector,
     require_gold_path,
     simgrag_pattern,
-    ultrag_query,
+    ultrag_branches_query,
 )
 
 MODES = ("oracle", "llm-free", "llm")
@@ -171,10 +171,10 @@ def _ultrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, k: int) -
 
     def run(ex: QAExample, question: str) -> Outcome:
         require_gold_path(ex)
-        topic = kg.node_index.get(normalize_name(ex.entities[0]))
-        if topic is None:
+        topics = [kg.node_index.get(normalize_name(e)) for e, _ in ex.gold_branches]
+        if any(t is None for t in topics):
             return Outcome(ranked=[], context_names=set(), extra={"error": "topic not in graph"})
-        query = ultrag_query(kg.relation_index, topic, ex.relation_path)
+        query = ultrag_branches_query(kg.relation_index, kg.node_index, ex)
         start = time.perf_counter()
         execution = method.run(query)
         items = method.ranked(execution.scores)
@@ -182,7 +182,7 @@ def _ultrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, k: int) -
         gold = [kg.node_index[a] for a in map(normalize_name, ex.answers) if a in kg.node_index]
         # the filtered setting of the paper's tables: the topic is not an answer unless gold
         metrics = tie_aware_metrics(execution.scores, gold, ks=(1, k),
-                                    exclude=[] if topic in gold else [topic])
+                                    exclude=[t for t in topics if t not in gold])
         names = [e.name for e in items]
         return Outcome(ranked=names, rank_metrics=metrics, context_names=set(names),
                        items=len(items), context_chars=sum(len(n) + 1 for n in names),

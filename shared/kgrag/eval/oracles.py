@@ -11,7 +11,13 @@ benchmarks, gathered here so every run shares one definition):
 * **SimGRAG** -- :func:`simgrag_pattern`: the topic entity as written in the question, one
   ``UNKNOWN <type> <i>`` placeholder per hop, each relation as a short natural phrase, in the
   direction the relation is stored.
-* **UltRAG** -- :func:`ultrag_query`: the DSL ``Q<topic id> -> P<r1> -> P<r2>_inv ...``.
+* **UltRAG** -- :func:`ultrag_query`: the DSL ``Q<topic id> -> P<r1> -> P<r2>_inv ...``
+  (:func:`ultrag_branches_query`: ``AND`` of one chain per branch of a conjunctive question).
+
+Questions of your own may carry several gold branches meeting at the answer
+(:attr:`~kgrag.eval.datasets.QAExample.gold_branches`): SimGRAG's pattern then has one chain per
+branch into one shared answer placeholder, ByoKG-RAG's linker writes every branch's path, and
+GraphRAFT (templates of one path) selects nothing.
 * **GraphRAFT** -- :class:`GraphRAFTOracleSelector`: with the gold topic entity linked, choose
   the enumerated candidate whose relations equal the gold path (GraphRAFT's templates are
   undirected and reach at most two hops, so a 3-hop gold path is never enumerated and the oracle
@@ -60,6 +66,8 @@ def simgrag_pattern(example: QAExample) -> tuple[list[tuple[str, str, str]], str
     ([('Paprika', 'director', 'UNKNOWN person 1')], 'UNKNOWN person 1')
     """
     require_gold_path(example)
+    if len(example.gold_branches) > 1:
+        return _simgrag_branches(example)
     types: list[str] = []
     if "_to_" in example.qtype:
         types = [METAQA_TYPES.get(t, t) for t in example.qtype.split("_to_")]
@@ -77,6 +85,23 @@ def simgrag_pattern(example: QAExample) -> tuple[list[tuple[str, str, str]], str
     return triples, nodes[-1]
 
 
+def _simgrag_branches(example: QAExample) -> tuple[list[tuple[str, str, str]], str]:
+    """Several gold branches meeting at the answer: one chain per branch, from its entity
+    through its own placeholders to the one shared answer placeholder."""
+    answer = "UNKNOWN answer 1"
+    triples, count = [], 0
+    for entity, steps in example.gold_branches:
+        nodes = [entity]
+        for _ in steps[:-1]:
+            count += 1
+            nodes.append(f"UNKNOWN entity {count}")
+        nodes.append(answer)
+        for i, step in enumerate(steps):
+            rel, a, b = relation_phrase(step.relation), nodes[i], nodes[i + 1]
+            triples.append((a, rel, b) if step.direction == "out" else (b, rel, a))
+    return triples, answer
+
+
 # ---------------------------------------------------------------------- UltRAG
 def ultrag_query(relation_index: Any, topic_id: int, steps: Sequence[Any]) -> str:
     """The DSL a perfect LLM would write: the topic's id projected along the gold path.
@@ -89,6 +114,26 @@ def ultrag_query(relation_index: Any, topic_id: int, steps: Sequence[Any]) -> st
             raise ValueError(f"gold relation {step.relation!r} is not in the graph")
         text += f" -> P{relation_index[step.relation]}" + ("_inv" if step.direction == "in" else "")
     return text
+
+
+def ultrag_branches_query(relation_index: Any, node_index: Any, example: QAExample) -> str:
+    """The DSL for every gold branch: one projection chain each, ``AND``-ed when several.
+
+    >>> from kgrag.graph.base import PathStep
+    >>> ex = QAExample("q", ("x",), ("A", "B"), branches=(("A", (PathStep("r", "out"),)),
+    ...                ("B", (PathStep("s", "in"),))))
+    >>> ultrag_branches_query({"r": 0, "s": 1}, {"A": 3, "B": 4}, ex)
+    'AND(Q3 -> P0, Q4 -> P1_inv)'
+    """
+    from kgrag.graph.memory import normalize_name
+
+    parts = []
+    for entity, steps in example.gold_branches:
+        topic = node_index.get(normalize_name(entity))
+        if topic is None:
+            raise ValueError(f"gold entity {entity!r} is not in the graph")
+        parts.append(ultrag_query(relation_index, topic, steps))
+    return parts[0] if len(parts) == 1 else f"AND({', '.join(parts)})"
 
 
 # ---------------------------------------------------------------------- ByoKG-RAG
@@ -114,12 +159,14 @@ class ByoKGOracleLLM:
         if self.LINKER_HEADING in prompt:
             if self.EMPTY_CONTEXT not in prompt:  # iteration 2: the context is already there
                 return "<entities>\nFINISH\n</entities>"
-            path = " -> ".join(step.relation for step in ex.relation_path)
+            paths = "\n".join(" -> ".join(step.relation for step in steps)
+                              for _, steps in ex.gold_branches)
             topics = "\n".join(ex.entities)
-            return (f"<entities>\n{topics}\n</entities>\n<paths>\n{path}\n</paths>\n"
+            return (f"<entities>\n{topics}\n</entities>\n<paths>\n{paths}\n</paths>\n"
                     "<answers>\n</answers>")
         if self.RELATIONS_HEADING in prompt:
-            gold = "\n".join(dict.fromkeys(step.relation for step in ex.relation_path))
+            gold = "\n".join(dict.fromkeys(step.relation for _, steps in ex.gold_branches
+                                            for step in steps))
             return f"<selected>\n{gold}\n</selected>"
         return "<next-entities>\nFINISH\n</next-entities>"
 
@@ -140,6 +187,8 @@ class GraphRAFTOracleSelector:
         ex = self.example
         if ex is None:
             raise RuntimeError("GraphRAFTOracleSelector: set .example before retrieving")
+        if len(ex.gold_branches) > 1:  # conjunctive: GraphRAFT's templates have no match
+            return []
         gold = tuple(step.relation for step in ex.relation_path)
         topics = {t.casefold() for t in ex.entities}
         picked = [i for i, c in enumerate(candidates)

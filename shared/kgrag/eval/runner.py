@@ -127,7 +127,8 @@ def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[
     """A dataset from your own files: a JSONL of ``{"question", "answers", "entities"?, "id"?}``
     (:func:`~kgrag.eval.datasets.load_jsonl`) plus either ``graph`` (a triples file or a saved
     graph directory, for the KG methods) or ``documents`` (a text file, one passage per line,
-    for KET-RAG). Such questions carry no gold relation path, so the oracle mode does not apply.
+    for KET-RAG). Questions with a gold ``path`` (or several ``paths`` meeting at the answer)
+    run in the oracle mode too; questions without one only in the llm-free and llm modes.
     """
     from kgrag.eval.datasets import load_jsonl
 
