@@ -16,7 +16,7 @@ from kgrag.embed.sentence_transformer import (
     default_embedder,
     default_model_path,
 )
-from kgrag.embed.similarity import matvec
+from kgrag.embed.similarity import matvec, matvecs
 from kgrag.embed.store import cache_root, configure_cache, embed_cached
 
 __all__ = [
@@ -38,5 +38,6 @@ __all__ = [
     "graph_name_vectors",
     "l2_normalize",
     "matvec",
+    "matvecs",
     "texts_fingerprint",
 ]

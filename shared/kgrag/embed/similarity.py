@@ -29,6 +29,16 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+def workers() -> int:
+    """Threads the scans use: the CPUs this process may run on (at most 8)."""
+    return _workers()
+
+
+def get_pool() -> ThreadPoolExecutor:
+    """The scans' shared pool of sleeping (not spinning) worker threads."""
+    return _get_pool()
+
+
 def _workers() -> int:
     try:
         cores = len(os.sched_getaffinity(0))
@@ -74,4 +84,45 @@ def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
         np.einsum("ij,j->i", matrix[lo:hi], vector, out=out[lo:hi])
 
     list(_get_pool().map(scan, range(workers)))
+    return out
+
+
+#: Rows of one block of :func:`matvecs`: about 1 MB of float32, so every query vector meets the
+#: block in the core's L2 cache.
+BLOCK_BYTES = 1 << 20
+
+
+def matvecs(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``vectors @ matrix.T`` (shape ``(m, n)``) in ONE pass over ``matrix``'s rows.
+
+    Each worker walks its row range in blocks of about :data:`BLOCK_BYTES` and scores a block
+    against every vector while it is in cache, so ``m`` query vectors cost one read of the
+    matrix instead of ``m`` (the matrix, not the arithmetic, is the bottleneck of a scan over
+    millions of rows).
+    """
+    matrix = np.asarray(matrix)
+    vectors = np.asarray(vectors)
+    if matrix.ndim != 2 or vectors.ndim != 2 or matrix.shape[1] != vectors.shape[1]:
+        raise ValueError(f"matvecs needs (n, d) and (m, d) arrays, got {matrix.shape} and "
+                         f"{vectors.shape}")
+    n = matrix.shape[0]
+    out = np.empty((vectors.shape[0], n), dtype=np.result_type(matrix, vectors))
+    if len(vectors) == 1:
+        out[0] = matvec(matrix, vectors[0])
+        return out
+    step = max(1, BLOCK_BYTES // max(1, matrix.shape[1] * matrix.itemsize))
+    parts = _workers() if matrix.size * len(vectors) >= PARALLEL_MIN_ELEMENTS else 1
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
+
+    def scan(p: int) -> None:
+        for lo in range(int(bounds[p]), int(bounds[p + 1]), step):
+            hi = min(int(bounds[p + 1]), lo + step)
+            block = matrix[lo:hi]
+            for row, vector in enumerate(vectors):
+                np.einsum("ij,j->i", block, vector, out=out[row, lo:hi])
+
+    if parts == 1:
+        scan(0)
+    else:
+        list(_get_pool().map(scan, range(parts)))
     return out

@@ -5,13 +5,17 @@ type names, each searched with the **L2 metric** (the paper's Milvus setting). D
 true Euclidean distances (the square root of squared L2), so GSD is the paper's unweighted sum
 of L2 distances whatever the embedder's normalisation.
 
-* ``index="flat"`` -- exact search, the default below ``hnsw_threshold`` items: one scan of
-  the stored numpy matrix per query (:func:`kgrag.embed.matvec`), then :func:`smallest_k` (a
-  sampled threshold and an exact sort of the survivors; ties broken by id). Measured on
-  2.5M x 64 vectors at k = 16384: under 40 ms per query, against 120 ms for FAISS's
-  ``IndexFlatL2`` (its per-query heap is slow at large k).
-* ``index="auto"`` -- HNSW from ``hnsw_threshold`` names on, unless k(n) is above
-  ``AUTO_HNSW_MAX_K`` (the paper's k(n) = 16384): then exact flat search is the faster one.
+* ``index="flat"`` -- exact search (the reference), the default below ``hnsw_threshold``
+  items: one float32 scan of the stored matrix for all of a pattern's query vectors
+  (:class:`kgrag.embed.exact_l2.FlatL2Search`: floating-point error bounds give a band of
+  about k rows, which is re-scored exactly and sorted; ties broken by id).
+* ``index="int8"`` -- the same exact answer from a scan of an int8 copy, a quarter of the
+  bytes (:class:`kgrag.embed.exact_l2.Int8L2Search`: per-row scales, residual norms and
+  Cauchy-Schwarz give each row an interval; the rows whose interval can reach the k-th best
+  are re-scored in float32). Needs numba (the ``fast`` extra); measured on 2.5M x 384 names
+  at k = 16384 in docs/simgrag.md.
+* ``index="auto"`` -- from ``hnsw_threshold`` names on: HNSW when k(n) is at most
+  ``AUTO_HNSW_MAX_K``, else the exact int8 scan (flat when numba is missing); exact flat below.
 * ``index="hnsw"`` -- ``IndexHNSWFlat`` (M = ``hnsw_m``, efConstruction = ``ef_construction``),
   searched with efSearch = ``ef_search_factor`` × k as in the paper (8 × k(n) / 8 × k(r)).
   Approximate: the search downstream is exact only relative to these candidates.
@@ -37,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.embed.exact_l2 import FlatL2Search, Int8L2Search, int8_available
 from kgrag.embed.relations import RelationTextVectors
-from kgrag.embed.similarity import matvec
 from kgrag.linking.dense import add_in_chunks, load_faiss
 from kgrag.methods.simgrag.pattern import Pattern, is_unknown
 from kgrag.methods.simgrag.search import CandidateSet
@@ -120,9 +124,10 @@ class NameIndex:
     """L2 nearest names over embeddings; :meth:`search` gives :class:`CandidateSet` per query.
 
     ``index="flat"`` keeps the float32 matrix itself (no copy when given one) and searches it
-    exactly with numpy; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat``; ``index="auto"``
-    picks HNSW from ``hnsw_threshold`` vectors on, unless ``expected_k`` (the k searches will
-    ask for) is above ``AUTO_HNSW_MAX_K``.
+    exactly with numpy; ``index="int8"`` adds an int8 copy and returns the same exact answer
+    from a quarter of the bytes; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat``;
+    ``index="auto"`` picks from ``hnsw_threshold`` vectors on HNSW when ``expected_k`` (the k
+    searches will ask for) is at most ``AUTO_HNSW_MAX_K`` and int8 when it is larger.
     """
 
     def __init__(self, vectors: np.ndarray, *, index: str = "auto",
@@ -132,45 +137,29 @@ class NameIndex:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
-        if index not in ("auto", "flat", "hnsw"):
-            raise ValueError("index must be 'auto', 'flat' or 'hnsw'")
+        if index not in ("auto", "flat", "int8", "hnsw"):
+            raise ValueError("index must be 'auto', 'flat', 'int8' or 'hnsw'")
         if index == "auto":  # HNSW for many names, unless searches will ask for a large k
-            index = "hnsw" if len(vectors) >= hnsw_threshold and (
-                expected_k is None or expected_k <= AUTO_HNSW_MAX_K) else "flat"
+            if len(vectors) < hnsw_threshold:
+                index = "flat"
+            elif expected_k is None or expected_k <= AUTO_HNSW_MAX_K:
+                index = "hnsw"
+            else:
+                index = "int8" if int8_available() else "flat"
         self.kind = index
         self.ef_search_factor = ef_search_factor
         self._size = len(vectors)
         self.vectors: np.ndarray | None = None
+        self.exact: FlatL2Search | Int8L2Search | None = None
         self.index: Any = None
-        if index == "flat":
+        if index in ("flat", "int8"):
             self.vectors = vectors
-            self._norms = np.einsum("ij,ij->i", vectors, vectors)
+            self.exact = FlatL2Search(vectors) if index == "flat" else Int8L2Search(vectors)
         else:
             faiss = load_faiss("SimGRAG's HNSW vector search")
             self.index = faiss.IndexHNSWFlat(vectors.shape[1], hnsw_m, faiss.METRIC_L2)
             self.index.hnsw.efConstruction = ef_construction
             add_in_chunks(self.index, vectors, desc="HNSW index (SimGRAG names)")
-
-    def _search_exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact k nearest by squared L2, ids ascending by (distance, id).
-
-        One matrix-vector scan per query ranks every row by ``|x|^2 - 2 q.x`` (a skinny matrix
-        product over millions of rows is slower than separate scans, and FAISS's per-query heap
-        is slow for the paper's k(n) = 16384); the selected rows' distances are then recomputed
-        from differences, so an identical vector is at distance exactly 0 rather than at the
-        expansion's rounding error.
-        """
-        stored = self.vectors
-        ids = np.empty((len(queries), k), dtype=np.int64)
-        squared = np.empty((len(queries), k), dtype=np.float32)
-        for row, q in enumerate(queries):
-            rank = matvec(stored, q)
-            rank *= np.float32(-2.0)
-            rank += self._norms
-            chosen = smallest_k(rank, k)
-            diff = stored[chosen] - q
-            ids[row], squared[row] = chosen, np.einsum("ij,ij->i", diff, diff)
-        return squared, ids
 
     def __len__(self) -> int:
         return self._size
@@ -184,8 +173,8 @@ class NameIndex:
         if self.kind == "hnsw":
             self.index.hnsw.efSearch = max(k, self.ef_search_factor * k)
             squared, ids = self.index.search(queries, k)
-        else:
-            squared, ids = self._search_exact(queries, k)
+        else:  # every query vector in one pass over the rows; identical vectors at exactly 0
+            squared, ids = self.exact.search(queries, k)
         out = []
         for row_d, row_i in zip(squared, ids):
             ok = row_i >= 0

@@ -1,0 +1,133 @@
+"""kgrag.embed.exact_l2: the float32 and int8 scans return exactly the brute-force top-k.
+
+Brute force = every row's :func:`squared_distances`, sorted by (distance, id). Data includes
+duplicate rows, integer grids (many exact ties at the k-th distance), zero rows, queries that
+are copies of rows, and magnitudes from 1e-3 to 1e3.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgrag.embed import matvec, matvecs
+from kgrag.embed.exact_l2 import FlatL2Search, Int8L2Search, int8_available, squared_distances
+
+needs_numba = pytest.mark.skipif(not int8_available(), reason="the int8 scan needs numba")
+SEARCHES = [FlatL2Search, pytest.param(Int8L2Search, marks=needs_numba)]
+
+
+def brute_force(matrix, query, k):
+    ids = np.arange(len(matrix))
+    dist = squared_distances(matrix, ids, query)
+    order = np.lexsort((ids, dist))[:k]
+    return dist[order], ids[order]
+
+
+def make_data(seed, n, d, mode, scale):
+    rng = np.random.default_rng(seed)
+    if mode == "grid":  # few distinct coordinates: many rows at exactly the same distance
+        matrix = rng.integers(-2, 3, (n, d)).astype(np.float32)
+    else:
+        matrix = rng.standard_normal((n, d)).astype(np.float32)
+    if mode == "duplicates" and n > 1:
+        matrix[rng.integers(0, n, n // 2)] = matrix[rng.integers(0, n, n // 2)]
+    if mode == "zeros":
+        matrix[rng.integers(0, n, max(1, n // 4))] = 0.0
+    matrix *= np.float32(scale)
+    queries = [rng.standard_normal(d).astype(np.float32) * np.float32(scale),
+               matrix[rng.integers(0, n)].copy(),
+               np.zeros(d, np.float32)]
+    if mode == "grid":
+        queries.append(rng.integers(-2, 3, d).astype(np.float32) * np.float32(scale))
+    return matrix, np.vstack(queries)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), d=st.integers(1, 70),
+       mode=st.sampled_from(["random", "grid", "duplicates", "zeros"]),
+       scale=st.sampled_from([1e-3, 1.0, 1e3]), k=st.integers(1, 320))
+def test_scan_returns_exactly_the_brute_force_top_k(search, seed, n, d, mode, scale, k):
+    matrix, queries = make_data(seed, n, d, mode, scale)
+    index = search(matrix)
+    squared, ids = index.search(queries, k)
+    assert squared.shape == ids.shape == (len(queries), min(k, n))
+    for row, query in enumerate(queries):
+        want_dist, want_ids = brute_force(matrix, query, k)
+        assert ids[row].tolist() == want_ids.tolist()
+        assert squared[row].tolist() == want_dist.tolist()
+    # a batch equals its queries searched one at a time
+    alone = index.search(queries[1:2], k)
+    assert alone[1][0].tolist() == ids[1].tolist()
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_many_ties_at_the_kth_distance_are_broken_by_id(search):
+    rng = np.random.default_rng(11)
+    matrix = np.repeat(rng.standard_normal((40, 16)).astype(np.float32), 50, axis=0)
+    rng.shuffle(matrix)
+    query = matrix[7] + np.float32(0.01)
+    for k in (1, 49, 50, 51, 333, 2000):
+        squared, ids = search(matrix).search(query, k)
+        want_dist, want_ids = brute_force(matrix, query, k)
+        assert ids[0].tolist() == want_ids.tolist() and squared[0].tolist() == want_dist.tolist()
+
+
+@needs_numba
+def test_int8_scan_over_threads_and_large_rows_equals_flat():
+    """Large enough for the row blocks to run on two threads; 384-d like MiniLM."""
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((12_000, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    queries = rng.standard_normal((3, 384)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    flat, int8 = FlatL2Search(matrix), Int8L2Search(matrix)
+    a, b = flat.search(queries, 700), int8.search(queries, 700)
+    assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
+    assert all(700 <= size < 12_000 for size in int8.last_band_sizes)  # the band is a subset
+    assert int8.codes.dtype == np.int8 and int8.codes.nbytes == matrix.nbytes // 4
+
+
+@needs_numba
+def test_the_residual_bound_is_what_keeps_the_int8_scan_exact():
+    """Without the stored residual norms the int8 ranking alone loses true neighbours."""
+    rng = np.random.default_rng(4)
+    matrix = rng.standard_normal((5000, 64)).astype(np.float32)
+    query = rng.standard_normal(64).astype(np.float32)
+    want = brute_force(matrix, query, 200)[1]
+    index = Int8L2Search(matrix)
+    assert index.search(query, 200)[1][0].tolist() == want.tolist()
+    index.residuals[:] = 0.0
+    assert index.search(query, 200)[1][0].tolist() != want.tolist()
+
+
+def test_squared_distances_do_not_depend_on_the_other_rows():
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((3000, 37)).astype(np.float32)
+    query = rng.standard_normal(37).astype(np.float32)
+    everything = squared_distances(matrix, np.arange(3000), query)
+    subset = rng.permutation(3000)[:1234]
+    assert squared_distances(matrix, subset, query).tolist() == everything[subset].tolist()
+    exact = ((matrix.astype(np.float64) - query) ** 2).sum(axis=1)
+    assert np.allclose(everything, exact, rtol=1e-5)
+
+
+def test_matvecs_is_one_pass_of_matvec_per_vector():
+    rng = np.random.default_rng(6)
+    matrix = rng.standard_normal((5001, 24)).astype(np.float32)
+    vectors = rng.standard_normal((3, 24)).astype(np.float32)
+    out = matvecs(matrix, vectors)
+    assert out.shape == (3, 5001)
+    for row in range(3):
+        assert np.allclose(out[row], matvec(matrix, vectors[row]), atol=1e-5)
+    with pytest.raises(ValueError, match="matvecs needs"):
+        matvecs(matrix, vectors[:, :5])
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="matrix"):
+        FlatL2Search(np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match="dimension"):
+        FlatL2Search(np.zeros((5, 3), np.float32)).search(np.zeros(4, np.float32), 2)
+    assert FlatL2Search(np.zeros((5, 3), np.float32)).search(np.zeros((0, 3)), 2)[1].shape == (0, 2)
