@@ -256,7 +256,7 @@ def _check_reading(text: str) -> list[Token]:
 
 
 def check_read_only(query: str) -> str:
-    """Return ``query`` (stripped, trailing ``;`` removed) if it is one read-only statement.
+    """Return ``query`` (stripped, its final ``;`` removed) if it is one read-only statement.
 
     Raises :class:`~kgrag.errors.UnsafeQueryError` naming the reason (see the module docstring).
     The returned text is the original, not a normalised copy.
@@ -265,11 +265,13 @@ def check_read_only(query: str) -> str:
         raise _refuse(f"expected a string, got {type(query).__name__}")
     if not query.strip():
         raise _refuse("empty query")
-    _check_reading(query)
+    code = _check_reading(query)
     folded = unicodedata.normalize("NFKC", query)
     if folded != query:
         _check_reading(folded)
-    return query.strip().rstrip(";").rstrip()
+    if code and code[-1].text == ";":  # the one allowed ';' ends the statement: drop it
+        query = query[:code[-1].start] + query[code[-1].end:]
+    return query.strip()
 
 
 def is_read_only(query: str) -> bool:

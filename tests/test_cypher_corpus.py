@@ -1,0 +1,267 @@
+"""The Cypher attack corpus (tests/data/cypher_attack_corpus.tsv) against a real FalkorDB server,
+through both protocols, and the Cypher budgets (row cap, generators, server time limits).
+
+One throwaway server per module holds a small graph under the key ``falkordb`` (the graph every
+Bolt query uses), so the Redis-protocol store and the Bolt store see the same data. After every
+case the database's nodes, edges, properties, labels, relationship types, property keys, indexes
+and graph keys are compared with a fingerprint taken through the trusted Redis client.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kgrag.errors import GraphDatabaseError, QueryBudgetError, QueryTimeoutError, UnsafeQueryError
+from kgrag.graph.cypher_budget import prepare_untrusted_query
+from kgrag.graph.cypher_safety import check_read_only
+
+CORPUS = Path(__file__).parent / "data" / "cypher_attack_corpus.tsv"
+
+NAMES = ["Paprika", "Satoshi Kon", "Tokyo Godfathers", "Film²", "ﬁlm noir", "Ｔｏｋｙｏ", "Ⅷ",
+         "Brand™", "½ cup", "Cafe\u0301", "👩\u200d💻 dev", "co\u00adop", "It's CREATE",
+         "Keiko Nobumoto", "Madhouse", "2006"]
+TRIPLES = [("Paprika", "directed_by", "Satoshi Kon"),
+           ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+           ("Paprika", "release_year", "2006")]
+
+
+def load_corpus() -> list[tuple[str, str, str, str]]:
+    cases = []
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        verdict, query, rows, note = line.split("\t")
+        assert verdict in ("refuse", "allow"), line
+        cases.append((verdict, json.loads(query), rows, note))
+    return cases
+
+
+CASES = load_corpus()
+
+
+def test_corpus_size_and_must_allow_reads():
+    assert len(CASES) >= 100
+    allowed = {q for v, q, _, _ in CASES if v == "allow"}
+    for needle in ("AS start", "AS use", "AS show", "AS copy", "n.set", "n.update", "db.name",
+                   "algo.name", "\u200d", "\u00ad"):
+        assert any(needle in q for q in allowed), needle
+
+
+@pytest.mark.parametrize("verdict,query,rows,note", CASES, ids=[c[3] for c in CASES])
+def test_check_gives_the_corpus_verdict(verdict, query, rows, note):
+    if verdict == "refuse":
+        with pytest.raises(UnsafeQueryError):
+            prepare_untrusted_query(query, max_rows=100)
+    else:
+        sent = prepare_untrusted_query(query, max_rows=100)
+        assert " LIMIT " in sent or rows == "error"  # no RETURN: nothing to cap
+        assert check_read_only(query).rstrip() in (query.strip(), query.strip().rstrip(";").strip(),
+                                                   query.replace(";", "", 1).strip())
+
+
+# ----------------------------------------------------------------------------- the server
+@pytest.fixture(scope="module")
+def server(falkordb_server):
+    from db_server import FalkorDBServer
+
+    own = FalkorDBServer().start()
+    yield own
+    own.stop()
+
+
+@pytest.fixture(scope="module")
+def stores(server):
+    from db_server import patch_neo4j_goodbye
+    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.neo4j import Neo4jGraphStore
+
+    patch_neo4j_goodbye()
+    redis_store = FalkorDBGraphStore.from_url("127.0.0.1", server.port, graph="falkordb")
+    redis_store.load_triples(TRIPLES, progress=False)
+    for name in NAMES:
+        redis_store._write("MERGE (:Entity {name: $name})", {"name": name})
+    bolt_store = Neo4jGraphStore.from_uri(server.bolt_uri)
+    yield {"redis": redis_store, "bolt": bolt_store}
+    redis_store.close()
+    bolt_store.close()
+
+
+def fingerprint(store: Any) -> str:
+    """Everything a write could change, read through the trusted Redis client."""
+    graph = store._graph
+
+    def rows(query: str) -> list:
+        return [[_plain(v) for v in row] for row in graph.ro_query(query).result_set]
+
+    state = {
+        "nodes": rows("MATCH (n) RETURN id(n), labels(n), properties(n) ORDER BY id(n)"),
+        "edges": rows("MATCH (a)-[r]->(b) RETURN id(r), type(r), id(a), id(b), properties(r) "
+                      "ORDER BY id(r)"),
+        "labels": rows("CALL db.labels()"),
+        "types": rows("CALL db.relationshipTypes()"),
+        "keys": rows("CALL db.propertyKeys()"),
+        "indexes": rows("CALL db.indexes()"),
+        "graphs": sorted(store._client.list_graphs()),
+    }
+    return json.dumps(state, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("protocol", ["redis", "bolt"])
+def test_corpus_on_the_real_server_leaves_the_database_unchanged(stores, protocol):
+    store = stores[protocol]
+    before = fingerprint(stores["redis"])
+    assert json.loads(before)["nodes"] and json.loads(before)["indexes"]
+    outcomes: dict[str, str] = {}
+    for verdict, query, rows, note in CASES:
+        try:
+            result = store.run_cypher(query, limit=100, timeout=10)
+        except UnsafeQueryError as exc:
+            outcome = "refuse"
+            assert verdict == "refuse", f"{note}: refused: {exc}"
+        except GraphDatabaseError as exc:
+            outcome = "error"
+            assert verdict == "allow" and rows == "error", f"{note}: server error: {exc}"
+        else:
+            outcome = str(len(result))
+            assert verdict == "allow", f"{note}: {query!r} was run"
+            assert rows == outcome, f"{note}: {query!r} returned {len(result)} rows"
+        outcomes[note] = outcome
+        assert fingerprint(stores["redis"]) == before, f"{note}: the database changed"
+    assert store.run_cypher("MATCH (n:Pwned) RETURN count(n) AS c") == [{"c": 0}]
+    assert sum(o == "refuse" for o in outcomes.values()) >= 80
+
+
+@pytest.mark.parametrize("protocol", ["redis", "bolt"])
+def test_string_literals_are_executed_as_written(stores, protocol):
+    store = stores[protocol]
+    for name in ("Film²", "ﬁlm noir", "Ｔｏｋｙｏ", "Ⅷ", "Brand™", "½ cup", "Cafe\u0301",
+                 "👩\u200d💻 dev", "co\u00adop"):
+        rows = store.run_cypher(f"MATCH (n:Entity) WHERE n.name = '{name}' RETURN n.name AS x")
+        assert rows == [{"x": name}], name
+
+
+# ----------------------------------------------------------------------------- budgets
+@pytest.mark.parametrize("protocol", ["redis", "bolt"])
+def test_row_cap_is_applied_by_the_server(stores, protocol):
+    store = stores[protocol]
+    rows = store.run_cypher("MATCH (a:Entity), (b:Entity), (c:Entity) RETURN a.name AS a",
+                            limit=7)
+    assert len(rows) == 7 and rows.truncated
+    exact = store.run_cypher("MATCH (n:Entity) RETURN n.name AS n", limit=16)
+    assert len(exact) == 16 and not exact.truncated
+    lowered = store.run_cypher("UNWIND range(1, 50) AS x RETURN x LIMIT 40", limit=5)
+    assert [r["x"] for r in lowered] == [1, 2, 3, 4, 5] and lowered.truncated
+
+
+def test_limit_injection_text():
+    def sent(q: str, **params: Any) -> str:
+        return prepare_untrusted_query(q, params, max_rows=10)
+
+    assert sent("MATCH (n) RETURN n") == "MATCH (n) RETURN n LIMIT 11"
+    assert sent("MATCH (n) RETURN n // note") == "MATCH (n) RETURN n LIMIT 11 // note"
+    assert sent("MATCH (n) RETURN n LIMIT 3") == "MATCH (n) RETURN n LIMIT 3"
+    assert sent("MATCH (n) RETURN n LIMIT 500") == "MATCH (n) RETURN n LIMIT 11"
+    assert sent("MATCH (n) RETURN n LIMIT $k", k=500) == "MATCH (n) RETURN n LIMIT 11"
+    assert sent("MATCH (n) RETURN n LIMIT $k", k=2) == "MATCH (n) RETURN n LIMIT $k"
+    assert sent("MATCH (n) RETURN n SKIP 5") == "MATCH (n) RETURN n SKIP 5 LIMIT 11"
+    assert sent("MATCH (a) RETURN a.x AS x UNION MATCH (b) RETURN b.x AS x") == \
+        "MATCH (a) RETURN a.x AS x LIMIT 11 UNION MATCH (b) RETURN b.x AS x LIMIT 11"
+    inner = "MATCH (n) WHERE EXISTS { MATCH (n)-->(m) RETURN m } RETURN n"
+    assert sent(inner) == inner + " LIMIT 11"  # only the top-level RETURN
+    assert sent("MATCH (n) RETURN n.limit AS limit") == \
+        "MATCH (n) RETURN n.limit AS limit LIMIT 11"
+    with pytest.raises(QueryBudgetError):
+        sent("MATCH (n) RETURN n LIMIT $missing")
+
+
+@pytest.mark.parametrize("protocol", ["redis", "bolt"])
+def test_generators_the_server_cannot_stop_are_refused_quickly(stores, protocol):
+    store = stores[protocol]
+    started = time.monotonic()
+    for query in ("UNWIND range(1, 300000000) AS x RETURN count(x) AS c",
+                  "RETURN reduce(s = 0, x IN range(1, 30000000) | s + x) AS s",
+                  "RETURN size(reduce(s = [0], x IN range(1, 40) | s + s)) AS s",
+                  "RETURN [x IN range(1, 5000) | [y IN range(1, 5000) | x]] AS grid"):
+        with pytest.raises(QueryBudgetError):
+            store.run_cypher(query)
+    assert time.monotonic() - started < 5  # refused before sending, not timed out
+    assert store.run_cypher("RETURN 1 AS one") == [{"one": 1}]
+
+
+@pytest.fixture
+def server_time_limit(stores):
+    """TIMEOUT_MAX = 500 ms on the server (what bounds Bolt queries on FalkorDB), then reset."""
+    redis_store = stores["redis"]
+    before = redis_store.server_timeouts()
+    assert redis_store.set_server_timeouts(max_ms=500)["TIMEOUT_MAX"] == 500
+    yield 0.5
+    redis_store.set_server_timeouts(max_ms=before["TIMEOUT_MAX"],
+                                    default_ms=before["TIMEOUT_DEFAULT"])
+
+
+SLOW = ("MATCH (a:Entity), (b:Entity), (c:Entity), (d:Entity), (e:Entity), (f:Entity), "
+        "(g:Entity) RETURN count(*) AS c")  # 16^7 = 268M rows counted: minutes without a limit
+
+
+@pytest.mark.parametrize("protocol", ["redis", "bolt"])
+def test_server_time_limit_stops_explosive_reads_on_both_protocols(stores, protocol,
+                                                                   server_time_limit):
+    """FalkorDB's Bolt endpoint ignores the transaction timeout; TIMEOUT_MAX bounds it (and a
+    per-query timeout above TIMEOUT_MAX is clamped, not refused, on the Redis protocol)."""
+    store = stores[protocol]
+    store.client_grace_seconds = 20.0  # the server, not the client deadline, must stop it
+    try:
+        for _ in range(6):  # abandoned queries would pile up and stall the server
+            started = time.monotonic()
+            with pytest.raises(QueryTimeoutError):
+                store.run_cypher(SLOW, timeout=30)
+            assert time.monotonic() - started < 10
+        started = time.monotonic()
+        assert store.run_cypher("RETURN 1 AS one") == [{"one": 1}]
+        assert time.monotonic() - started < 5
+    finally:
+        store.client_grace_seconds = 5.0
+
+
+def test_budget_breaches_go_back_to_the_llm_as_error_lines(stores):
+    from kgrag.methods.byokg.query import execute_query
+
+    store = stores["redis"]
+    refused = execute_query(store, "UNWIND range(1, 100000000) AS x RETURN x")
+    assert not refused.ok and "range()" in refused.error
+    assert "range()" in refused.verbalize()
+    cut = execute_query(store, "MATCH (a:Entity), (b:Entity) RETURN a.name AS a, b.name AS b")
+    assert cut.ok and cut.truncated and len(cut.rows) == 100
+    assert "row budget" in cut.verbalize()
+    ok = execute_query(store, "MATCH (n:Entity {name: 'Paprika'}) RETURN n.name AS start")
+    assert ok.ok and ok.rows == [{"start": "Paprika"}] and not ok.truncated
+
+
+@pytest.mark.parametrize("protocol", ["redis", "bolt"])
+def test_nul_in_a_parameter_is_refused(stores, protocol):
+    with pytest.raises(GraphDatabaseError, match="NUL"):
+        stores[protocol].run_cypher("RETURN $v AS v", {"v": "ab\x00cd"})
+    with pytest.raises(GraphDatabaseError, match="NUL"):
+        stores[protocol].has_node("Paprika\x00 evil")
+
+
+def test_bolt_error_cut_mid_character_is_typed_and_the_store_recovers(stores):
+    bolt = stores["bolt"]
+    started = time.monotonic()
+    with pytest.raises(GraphDatabaseError) as info:
+        bolt.run_cypher("СREATE (n:Pwned)")  # Cyrillic С: passes the check, the server refuses
+    assert not isinstance(info.value, UnsafeQueryError)
+    assert time.monotonic() - started < 10  # no hang in the rollback
+    assert bolt.run_cypher("RETURN 2 AS two") == [{"two": 2}]
