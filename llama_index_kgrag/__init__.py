@@ -1,4 +1,15 @@
-"""LlamaIndex integration of kgrag: a retriever and a query engine per method."""
+"""LlamaIndex integration of kgrag: a retriever and a query engine per method.
+
+Needs LlamaIndex (``pip install 'kgrag[llama-index]'``). ``Settings.llm`` /
+``Settings.embed_model`` are used when no ``llm`` / ``embedder`` is passed.
+"""
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "llama_index_kgrag needs LlamaIndex's core package, which is not installed. "
+        "Install the extra: pip install 'kgrag[llama-index]'") from exc
 
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 from llama_index_kgrag.byokg import ByoKGQueryEngine, ByoKGRetriever, graph_tools

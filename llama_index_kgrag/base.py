@@ -1,27 +1,72 @@
-"""The LlamaIndex retriever and query engine every kgrag method is wrapped in."""
+"""The LlamaIndex retriever and query engine every kgrag method is wrapped in.
+
+:class:`KGRetriever` subclasses LlamaIndex's ``BaseRetriever``, so ``retrieve`` / ``aretrieve``
+run in an instrumentation span and emit ``RetrievalStartEvent`` / ``RetrievalEndEvent`` like
+LlamaIndex's own retrievers, and the LLM calls a method makes (through a LlamaIndex LLM) are
+nested inside that span. It is stateless: each node carries the question's usage (``usage_*``)
+and the method-level provenance (``retrieval``, JSON) in its flat metadata.
+
+:class:`KGQueryEngine` is a ``RetrieverQueryEngine``: retrieval through the retriever (events,
+``similarity_top_k``), then the ``node_postprocessors``, then the answer. Without a
+``response_synthesizer`` the answer is the method's own answer step over the (post-processed)
+retrieval, with the method's prompts, which ``get_prompts()`` / ``update_prompts()`` expose;
+with one, LlamaIndex's synthesizer answers over the nodes as in any ``RetrieverQueryEngine``.
+``streaming=True`` returns a ``StreamingResponse`` (``AsyncStreamingResponse`` from
+``aquery``) whose text arrives piece by piece.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import dataclasses
+import queue
+import threading
 import warnings
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import llama_index.core.instrumentation as instrument
+from llama_index.core import Settings
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.response.schema import Response
-from llama_index.core.callbacks import CallbackManager
-from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from kgrag.context.types import RetrievalResult
+from kgrag.context.metadata import item_id
+from kgrag.context.types import Answer, RetrievalResult
+from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod
 from llama_index_kgrag.conversions import result_to_nodes
+
+dispatcher = instrument.get_dispatcher(__name__)
+
+#: the retrievals made in this context while a query engine collects them (engine-internal)
+_CAPTURED: contextvars.ContextVar[list[RetrievalResult] | None] = contextvars.ContextVar(
+    "kgrag_llama_index_captured", default=None)
+
+
+@contextmanager
+def _capture() -> Iterator[list[RetrievalResult]]:
+    token = _CAPTURED.set([])
+    try:
+        yield _CAPTURED.get()  # type: ignore[misc]
+    finally:
+        _CAPTURED.reset(token)
 
 
 class KGRetriever(BaseRetriever):
     """A LlamaIndex ``BaseRetriever`` over a kgrag method; items become ``NodeWithScore``.
 
-    Stateless: every node carries the question's usage (``usage_*``) and the method-level
-    provenance (``retrieval``, JSON) in its flat metadata. ``similarity_top_k`` caps the node
-    count (``None``: as many as the method retrieves).
+    ``similarity_top_k`` caps the node count (``None``: as many as the method retrieves).
     """
 
     def __init__(self, method: KGMethod, callback_manager: CallbackManager | None = None,
@@ -35,6 +80,9 @@ class KGRetriever(BaseRetriever):
 
     def _nodes(self, result: RetrievalResult) -> list[NodeWithScore]:
         self._last_result = result
+        captured = _CAPTURED.get()
+        if captured is not None:
+            captured.append(result)
         return result_to_nodes(result, k=self.similarity_top_k)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -53,25 +101,226 @@ class KGRetriever(BaseRetriever):
         return self._last_result
 
 
-class KGQueryEngine(CustomQueryEngine):
-    """A LlamaIndex query engine that answers with the method's own answer prompt.
+def restrict(result: RetrievalResult, nodes: list[NodeWithScore]) -> RetrievalResult:
+    """``result`` limited to (and ordered like) ``nodes`` -- what the answer step may use.
 
-    The response's ``source_nodes`` are the retrieved items; ``metadata`` holds the parsed
-    answer list and the LLM usage (calls and tokens) of the question.
+    Unchanged when ``nodes`` are all of its items in order. Otherwise a copy whose items are
+    those the nodes came from and whose verbalised ``context`` is the nodes' text (methods
+    that answer from the context -- ByoKG-RAG, KET-RAG -- then see what the post-processors
+    kept).
+    """
+    ids = [item_id(result.method, item.verbalize()) for item in result.items]
+    kept = [n.node.node_id for n in nodes]
+    if kept == ids and all(n.node.get_content() == i.verbalize()
+                           for n, i in zip(nodes, result.items)):
+        return result
+    by_id = dict(zip(ids, result.items))
+    items = [by_id[i] for i in kept if i in by_id]
+    metadata = dict(result.metadata)
+    metadata["context"] = "\n".join(n.node.get_content() for n in nodes)
+    metadata["postprocessed"] = True
+    return dataclasses.replace(result, items=items, metadata=metadata)
+
+
+class KGQueryEngine(RetrieverQueryEngine):
+    """A ``RetrieverQueryEngine`` over a kgrag method (see the module docstring).
+
+    Build with a factory (``SimGRAGQueryEngine.from_graph(kg, llm=...)``) or from a method:
+    ``KGQueryEngine(method=m)``. The response's ``source_nodes`` are the (post-processed)
+    retrieved items; in the method's own answer mode ``metadata`` holds the parsed
+    ``answers``, the question's ``usage`` and the ``method``.
     """
 
-    method: Any
+    def __init__(self, retriever: KGRetriever | None = None, response_synthesizer: Any = None,
+                 node_postprocessors: list[Any] | None = None,
+                 callback_manager: CallbackManager | None = None, *,
+                 method: KGMethod | None = None, streaming: bool = False,
+                 similarity_top_k: int | None = None) -> None:
+        if retriever is None:
+            if method is None:
+                raise TypeError("KGQueryEngine needs a retriever or a method")
+            retriever = KGRetriever(method, similarity_top_k=similarity_top_k)
+        self._retriever = retriever
+        # None: the method answers itself (RetrieverQueryEngine would build a synthesizer
+        # from Settings.llm here, which resolves LlamaIndex's default LLM)
+        self._response_synthesizer = response_synthesizer
+        self._node_postprocessors = list(node_postprocessors or [])
+        self._streaming = streaming
+        callback_manager = (callback_manager or getattr(response_synthesizer, "callback_manager",
+                                                        None) or Settings.callback_manager)
+        for postprocessor in self._node_postprocessors:
+            postprocessor.callback_manager = callback_manager
+        BaseQueryEngine.__init__(self, callback_manager=callback_manager)
 
-    def _response(self, answer: Any) -> Response:
-        return Response(
-            response=answer.text,
-            source_nodes=result_to_nodes(answer.retrieval),
-            metadata={"answers": list(answer.answers), "usage": answer.usage.as_dict(),
-                      "method": answer.retrieval.method},
-        )
+    @property
+    def method(self) -> KGMethod:
+        return self._retriever.method
 
-    def custom_query(self, query_str: str) -> Response:
-        return self._response(self.method.answer(query_str))
+    # ------------------------------------------------------------------ prompts (PromptMixin)
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        if self._response_synthesizer is None:
+            return {}
+        return {"response_synthesizer": self._response_synthesizer}
 
-    async def acustom_query(self, query_str: str) -> Response:
-        return self._response(await self.method.aanswer(query_str))
+    def _get_prompts(self) -> dict[str, Any]:
+        """The method's prompts (by name) as LlamaIndex ``PromptTemplate`` s."""
+        prompts = getattr(self.method, "prompts", None)
+        if prompts is None:
+            return {}
+        return {name: PromptTemplate(text) for name, text in prompts.templates().items()}
+
+    def _update_prompts(self, prompts_dict: dict[str, Any]) -> None:
+        """Replace method prompts by name (``PromptTemplate`` s or strings)."""
+        prompts = getattr(self.method, "prompts", None)
+        if prompts is None:
+            if prompts_dict:
+                raise ValueError(f"{type(self.method).__name__} has no replaceable prompts")
+            return
+        prompts.update(prompts_dict)
+
+    def with_retriever(self, retriever: BaseRetriever) -> RetrieverQueryEngine:
+        if not isinstance(retriever, KGRetriever):
+            return super().with_retriever(retriever)
+        return type(self)(retriever, self._response_synthesizer, self._node_postprocessors,
+                          self.callback_manager, streaming=self._streaming)
+
+    # ------------------------------------------------------------------ answering
+    def _response(self, answer: Answer, nodes: list[NodeWithScore]) -> Response:
+        return Response(response=answer.text, source_nodes=nodes,
+                        metadata=_answer_metadata(answer))
+
+    def _answers_from_results(self) -> bool:
+        """Whether the method has its own answer step over a given retrieval (all five do);
+        a method with only ``answer(question)`` is answered that way instead."""
+        return type(self.method).answer_from is not KGMethod.answer_from
+
+    def _answer_whole(self, query_bundle: QueryBundle, answer: Answer) -> Response:
+        nodes = result_to_nodes(answer.retrieval, k=self._retriever.similarity_top_k)
+        return self._response(answer, self._apply_node_postprocessors(nodes, query_bundle))
+
+    @dispatcher.span
+    def _query(self, query_bundle: QueryBundle) -> Any:
+        if self._response_synthesizer is not None:
+            return super()._query(query_bundle)
+        if not self._answers_from_results():
+            return self._answer_whole(query_bundle, self.method.answer(query_bundle.query_str))
+        with self.callback_manager.event(
+            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
+        ) as query_event:
+            with _capture() as captured:
+                nodes = self.retrieve(query_bundle)
+            result = restrict(captured[-1], nodes)
+            question = query_bundle.query_str
+            if self._streaming:
+                response: Any = self._stream(question, result, nodes)
+            else:
+                response = self._response(self.method.answer_from(question, result), nodes)
+            query_event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
+
+    @dispatcher.span
+    async def _aquery(self, query_bundle: QueryBundle) -> Any:
+        if self._response_synthesizer is not None:
+            return await super()._aquery(query_bundle)
+        if not self._answers_from_results():
+            answer = await self.method.aanswer(query_bundle.query_str)
+            return self._answer_whole(query_bundle, answer)
+        with self.callback_manager.event(
+            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
+        ) as query_event:
+            with _capture() as captured:
+                nodes = await self.aretrieve(query_bundle)
+            result = restrict(captured[-1], nodes)
+            question = query_bundle.query_str
+            if self._streaming:
+                response: Any = self._astream(question, result, nodes)
+            else:
+                answer = await self.method.aanswer_from(question, result)
+                response = self._response(answer, nodes)
+            query_event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
+
+    def _stream(self, question: str, result: RetrievalResult,
+                nodes: list[NodeWithScore]) -> StreamingResponse:
+        """The answer step in a worker thread; its LLM reply streams into ``response_gen``;
+        ``metadata`` (answers, usage) is filled in when the stream ends."""
+        metadata: dict[str, Any] = {}
+        pieces: queue.Queue[Any] = queue.Queue()
+        done = object()
+
+        def work() -> None:
+            try:
+                with llm_call_options(on_token=pieces.put):
+                    metadata.update(_answer_metadata(self.method.answer_from(question, result)))
+            except BaseException as exc:  # noqa: BLE001 -- re-raised by the generator
+                pieces.put(exc)
+            finally:
+                pieces.put(done)
+
+        def generate() -> Iterator[str]:
+            worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                                      name="kgrag-llama-stream", daemon=True)
+            worker.start()
+            while (piece := pieces.get()) is not done:
+                if isinstance(piece, BaseException):
+                    raise piece
+                if piece:
+                    yield piece
+            worker.join()
+
+        return StreamingResponse(response_gen=generate(), source_nodes=nodes, metadata=metadata)
+
+    def _astream(self, question: str, result: RetrievalResult,
+                 nodes: list[NodeWithScore]) -> AsyncStreamingResponse:
+        metadata: dict[str, Any] = {}
+
+        async def generate() -> AsyncIterator[str]:
+            loop = asyncio.get_running_loop()
+            pieces: asyncio.Queue[str] = asyncio.Queue()
+
+            def put(piece: str) -> None:
+                loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
+            async def work() -> None:
+                with llm_call_options(on_token=put):
+                    answer = await self.method.aanswer_from(question, result)
+                metadata.update(_answer_metadata(answer))
+
+            task = asyncio.ensure_future(work())
+            while True:
+                getter = asyncio.ensure_future(pieces.get())
+                finished, _ = await asyncio.wait({task, getter},
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                if getter in finished:
+                    if getter.result():
+                        yield getter.result()
+                    continue
+                getter.cancel()
+                break
+            await asyncio.sleep(0)
+            while not pieces.empty():
+                piece = pieces.get_nowait()
+                if piece:
+                    yield piece
+            task.result()
+
+        return AsyncStreamingResponse(response_gen=generate(), source_nodes=nodes,
+                                      metadata=metadata)
+
+
+def _answer_metadata(answer: Answer) -> dict[str, Any]:
+    return {"answers": list(answer.answers), "usage": answer.usage.as_dict(),
+            "method": answer.retrieval.method}
+
+
+def engine_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """Pop the query engine's own arguments out of a factory's ``params``."""
+    names = ("response_synthesizer", "node_postprocessors", "callback_manager", "streaming",
+             "similarity_top_k")
+    return {name: params.pop(name) for name in names if name in params}
+
+
+def retriever_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """Pop the retriever's own arguments out of a factory's ``params``."""
+    names = ("callback_manager", "verbose", "similarity_top_k")
+    return {name: params.pop(name) for name in names if name in params}

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.tools import FunctionTool
-
 from pydantic import BaseModel, Field, create_model
 
 from kgrag.methods.byokg import ByoKGRAG, GraphTools
 from kgrag.methods.byokg.tools import tool_specs
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
+from llama_index_kgrag.settings import with_settings
 
 
 class ByoKGRetriever(KGRetriever):
@@ -19,7 +19,11 @@ class ByoKGRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "ByoKGRetriever":
-        return cls(ByoKGRAG(graph, llm=llm, embedder=embedder, **params))
+        """``llm`` / ``embedder`` default to ``Settings.llm`` / ``Settings.embed_model`` when
+        set; ``similarity_top_k``, ``callback_manager`` go to the retriever, the rest to
+        :class:`~kgrag.methods.byokg.ByoKGRAG`."""
+        own = retriever_kwargs(params)
+        return cls(ByoKGRAG(graph, **with_settings(llm, embedder), **params), **own)
 
 
 class ByoKGQueryEngine(KGQueryEngine):
@@ -32,7 +36,10 @@ class ByoKGQueryEngine(KGQueryEngine):
     @classmethod
     def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "ByoKGQueryEngine":
-        return cls(method=ByoKGRAG(graph, llm=llm, embedder=embedder, **params))
+        """As :meth:`ByoKGRetriever.from_graph`, plus the engine's ``response_synthesizer``,
+        ``node_postprocessors`` and ``streaming``."""
+        own = engine_kwargs(params)
+        return cls(method=ByoKGRAG(graph, **with_settings(llm, embedder), **params), **own)
 
 
 def graph_tools(graph_or_method: Any, linker: Any = None) -> list[FunctionTool]:

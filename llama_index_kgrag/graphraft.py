@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kgrag.methods.graphraft.pipeline import GraphRAFT
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
+from llama_index_kgrag.settings import with_settings
 
 
 class GraphRAFTRetriever(KGRetriever):
@@ -14,8 +15,10 @@ class GraphRAFTRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "GraphRAFTRetriever":
-        """Build over a ``KnowledgeGraph`` or a Cypher store; ``params`` go to ``GraphRAFT``."""
-        return cls(GraphRAFT(graph, llm=llm, embedder=embedder, **params))
+        """Build over a ``KnowledgeGraph`` or a Cypher store; ``params`` go to ``GraphRAFT``
+        (``similarity_top_k`` to the retriever); ``Settings`` fill in ``llm`` / ``embedder``."""
+        own = retriever_kwargs(params)
+        return cls(GraphRAFT(graph, **with_settings(llm, embedder), **params), **own)
 
 
 class GraphRAFTQueryEngine(KGQueryEngine):
@@ -24,4 +27,5 @@ class GraphRAFTQueryEngine(KGQueryEngine):
     @classmethod
     def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> "GraphRAFTQueryEngine":
-        return cls(method=GraphRAFT(graph, llm=llm, embedder=embedder, **params))
+        own = engine_kwargs(params)
+        return cls(method=GraphRAFT(graph, **with_settings(llm, embedder), **params), **own)

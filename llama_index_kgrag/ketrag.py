@@ -14,7 +14,8 @@ from typing import Any
 
 from kgrag.methods.ketrag import KETRAG
 
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
+from llama_index_kgrag.settings import with_settings
 
 
 def vector_store_index_documents(index: Any) -> list[dict[str, Any]]:
@@ -40,7 +41,9 @@ class KETRAGRetriever(KGRetriever):
     @classmethod
     def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
                        **params: Any) -> KETRAGRetriever:
-        return cls(KETRAG.from_documents(documents, llm=llm, embedder=embedder, **params))
+        own = retriever_kwargs(params)
+        return cls(KETRAG.from_documents(documents, **with_settings(llm, embedder), **params),
+                   **own)
 
     @classmethod
     def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
@@ -51,7 +54,9 @@ class KETRAGRetriever(KGRetriever):
     @classmethod
     def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
              **retrieval_params: Any) -> KETRAGRetriever:
-        return cls(KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params))
+        own = retriever_kwargs(retrieval_params)
+        return cls(KETRAG.load(directory, **with_settings(llm, embedder), **retrieval_params),
+                   **own)
 
 
 class KETRAGQueryEngine(KGQueryEngine):
@@ -60,7 +65,9 @@ class KETRAGQueryEngine(KGQueryEngine):
     @classmethod
     def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
                        **params: Any) -> KETRAGQueryEngine:
-        return cls(method=KETRAG.from_documents(documents, llm=llm, embedder=embedder, **params))
+        own = engine_kwargs(params)
+        return cls(method=KETRAG.from_documents(documents, **with_settings(llm, embedder),
+                                                **params), **own)
 
     @classmethod
     def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
@@ -71,4 +78,6 @@ class KETRAGQueryEngine(KGQueryEngine):
     @classmethod
     def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
              **retrieval_params: Any) -> KETRAGQueryEngine:
-        return cls(method=KETRAG.load(directory, llm=llm, embedder=embedder, **retrieval_params))
+        own = engine_kwargs(retrieval_params)
+        return cls(method=KETRAG.load(directory, **with_settings(llm, embedder),
+                                      **retrieval_params), **own)

@@ -10,7 +10,8 @@ from typing import Any
 
 from kgrag.methods.simgrag import SimGRAG
 
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
+from llama_index_kgrag.settings import with_settings
 
 
 class SimGRAGRetriever(KGRetriever):
@@ -19,7 +20,8 @@ class SimGRAGRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> SimGRAGRetriever:
-        return cls(SimGRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
+        own = retriever_kwargs(params)
+        return cls(SimGRAG.from_graph(kg, **with_settings(llm, embedder), **params), **own)
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list:
         """Nodes for a pattern written by code (no LLM call)."""
@@ -32,4 +34,6 @@ class SimGRAGQueryEngine(KGQueryEngine):
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> SimGRAGQueryEngine:
-        return cls(method=SimGRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
+        own = engine_kwargs(params)
+        return cls(method=SimGRAG.from_graph(kg, **with_settings(llm, embedder), **params),
+                   **own)

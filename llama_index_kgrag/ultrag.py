@@ -13,8 +13,8 @@ from typing import Any
 from kgrag.methods.ultrag import UltRAG
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever
-from llama_index_kgrag.conversions import result_to_nodes
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
+from llama_index_kgrag.settings import with_settings
 
 
 class UltRAGRetriever(KGRetriever):
@@ -23,7 +23,8 @@ class UltRAGRetriever(KGRetriever):
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> UltRAGRetriever:
-        return cls(UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
+        own = retriever_kwargs(params)
+        return cls(UltRAG.from_graph(kg, **with_settings(llm, embedder), **params), **own)
 
     def execute(self, query: str, question: str = "") -> list[NodeWithScore]:
         """Nodes for a DSL / tuple query written by code (no LLM call)."""
@@ -36,4 +37,6 @@ class UltRAGQueryEngine(KGQueryEngine):
     @classmethod
     def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> UltRAGQueryEngine:
-        return cls(method=UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params))
+        own = engine_kwargs(params)
+        return cls(method=UltRAG.from_graph(kg, **with_settings(llm, embedder), **params),
+                   **own)

@@ -13,7 +13,7 @@ from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
 from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
-from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.query_engine import RetrieverQueryEngine
 
 from langchain_kgrag.ultrag import UltRAGRetriever as LCUltRAGRetriever
 from llama_index_kgrag.ultrag import UltRAGQueryEngine
@@ -129,7 +129,7 @@ def test_llama_index_query_engine_runs_the_whole_recipe(kg):
         f"<query>{qid(kg, 'Satoshi Kon')} -> {pid(kg, 'directed_by')}_inv</query>",
         f"{qid(kg, 'Perfect Blue')}, {qid(kg, 'Paprika')}"], prompts=[])
     engine = UltRAGQueryEngine.from_graph(kg, llm=llm, linking="exact")
-    assert isinstance(engine, CustomQueryEngine)
+    assert isinstance(engine, RetrieverQueryEngine)
     response = engine.query("Name two Satoshi Kon films")
     assert response.metadata["answers"] == ["Perfect Blue", "Paprika"]
     assert response.metadata["usage"]["calls"] == 2

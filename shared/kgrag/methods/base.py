@@ -37,3 +37,13 @@ class KGMethod(ABC):
 
     async def aanswer(self, question: str) -> Answer:
         return await asyncio.to_thread(self.answer, question)
+
+    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
+        """Answer from a retrieval already made (e.g. one a framework post-processed): the
+        method's answer step only. ``result.usage`` is included in the answer's usage."""
+        raise LLMNotConfiguredError(
+            f"{type(self).__name__} cannot answer without an LLM; pass llm= when building it"
+        )
+
+    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
+        return await asyncio.to_thread(self.answer_from, question, result)

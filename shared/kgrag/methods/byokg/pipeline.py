@@ -38,7 +38,7 @@ from kgrag.context.types import Answer, RetrievalResult, Triple, Usage
 from kgrag.graph.base import Direction, check_direction
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.llm import as_llm, optional_llm
-from kgrag.llm.base import BaseLLMAdapter
+from kgrag.llm.base import BaseLLMAdapter, llm_step
 from kgrag.llm.steps import CallLog, LLMRequest, Steps, run_async, run_sync
 from kgrag.methods.base import KGMethod
 from kgrag.methods.byokg.context import GraphContext
@@ -414,6 +414,38 @@ class ByoKGRAG(KGMethod):
         llm, log = self._fresh_llm(), CallLog()
         context, meta, reply = await run_async(self._answer_steps(question), llm, log)
         return self._answer(question, context, meta, reply, log, llm)
+
+    def _answer_request(self, question: str, result: RetrievalResult) -> tuple[str, str]:
+        context = result.metadata.get("context") or result.context
+        return (answer_prompt(question, context, template=self.prompts.template("answer")),
+                self.prompts.template("answer_system"))
+
+    def _answer_from_reply(self, question: str, result: RetrievalResult, reply: str,
+                           spent: Usage) -> Answer:
+        answers = parse_answers(reply)
+        usage = Usage().add(result.usage).add(spent)
+        result.metadata["answer_reply"] = reply
+        return Answer(question, answers, ", ".join(answers) if answers else reply.strip(),
+                      result, usage)
+
+    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
+        """The final answer call over a retrieval already made (its ``context``)."""
+        if self.llm is None:
+            as_llm(None, what="ByoKG-RAG answer generation")
+        llm = self._fresh_llm()
+        prompt, system = self._answer_request(question, result)
+        with llm.track() as spent, llm_step("answer"):
+            reply = llm.complete(prompt, system=system)
+        return self._answer_from_reply(question, result, reply, spent)
+
+    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
+        if self.llm is None:
+            as_llm(None, what="ByoKG-RAG answer generation")
+        llm = self._fresh_llm()
+        prompt, system = self._answer_request(question, result)
+        with llm.track() as spent, llm_step("answer"):
+            reply = await llm.acomplete(prompt, system=system)
+        return self._answer_from_reply(question, result, reply, spent)
 
     def retrieve_without_llm(self, question: str) -> RetrievalResult:
         """The LLM-free mode: linked n-gram entities, scored triplets, 2-hop paths, candidates."""

@@ -309,6 +309,23 @@ class GraphRAFT(KGMethod):
                 system=self.prompts.template("answer_system"))
         return self._answer(question, result, reply, spent)
 
+    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
+        if self.answer_llm is None:
+            return super().answer_from(question, result)
+        with self.answer_llm.track() as spent, llm_step("answer"):
+            reply = self.answer_llm.complete(self._answer_prompt(question, result),
+                                             system=self.prompts.template("answer_system"))
+        return self._answer(question, result, reply, spent)
+
+    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
+        if self.answer_llm is None:
+            return super().answer_from(question, result)
+        with self.answer_llm.track() as spent, llm_step("answer"):
+            reply = await self.answer_llm.acomplete(
+                self._answer_prompt(question, result),
+                system=self.prompts.template("answer_system"))
+        return self._answer(question, result, reply, spent)
+
     @staticmethod
     def _answer(question: str, result: RetrievalResult, reply: str, spent: Usage) -> Answer:
         """L2's names that match retrieved nodes first, then the rest in retrieval order."""

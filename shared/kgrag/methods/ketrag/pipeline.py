@@ -144,21 +144,30 @@ class KETRAG(KGMethod):
                              template=self.prompts.template("answer"))
 
     def answer(self, question: str) -> Answer:
+        self._answer_llm()
+        return self.answer_from(question, self.retrieve(question))
+
+    async def aanswer(self, question: str) -> Answer:
+        self._answer_llm()
+        return await self.aanswer_from(question, await self.aretrieve(question))
+
+    def answer_from(self, question: str, retrieval: RetrievalResult) -> Answer:
         llm = self._answer_llm()
-        retrieval = self.retrieve(question)
         with llm.track() as usage, llm_step("answer"):
             reply = llm.complete(self._answer_prompt(question, retrieval),
                                  system=self.prompts.template("answer_system"))
-        text, answers = parse_answer(reply)
-        retrieval.usage = Usage().add(usage)
-        return Answer(question, answers, text, retrieval, Usage().add(usage))
+        return self._finish(question, retrieval, reply, usage)
 
-    async def aanswer(self, question: str) -> Answer:
+    async def aanswer_from(self, question: str, retrieval: RetrievalResult) -> Answer:
         llm = self._answer_llm()
-        retrieval = await self.aretrieve(question)
         with llm.track() as usage, llm_step("answer"):
             reply = await llm.acomplete(self._answer_prompt(question, retrieval),
                                         system=self.prompts.template("answer_system"))
+        return self._finish(question, retrieval, reply, usage)
+
+    @staticmethod
+    def _finish(question: str, retrieval: RetrievalResult, reply: str, usage: Usage) -> Answer:
         text, answers = parse_answer(reply)
-        retrieval.usage = Usage().add(usage)
-        return Answer(question, answers, text, retrieval, Usage().add(usage))
+        total = Usage().add(retrieval.usage).add(usage)  # retrieval itself makes no LLM call
+        retrieval.usage = Usage().add(total)
+        return Answer(question, answers, text, retrieval, total)

@@ -357,15 +357,21 @@ class SimGRAG(KGMethod):
         return Answer(question, parse_answers(reply, task=self.task), reply, result, total)
 
     def answer(self, question: str) -> Answer:
+        as_llm(self.llm, what="SimGRAG's answer step")
+        return self.answer_from(question, self.retrieve(question))
+
+    async def aanswer(self, question: str) -> Answer:
+        as_llm(self.llm, what="SimGRAG's answer step")
+        return await self.aanswer_from(question, await self.aretrieve(question))
+
+    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
-        result = self.retrieve(question)
         with llm.track() as usage, llm_step("answer"):
             reply = llm.complete(self.answer_prompt(question, result))
         return self._answer(question, result, reply, usage)
 
-    async def aanswer(self, question: str) -> Answer:
+    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
-        result = await self.aretrieve(question)
         with llm.track() as usage, llm_step("answer"):
             reply = await llm.acomplete(self.answer_prompt(question, result))
         return self._answer(question, result, reply, usage)

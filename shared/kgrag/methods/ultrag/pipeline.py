@@ -672,6 +672,25 @@ class UltRAG(KGMethod):
                     question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
         return self._answer(question, answers, retrieval, usage)
 
+    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
+        """Arbitrate over a retrieval already made (its items are the candidates)."""
+        with track_usage(self.llm) as spent:
+            answers = [] if "error" in result.metadata else self.arbitrator.arbitrate(
+                question, result.metadata.get("query", ""), self.candidates(result))
+        return self._answer(question, answers, result, Usage().add(result.usage).add(spent))
+
+    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
+        with track_usage(self.llm) as spent:
+            if "error" in result.metadata:
+                answers: list[str] = []
+            elif hasattr(self.arbitrator, "aarbitrate"):
+                answers = await self.arbitrator.aarbitrate(  # type: ignore[attr-defined]
+                    question, result.metadata.get("query", ""), self.candidates(result))
+            else:
+                answers = self.arbitrator.arbitrate(
+                    question, result.metadata.get("query", ""), self.candidates(result))
+        return self._answer(question, answers, result, Usage().add(result.usage).add(spent))
+
     @staticmethod
     def _answer(question: str, answers: list[str], retrieval: RetrievalResult,
                 usage: Usage) -> Answer:
