@@ -79,7 +79,7 @@ def test_settings_llm_drives_a_query_engine(kg, settings):
     llm = WordStreamLLM(prompts=[])
     settings.llm = llm
     settings.embed_model = MockEmbedding(embed_dim=8)
-    engine = UltRAGQueryEngine.from_graph(kg, linking="exact")  # no llm= passed
+    engine = UltRAGQueryEngine.from_graph(kg, linking="exact", executor="symbolic")  # no llm= passed
     assert isinstance(engine, RetrieverQueryEngine)
     response = engine.query("Which Satoshi Kon film is about dreams?")
     assert response.metadata["answers"] == ["Paprika"] and response.response == "Paprika"
@@ -90,7 +90,7 @@ def test_settings_llm_drives_a_query_engine(kg, settings):
 
 def test_update_prompts_changes_the_prompt_the_llm_receives(kg):
     llm = WordStreamLLM(prompts=[])
-    engine = UltRAGQueryEngine.from_graph(kg, llm=llm, linking="exact")
+    engine = UltRAGQueryEngine.from_graph(kg, llm=llm, linking="exact", executor="symbolic")
     prompts = engine.get_prompts()
     assert {"query", "arbitration", "arbitration_system"} <= set(prompts)
     assert isinstance(prompts["arbitration"], PromptTemplate)
@@ -104,7 +104,7 @@ def test_update_prompts_changes_the_prompt_the_llm_receives(kg):
 
 
 def test_a_streamed_answer_arrives_in_pieces(kg):
-    engine = UltRAGQueryEngine.from_graph(kg, llm=WordStreamLLM(prompts=[]), linking="exact",
+    engine = UltRAGQueryEngine.from_graph(kg, llm=WordStreamLLM(prompts=[]), linking="exact", executor="symbolic",
                                           streaming=True)
     response = engine.query("Which Satoshi Kon film is about dreams?")
     pieces = list(response.response_gen)
@@ -115,7 +115,7 @@ def test_a_streamed_answer_arrives_in_pieces(kg):
 
     async def astream() -> tuple[list[str], dict]:
         aengine = UltRAGQueryEngine.from_graph(kg, llm=WordStreamLLM(prompts=[]),
-                                               linking="exact", streaming=True)
+                                               linking="exact", executor="symbolic", streaming=True)
         aresponse = await aengine.aquery("Which Satoshi Kon film is about dreams?")
         return [p async for p in aresponse.async_response_gen()], aresponse.metadata
 
@@ -132,7 +132,7 @@ class KeepFirst(BaseNodePostprocessor):
 
 def test_node_postprocessors_custom_synthesizer_top_k_and_async(kg):
     llm = WordStreamLLM(prompts=[])
-    engine = UltRAGQueryEngine.from_graph(kg, llm=llm, linking="exact",
+    engine = UltRAGQueryEngine.from_graph(kg, llm=llm, linking="exact", executor="symbolic",
                                           node_postprocessors=[KeepFirst()])
     response = asyncio.run(engine.aquery("Which Satoshi Kon film is about dreams?"))
     [kept] = response.source_nodes
@@ -142,7 +142,7 @@ def test_node_postprocessors_custom_synthesizer_top_k_and_async(kg):
     # LlamaIndex's own synthesizer over the same retrieval (RetrieverQueryEngine semantics)
     synth_llm = WordStreamLLM(prompts=[])
     engine = UltRAGQueryEngine.from_graph(
-        kg, llm=llm, linking="exact", similarity_top_k=2,
+        kg, llm=llm, linking="exact", executor="symbolic", similarity_top_k=2,
         response_synthesizer=get_response_synthesizer(llm=synth_llm, response_mode="compact"))
     response = engine.query("Which Satoshi Kon film is about dreams?")
     assert len(response.source_nodes) == 2 and synth_llm.prompts  # the synthesizer answered
@@ -167,7 +167,7 @@ def test_retrieval_emits_llama_index_events_with_llm_spans_nested(kg):
     root.add_span_handler(spans)
     try:
         retriever = UltRAGRetriever.from_graph(kg, llm=WordStreamLLM(prompts=[]),
-                                               linking="exact", similarity_top_k=2)
+                                               linking="exact", executor="symbolic", similarity_top_k=2)
         nodes = retriever.retrieve("Which films did Satoshi Kon direct?")
         asyncio.run(retriever.aretrieve("Which films did Satoshi Kon direct?"))
     finally:
