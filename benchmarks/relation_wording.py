@@ -17,7 +17,8 @@ Methods (each through its own LLM-free entry point):
   :func:`~kgrag.text.relations.relation_texts` (best match) and k(r) = "auto" -- each under
   ``injective=True`` and ``"prefer"``; in between, each change alone, and the last segment
   alone as the only text (``SIMGRAG_SETTINGS``).
-* **UltRAG** -- the DSL ``Q<topic> -> "<relation>" -> ...`` run by the symbolic executor, top 10.
+* **UltRAG** -- the DSL ``Q<topic> -> "<relation>" -> ...`` run by the symbolic executor
+  (``executor="symbolic"``, as benchmarks/ultrag_oracle.py), top 10.
   ``before``: relation tokens must be graph relation names (the lexical back-off at 85 is the
   only help); ``after``: relations bound by their words
   (:meth:`~kgrag.methods.ultrag.vocabulary.GraphVocabulary.expand_written_relations`).
@@ -135,7 +136,7 @@ def run_ultrag(kg, examples, setting: str) -> dict:
     from kgrag.methods.ultrag import UltRAG
     from kgrag.methods.ultrag.query import quote
 
-    ultrag = UltRAG(kg, linking="exact", top_k=10,
+    ultrag = UltRAG(kg, linking="exact", top_k=10, executor="symbolic",
                     relation_backoff=85 if setting == "before" else None)
     if setting == "before":
         ultrag.vocabulary.relation_texts = None  # no relation words: names, ids, back-off only

@@ -26,10 +26,13 @@ GraphRAFT (templates of one path) selects nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from kgrag.eval.datasets import QAExample
+
+_P_ID = re.compile(r"^P\d+$")
 
 #: How a question writer names MetaQA's relations (not the KB's identifiers).
 METAQA_PHRASES = {
@@ -44,9 +47,20 @@ METAQA_TYPES = {"movie": "movie", "actor": "actor", "director": "person", "write
                 "votes": "votes"}
 
 
-def relation_phrase(relation: str) -> str:
-    """``directed_by`` -> ``director`` (MetaQA's table), else underscores to spaces."""
-    return METAQA_PHRASES.get(relation, relation.replace("_", " "))
+def relation_phrase(relation: str, labels: Any = None) -> str:
+    """``directed_by`` -> ``director`` (MetaQA's table), else underscores to spaces.
+
+    With ``labels`` (a graph's ``relation_labels``) a relation with a label is phrased from
+    its first label, as a pattern writer reading the label would: a Wikidata-style ``P3``
+    labelled "directed by" -> ``director``.
+
+    >>> relation_phrase("P3", {"P3": ["directed by"]}), relation_phrase("place_of_birth")
+    ('director', 'place of birth')
+    """
+    if labels and labels.get(relation):
+        relation = str(labels[relation][0])
+    key = re.sub(r"[^0-9a-z]+", "_", relation.casefold()).strip("_")
+    return METAQA_PHRASES.get(relation, METAQA_PHRASES.get(key, relation.replace("_", " ")))
 
 
 def require_gold_path(example: QAExample) -> None:
@@ -56,8 +70,10 @@ def require_gold_path(example: QAExample) -> None:
 
 
 # ---------------------------------------------------------------------- SimGRAG
-def simgrag_pattern(example: QAExample) -> tuple[list[tuple[str, str, str]], str]:
-    """The oracle pattern triples and the placeholder that stands for the answer.
+def simgrag_pattern(example: QAExample, labels: Any = None
+                    ) -> tuple[list[tuple[str, str, str]], str]:
+    """The oracle pattern triples and the placeholder that stands for the answer
+    (``labels``: the graph's relation labels, see :func:`relation_phrase`).
 
     >>> from kgrag.eval.datasets import metaqa_relation_path
     >>> ex = QAExample("who directed [Paprika]", ("Satoshi Kon",), ("Paprika",),
@@ -67,7 +83,7 @@ def simgrag_pattern(example: QAExample) -> tuple[list[tuple[str, str, str]], str
     """
     require_gold_path(example)
     if len(example.gold_branches) > 1:
-        return _simgrag_branches(example)
+        return _simgrag_branches(example, labels)
     types: list[str] = []
     if "_to_" in example.qtype:
         types = [METAQA_TYPES.get(t, t) for t in example.qtype.split("_to_")]
@@ -79,13 +95,14 @@ def simgrag_pattern(example: QAExample) -> tuple[list[tuple[str, str, str]], str
         nodes.append(f"UNKNOWN {kind} {counts[kind]}")
     triples = []
     for i, step in enumerate(example.relation_path):
-        rel = relation_phrase(step.relation)
+        rel = relation_phrase(step.relation, labels)
         a, b = nodes[i], nodes[i + 1]
         triples.append((a, rel, b) if step.direction == "out" else (b, rel, a))
     return triples, nodes[-1]
 
 
-def _simgrag_branches(example: QAExample) -> tuple[list[tuple[str, str, str]], str]:
+def _simgrag_branches(example: QAExample, labels: Any = None
+                      ) -> tuple[list[tuple[str, str, str]], str]:
     """Several gold branches meeting at the answer: one chain per branch, from its entity
     through its own placeholders to the one shared answer placeholder."""
     answer = "UNKNOWN answer 1"
@@ -97,7 +114,7 @@ def _simgrag_branches(example: QAExample) -> tuple[list[tuple[str, str, str]], s
             nodes.append(f"UNKNOWN entity {count}")
         nodes.append(answer)
         for i, step in enumerate(steps):
-            rel, a, b = relation_phrase(step.relation), nodes[i], nodes[i + 1]
+            rel, a, b = relation_phrase(step.relation, labels), nodes[i], nodes[i + 1]
             triples.append((a, rel, b) if step.direction == "out" else (b, rel, a))
     return triples, answer
 
@@ -108,12 +125,20 @@ def ultrag_query(relation_index: Any, topic_id: int, steps: Sequence[Any]) -> st
 
     ``relation_index`` maps relation names to ids (``KnowledgeGraph.relation_index``).
     """
+    ids_are_names = _p_named(relation_index)
     text = f"Q{topic_id}"
     for step in steps:
         if step.relation not in relation_index:
             raise ValueError(f"gold relation {step.relation!r} is not in the graph")
-        text += f" -> P{relation_index[step.relation]}" + ("_inv" if step.direction == "in" else "")
+        token = step.relation if ids_are_names else f"P{relation_index[step.relation]}"
+        text += f" -> {token}" + ("_inv" if step.direction == "in" else "")
     return text
+
+
+def _p_named(relation_index: Any) -> bool:
+    """Whether every relation is named like a Wikidata id (``P57``): UltRAG then uses the names
+    as ids (:class:`~kgrag.methods.ultrag.vocabulary.GraphVocabulary`)."""
+    return bool(relation_index) and all(_P_ID.match(str(r)) for r in relation_index)
 
 
 def ultrag_branches_query(relation_index: Any, node_index: Any, example: QAExample) -> str:
