@@ -63,6 +63,25 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
     raise KgragError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
+def _check_method_inputs(method: str, pattern: str | None, query: str | None) -> None:
+    """Fail on a malformed ``--pattern`` / ``--query`` in milliseconds, not after the graph is
+    loaded and its names embedded."""
+    if method == "simgrag" and pattern:
+        from kgrag.llm.parsing import parse_literal
+        from kgrag.methods.simgrag.pattern import Pattern, PatternError
+
+        try:
+            Pattern.from_triples(parse_literal(pattern))
+        except PatternError:
+            raise
+        except KgragError as exc:
+            raise PatternError(f"--pattern is not a list of triples: {exc}") from None
+    if method == "ultrag" and query:
+        from kgrag.methods.ultrag.query import parse_query
+
+        parse_query(query)
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     from kgrag.commands.common import graph_from_args
 
@@ -70,6 +89,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise KgragError("--top must be at least 1")
     if args.show and not args.show.lower().endswith((".png", ".html", ".htm")):
         raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
+    _check_method_inputs(args.method, args.pattern, args.query)  # before the graph and model
     kg = graph_from_args(args)
     result = retrieve(kg, args.question, args.method, llm=load_factory(args.llm, "--llm"),
                       pattern=args.pattern, query=args.query, top=args.top)

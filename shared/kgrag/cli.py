@@ -21,9 +21,10 @@ user errors: :func:`main` prints those as one line and exits with status 2, with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from kgrag._version import __version__
 from kgrag.commands.common import add_graph_arguments, graph_from_args, load_factory, open_graph
@@ -42,6 +43,11 @@ COMMAND_MODULES: list[str] = [
     "kgrag.commands.simgrag",
     "kgrag.ask",
 ]
+
+#: Commands that embed names or texts; each of them (and each of its sub-commands) gets
+#: ``--cache-dir`` / ``--no-cache`` from :func:`add_cache_arguments` when it is built.
+EMBEDDING_COMMANDS: tuple[str, ...] = ("link", "simgrag", "ultrag", "byokg", "graphraft", "ask",
+                                       "eval")
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
 USAGE_ERROR = 2
@@ -107,7 +113,8 @@ def _register_link(subparsers: Any) -> None:
         "link", help="link mentions to graph entities (or relations)",
         description="Top-k entity links with scores. Exact and alias matches come first, then "
                     "the top-k of the mode: fuzzy (rapidfuzz), dense (packaged MiniLM "
-                    "embeddings + FAISS; loads the model, about 10 s) or hybrid (both).")
+                    "embeddings + FAISS; the graph's name vectors are embedded once and then "
+                    "read from the embedding cache) or hybrid (both).")
     _add_graph_arguments(parser)
     parser.add_argument("mentions", metavar="MENTION", nargs="+", help="text to link")
     parser.add_argument("--top-k", type=int, default=3, help="links per mention (default 3)")
@@ -142,6 +149,56 @@ def _register_demo(subparsers: Any) -> None:
 CORE_COMMANDS: list[Callable[[Any], None]] = [_register_info, _register_link, _register_demo]
 
 
+# ---------------------------------------------------------------------- embedding cache
+def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir DIR`` and ``--no-cache`` (the ones a command already has are kept)."""
+    known = parser._option_string_actions
+    if "--cache-dir" not in known:
+        parser.add_argument(
+            "--cache-dir", metavar="DIR", default=None,
+            help="embedding cache: name vectors and the ONNX export of the model (default: "
+                 "$KGRAG_CACHE_DIR or the user cache directory; safe to delete)")
+    if "--no-cache" not in known:
+        parser.add_argument("--no-cache", action="store_true",
+                            help="neither read nor write cached name vectors (embed again)")
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not nested:
+        return [parser]
+    return [leaf for action in nested for sub in action.choices.values()
+            for leaf in _leaf_parsers(sub)]
+
+
+@contextlib.contextmanager
+def _embedding_setup(args: argparse.Namespace) -> Iterator[None]:
+    """For a command that embeds: point the process's embedding cache where the command line
+    says, and show one line on stderr when an embedding model is loaded or exported (it takes
+    seconds); both undone afterwards (``main`` may be called again in the same process)."""
+    if not hasattr(args, "no_cache"):
+        yield
+        return
+    import logging
+
+    from kgrag.embed.store import configure_cache
+
+    logger = logging.getLogger("kgrag.embed")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("kgrag: %(message)s"))
+    level = logger.level
+    configure_cache(getattr(args, "cache_dir", None), enabled=not args.no_cache)
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        configure_cache(None)
+
+
 # ---------------------------------------------------------------------- entry point
 def build_parser() -> argparse.ArgumentParser:
     """The full parser: core commands, then every module in :data:`COMMAND_MODULES`."""
@@ -154,6 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
         register(subparsers)
     for module_path in COMMAND_MODULES:
         importlib.import_module(module_path).register(subparsers)
+    for name, command in subparsers.choices.items():
+        if name in EMBEDDING_COMMANDS:
+            for leaf in _leaf_parsers(command):
+                add_cache_arguments(leaf)
     return parser
 
 
@@ -168,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        status = args.func(args)
+        with _embedding_setup(args):
+            status = args.func(args)
     except (KgragError, FileNotFoundError) as exc:
         print(f"kgrag {args.command}: error: {_describe(exc)}", file=sys.stderr)
         return USAGE_ERROR

@@ -18,7 +18,7 @@ from typing import Any
 
 from kgrag.commands.common import load_factory
 from kgrag.errors import LLMOutputError
-from kgrag.methods.simgrag.pattern import PatternError
+from kgrag.methods.simgrag.pattern import Pattern, PatternError
 
 
 def _print_result(result: Any, out: Any = print) -> None:
@@ -32,25 +32,35 @@ def _print_result(result: Any, out: Any = print) -> None:
         f"{1000 * result.metadata['matching_seconds']:.1f} ms")
 
 
+def _parse_pattern(text: str) -> Pattern:
+    """``--pattern`` as a :class:`Pattern` (a literal, never evaluated); raises PatternError."""
+    from kgrag.llm.parsing import parse_literal
+
+    try:
+        triples = parse_literal(text)
+    except LLMOutputError as exc:
+        raise PatternError(f"--pattern is not a list of triples: {exc}") from None
+    return Pattern.from_triples(triples)
+
+
 def _cmd_simgrag(args: argparse.Namespace) -> int:
     from kgrag.commands.common import open_graph
-    from kgrag.llm.parsing import parse_literal
     from kgrag.methods.simgrag import SimGRAG
 
     if not args.pattern and not args.question:
         raise PatternError("give --pattern (no LLM) or --question with --llm")
+    pattern = _parse_pattern(args.pattern) if args.pattern else None  # before anything slow
+    for option in ("k", "k_nodes", "k_relations"):
+        if getattr(args, option) < 1:
+            raise PatternError(f"--{option.replace('_', '-')} must be at least 1")
     kg = open_graph(args.graph, sep={"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep))
     injective: bool | str = {"yes": True, "no": False, "prefer": "prefer"}[args.injective]
     method = SimGRAG(kg, llm=load_factory(args.llm, "--llm"),
                      embedder=load_factory(args.embedder, "--embedder"), k=args.k,
                      k_nodes=args.k_nodes, k_relations=args.k_relations, injective=injective,
                      task=args.task)
-    if args.pattern:
-        try:
-            triples = parse_literal(args.pattern)
-        except LLMOutputError as exc:
-            raise PatternError(f"--pattern is not a list of triples: {exc}") from None
-        _print_result(method.retrieve_pattern(triples))
+    if pattern is not None:
+        _print_result(method.retrieve_pattern(pattern))
         return 0
     if args.answer:
         answer = method.answer(args.question)
