@@ -162,3 +162,15 @@ def test_visualize_example_writes_html_and_png(embedder, tmp_path):
     html = (tmp_path / "views" / "simgrag.html").read_text(encoding="utf-8")
     assert "Perfect Blue" in html and "Thriller" in html
     assert (tmp_path / "views" / "ultrag.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_framework_graphs_load_and_trace_back_to_their_text(embedder):
+    out = load("byo_framework_graphs")["main"](embedder=embedder)
+    for name in ("llama_index", "langchain"):
+        assert out[name]["triples"] == [("Paprika", "DIRECTED_BY", "Satoshi Kon"),
+                                        ("Satoshi Kon", "BORN_IN", "Sapporo")]
+    assert out["llama_index"]["sources"] == [
+        "Paprika (2006) was directed by Satoshi Kon, who was born in Sapporo."]
+    assert out["langchain"]["sources"] == ["Paprika was directed by Satoshi Kon, born in Sapporo."]
+    assert out["llama_index"]["types"]["PERSON"] == ["Satoshi Kon"]
+    assert out["langchain"]["types"]["City"] == ["Sapporo"]
