@@ -90,22 +90,24 @@ class KGRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
+        """``k`` (``retriever.invoke(q, k=3)``) overrides the field for one call."""
         with llm_call_options(callbacks=run_manager.get_child()):
             result = self.method.retrieve(query)
-        return self._documents(result)
+        return self._documents(result, k)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None
     ) -> list[Document]:
         with llm_call_options(callbacks=run_manager.get_child()):
             result = await self.method.aretrieve(query)
-        return self._documents(result)
+        return self._documents(result, k)
 
-    def _documents(self, result: RetrievalResult) -> list[Document]:
+    def _documents(self, result: RetrievalResult, k: int | None = None) -> list[Document]:
         self._last_result = result
-        return result_to_documents(result, k=self.k)
+        return result_to_documents(result, k=self.k if k is None else self._check_k(k))
 
     def retrieve_result(self, query: str) -> RetrievalResult:
         """The method's whole :class:`~kgrag.context.types.RetrievalResult` for ``query``
