@@ -103,3 +103,7 @@ class QueryTimeoutError(GraphDatabaseError, TimeoutError):
 class QueryBudgetError(UnsafeQueryError):
     """Untrusted Cypher was refused because it could exceed a budget (rows, generated elements,
     time) in a way the server would not stop; the message says how to rewrite it."""
+
+
+class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
+    """A triples file or graph directory does not exist (also a ``FileNotFoundError``)."""

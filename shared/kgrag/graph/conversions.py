@@ -32,7 +32,9 @@ def graph_from_csv(cls: type[KnowledgeGraph], path: Any, *, sep: str | None = No
 
     Plain files (three unquoted fields per line) are read block-wise by
     :mod:`kgrag.graph.bulk_csv`; anything else goes through the line-by-line reader, which
-    also produces the error messages. Both give the same graph.
+    also produces the error messages. Both give the same graph. Whether the first row was a
+    header, and the rule that decided (:func:`kgrag.graph.io.decide_header`), are logged and
+    kept in ``kg.stats["header_row"]`` (0 or 1) and ``kg.header_rule``.
     """
     # the reader checks the arguments and that the file exists, for both paths
     triples = read_triples(path, sep=sep, columns=columns, header=header, on_error=on_error,
@@ -43,9 +45,17 @@ def graph_from_csv(cls: type[KnowledgeGraph], path: Any, *, sep: str | None = No
             names, relation_names, heads, rels, tails = plain
             kg = cls(names, relation_names, heads, rels, tails, **kwargs)
             kg.stats["skipped_records"] = 0
-            return kg
+            next(iter(triples), None)  # the same header decision, for the record
+            return _with_header_rule(kg, triples)
     kg = cls.from_triples(triples, on_error="raise", source=str(path), **kwargs)
     kg.stats["skipped_records"] = triples.skipped
+    return _with_header_rule(kg, triples)
+
+
+def _with_header_rule(kg: KnowledgeGraph, triples: Any) -> KnowledgeGraph:
+    kg.stats["header_row"] = int(triples.header_row)
+    kg.header_rule = triples.header_rule if triples.header_rule != "not read yet" else \
+        "empty file"
     return kg
 
 

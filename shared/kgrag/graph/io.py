@@ -6,13 +6,14 @@ import csv
 import json
 import logging
 import os
+import stat
 import tempfile
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from kgrag.errors import GraphFormatError, GraphLoadError
+from kgrag.errors import GraphFileNotFoundError, GraphFormatError, GraphLoadError
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.memory import KnowledgeGraph
@@ -22,11 +23,17 @@ log = logging.getLogger(__name__)
 FORMAT_NAME = "kgrag.KnowledgeGraph"
 FORMAT_VERSION = 1
 _SEPARATORS = ("\t", "|", ",", ";")
-_HEADER_WORDS = {
-    "head", "relation", "tail", "subject", "predicate", "object", "source", "target", "h", "r",
-    "t", "s", "p", "o", "rel", "edge", "label", "type", "from", "to", "entity1", "entity2",
-    "head_entity", "tail_entity", "src", "dst", "sub", "obj", "pred", "relationship",
-}
+#: Column role names. With ``header=None`` a first row is a header only when each of its three
+#: fields names the role of *its own* column (head word in the head column, and so on).
+HEAD_WORDS = frozenset({"head", "subject", "source", "h", "s", "from", "src", "sub",
+                        "head_entity", "entity1", "start", "start_node", "source_node"})
+#: Not "type" or "label": those are among the most common relation names in real graphs
+#: (``X type Y`` is rdf:type), so a first row "source type target" may well be a triple.
+RELATION_WORDS = frozenset({"relation", "predicate", "relationship", "rel", "r", "p", "pred",
+                            "edge", "property", "relation_type", "edge_type", "relationship_type"})
+TAIL_WORDS = frozenset({"tail", "object", "target", "t", "o", "to", "dst", "obj", "tail_entity",
+                        "entity2", "end", "end_node", "target_node"})
+_HEADER_WORDS = HEAD_WORDS | RELATION_WORDS | TAIL_WORDS | {"type", "label"}
 _EDGE_ARRAYS = ("heads", "rels", "tails")
 
 
@@ -40,17 +47,46 @@ def sniff_separator(line: str) -> str:
     )
 
 
-def _looks_like_header(row: Sequence[str], columns: Sequence[int]) -> bool:
+def decide_header(row: Sequence[str], columns: Sequence[int] = (0, 1, 2),
+                  header: bool | None = None) -> tuple[bool, str]:
+    """Whether the first row is a header, and the rule that decided (for logs and errors).
+
+    ``header=True`` / ``False`` force it. With ``header=None`` the row is a header only when
+    its head, relation and tail fields are role names of their own columns
+    (:data:`HEAD_WORDS`, :data:`RELATION_WORDS`, :data:`TAIL_WORDS`, case-insensitive):
+    ``head relation tail``, ``subject predicate object``, ``source relation target``,
+    ``h r t``... A row made of column-like words in other places (``source type target``,
+    ``type label to``) is read as data, with a warning that names ``header=True``.
+
+    >>> decide_header(["Source", "type", "Target"])[0]
+    False
+    >>> decide_header(["subject", "predicate", "object"])
+    (True, "auto: the first row names the columns' roles ['subject', 'predicate', 'object']")
+    """
+    if header is not None:
+        return bool(header), f"header={bool(header)} was passed"
     values = [row[c].strip().lower() for c in columns if c < len(row)]
-    return len(values) == len(columns) and all(v in _HEADER_WORDS for v in values)
+    if len(values) == 3 and values[0] in HEAD_WORDS and values[1] in RELATION_WORDS \
+            and values[2] in TAIL_WORDS:
+        return True, f"auto: the first row names the columns' roles {values}"
+    if len(values) == 3 and all(v in _HEADER_WORDS for v in values):
+        return False, (f"auto: the first row {values} looks like column names but is not "
+                       "head/relation/tail roles in order, so it is read as a triple; pass "
+                       "header=True to skip it")
+    return False, "auto: the first row is data"
+
+
+def _looks_like_header(row: Sequence[str], columns: Sequence[int]) -> bool:
+    return decide_header(row, columns)[0]
 
 
 class TripleReader:
     """Iterates ``(head, relation, tail)`` from a delimited file, validating every line.
 
     ``columns`` picks the three fields: indices, or header names (which implies a header row).
-    ``header=None`` detects a header from common column names (head/relation/tail,
-    subject/predicate/object, source/target, ...). Quoted fields follow the csv module's rules.
+    ``header=None`` detects a header by the rule of :func:`decide_header`; after iterating,
+    ``header_rule`` says which rule decided (``header_row`` whether a row was skipped).
+    Quoted fields follow the csv module's rules.
     Malformed rows raise :class:`GraphFormatError` with file and line, or with
     ``on_error="skip"`` are skipped and counted in ``skipped``.
     """
@@ -61,11 +97,20 @@ class TripleReader:
         if on_error not in ("raise", "skip"):
             raise ValueError("on_error must be 'raise' or 'skip'")
         self.path = str(path)
+        if os.path.isdir(self.path):
+            raise GraphFormatError("is a directory, not a triples file (pass the file inside it, "
+                                   "or KnowledgeGraph.load for a saved graph directory)",
+                                   path=self.path)
+        if not os.path.exists(self.path):
+            raise GraphFileNotFoundError("no such triples file", path=self.path)
         if not os.path.isfile(self.path):
-            raise FileNotFoundError(f"no triples file at {self.path}")
+            raise GraphFormatError("not a regular file (a pipe or device cannot be read as "
+                                   "triples)", path=self.path)
         self.sep, self.columns, self.header = sep, columns, header
         self.on_error, self.encoding = on_error, encoding
         self.skipped = 0
+        self.header_rule = "not read yet"
+        self.header_row = False
 
     def __iter__(self) -> Iterator[tuple[str, str, str]]:
         self.skipped = 0
@@ -102,10 +147,17 @@ class TripleReader:
                         if self.header or (
                             self.columns is not None and any(isinstance(c, str) for c in self.columns)
                         ):
+                            self.header_row = True
+                            self.header_rule = ("header=True was passed" if self.header else
+                                                "columns= names header fields")
                             cols = self._resolve_columns(row)
                             continue
-                        if _looks_like_header(row, cols):
+                        self.header_row, self.header_rule = decide_header(row, cols)
+                        _log_header_rule(self.path, self.header_rule)
+                        if self.header_row:
                             continue
+                    elif self.header is False and self.header_rule == "not read yet":
+                        self.header_rule = "header=False was passed"
                     problem = None
                     if expected is not None and len(row) != expected:
                         problem = (f"expected 3 fields separated by {sep!r}, got {len(row)}; "
@@ -148,6 +200,13 @@ class TripleReader:
             else:
                 raise GraphFormatError(f"column {c!r} not in header {names}", path=self.path, line=1)
         return tuple(resolved)  # type: ignore[return-value]
+
+
+def _log_header_rule(path: str, rule: str) -> None:
+    if "looks like column names" in rule:
+        log.warning("%s: %s", path, rule)
+    else:
+        log.info("%s: header detection: %s", path, rule)
 
 
 def read_triples(path: Any, **kwargs: Any) -> TripleReader:
@@ -254,13 +313,57 @@ def _remove_tree(path: FsPath) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _read_json(path: FsPath) -> Any:
+def read_json_file(path: FsPath, *, missing: str | None = None) -> Any:
+    """JSON from a saved-index file; every failure is a :class:`GraphLoadError`.
+
+    Refuses what is not a regular file before opening it (opening a FIFO blocks until a writer
+    comes, a device may never end), and catches the parser's ``RecursionError`` on deeply nested
+    JSON. ``missing`` is the message for an absent file.
+    """
+    path = FsPath(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise GraphLoadError(f"{path} is not a regular file (a pipe or a device cannot be "
+                                 "loaded)")
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise GraphLoadError(f"{path.parent} is missing {path.name}; not a saved kgrag graph") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GraphLoadError(f"{path} is corrupted: {exc}") from None
+        raise GraphLoadError(missing or f"{path} is missing") from None
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError, OSError) as exc:
+        # json.JSONDecodeError is a ValueError; RecursionError: nesting deeper than the parser's
+        raise GraphLoadError(f"{path} is corrupted: {type(exc).__name__}: {str(exc)[:200]}") \
+            from None
+
+
+def _read_json(path: FsPath) -> Any:
+    return read_json_file(path, missing=f"{path.parent} is missing {path.name}; not a saved "
+                                        "kgrag graph")
+
+
+def check_names(names: Any, what: str) -> None:
+    """Raise :class:`GraphLoadError` unless ``names`` is a list of non-empty strings."""
+    if not isinstance(names, list):
+        raise GraphLoadError(f"{what} is not a list of names")
+    # C-level passes (map) first: millions of names are checked in tens of milliseconds
+    if names and (set(map(type, names)) != {str} or min(map(len, names)) == 0
+                  or any(map(str.isspace, names))):
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name.strip():
+                raise GraphLoadError(f"{what}[{i}] is {name!r}, not a non-empty string")
+
+
+def _check_extras(root: FsPath, extras: dict) -> None:
+    for key in ("node_descriptions", "relation_descriptions", "aliases", "relation_labels"):
+        value = extras.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise GraphLoadError(f"{root}/extras.json: {key} is a {type(value).__name__}, "
+                                 "not an object")
+        for k, v in value.items():
+            ok = isinstance(v, str) if key.endswith("descriptions") else (
+                isinstance(v, list) and all(isinstance(x, str) for x in v))
+            if not ok:
+                raise GraphLoadError(f"{root}/extras.json: {key}[{k!r}] is {v!r:.80}")
 
 
 def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = False
@@ -281,6 +384,9 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
     extras = _read_json(root / "extras.json")
     if not (isinstance(nodes, list) and isinstance(relations, list) and isinstance(extras, dict)):
         raise GraphLoadError(f"{root}: name tables have the wrong shape")
+    check_names(nodes, f"{root}/nodes.json")
+    check_names(relations, f"{root}/relations.json")
+    _check_extras(root, extras)
     annotations = None
     if (root / "annotations.json").exists():
         from kgrag.graph.annotations import GraphAnnotations
@@ -297,10 +403,15 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
         try:
             return load_mapped(cls, root, manifest, nodes, relations,
                                {**extras, "annotations": annotations})
-        except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
+        except (GraphFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GraphLoadError(f"{root} is inconsistent: {exc}") from None
+    from kgrag.graph.mapped import npy_layout
+
     arrays = {}
     for name in _EDGE_ARRAYS:
+        if (root / f"{name}.npy").exists():
+            # the header's shape is checked against the file size before numpy allocates it
+            npy_layout(root / f"{name}.npy", what=f"{root}/{name}.npy")
         try:
             arr = np.load(root / f"{name}.npy", allow_pickle=False)
         except FileNotFoundError:
@@ -318,5 +429,5 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
                    relation_descriptions=extras.get("relation_descriptions"),
                    aliases=extras.get("aliases"), relation_labels=extras.get("relation_labels"),
                    annotations=annotations)
-    except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
+    except (GraphFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphLoadError(f"{root} is inconsistent: {exc}") from None

@@ -173,6 +173,12 @@ class KnowledgeGraph(ArrayTraversal):
                      relation_labels: Mapping[str, str | Iterable[str]] | str | Any,
                      annotations: GraphAnnotations | None) -> None:
         """Descriptions, aliases and the per-process caches (shared by every constructor)."""
+        for what, value in (("node_descriptions", node_descriptions),
+                            ("relation_descriptions", relation_descriptions),
+                            ("aliases", aliases)):
+            if value is not None and not isinstance(value, Mapping):
+                raise GraphFormatError(f"{what} must be a mapping (name -> ...), not a "
+                                       f"{type(value).__name__}")
         self.node_descriptions: dict[str, str] = dict(node_descriptions or {})
         self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
         self.aliases: dict[str, list[str]] = {}

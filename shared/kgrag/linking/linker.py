@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kgrag.context.types import ScoredEntity
-from kgrag.errors import EmbeddingError, GraphLoadError
+from kgrag.errors import EmbeddingError, GraphFormatError, GraphLoadError
 from kgrag.linking.dense import DEFAULT_HNSW_THRESHOLD, DenseIndex
 from kgrag.linking.fuzzy import FuzzyIndex, name_key
 from kgrag.text.names import relation_words
@@ -127,6 +127,9 @@ class EntityLinker:
         surfaces = list(self.names)
         owners = list(range(len(self.names)))
         self.aliases: dict[str, list[str]] = {}
+        if aliases is not None and not isinstance(aliases, Mapping):
+            raise GraphFormatError(f"aliases must be a mapping alias -> name(s), not a "
+                                   f"{type(aliases).__name__}")
         for alias, targets in (aliases or {}).items():
             targets = [targets] if isinstance(targets, str) else list(targets)
             for target in targets:
@@ -405,11 +408,17 @@ class EntityLinker:
         ``embedder`` embeds queries for dense search; it must produce vectors of the saved
         dimension (``None`` = the packaged MiniLM).
         """
+        from kgrag.graph.io import check_names, read_json_file
+        from kgrag.graph.mapped import npy_layout
+
         path = Path(directory)
+        if not path.is_dir():
+            raise GraphLoadError(f"{path} is not a directory")
+        manifest = read_json_file(path / "manifest.json")
+        names = read_json_file(path / "names.json")
+        aliases = read_json_file(path / "aliases.json")
+        npy_layout(path / "surface_owner.npy")  # checked against the file size first
         try:
-            manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-            names = json.loads((path / "names.json").read_text(encoding="utf-8"))
-            aliases = json.loads((path / "aliases.json").read_text(encoding="utf-8"))
             owner = np.load(path / "surface_owner.npy", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise GraphLoadError(f"{path} is not a readable kgrag linker directory: {exc}") from exc
@@ -421,8 +430,12 @@ class EntityLinker:
         if manifest.get("kind") != cls.kind:
             raise GraphLoadError(f"{path} holds a {manifest.get('kind')!r} linker, "
                                  f"not {cls.kind!r}; use the matching class")
-        if (not isinstance(names, list) or not all(isinstance(n, str) for n in names)
-                or not isinstance(aliases, dict) or len(names) != manifest.get("num_names")):
+        check_names(names, f"{path}/names.json")
+        if not isinstance(aliases, dict) or not all(
+                isinstance(v, list) and all(isinstance(a, str) for a in v)
+                for v in aliases.values()):
+            raise GraphLoadError(f"{path}/aliases.json is not an object of name -> [aliases]")
+        if len(names) != manifest.get("num_names"):
             raise GraphLoadError(f"{path}: names.json / aliases.json do not match the manifest")
         try:
             linker = cls(names, aliases=aliases, embedder=embedder, mode=manifest["mode"],
@@ -430,7 +443,7 @@ class EntityLinker:
                          fuzzy_full_scan_limit=manifest["fuzzy"]["full_scan_limit"],
                          fuzzy_candidates=manifest["fuzzy"]["candidates"],
                          **manifest["dense"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GraphLoadError(f"{path}: inconsistent linker files: {exc}") from exc
         if owner.shape != linker.surface_owner.shape or not np.array_equal(
                 owner, linker.surface_owner):
