@@ -179,7 +179,7 @@ def test_simgrag_k_relations_adapts_and_empty_results_say_why(minilm):
     assert "no graph edge matches" in empty.metadata["empty_reason"]
     # each edge alone matches, but an injective match cannot use Paprika twice
     loop = KnowledgeGraph.from_triples([("a", "parent", "b"), ("b", "child", "a")])
-    sim = SimGRAG(loop, embedder=minilm, k_nodes=1)
+    sim = SimGRAG(loop, embedder=minilm, k_nodes=1, injective=True)
     pattern = [("a", "parent", "UNKNOWN entity 1"), ("UNKNOWN entity 1", "child",
                                                      "UNKNOWN entity 2")]
     empty = sim.retrieve_pattern(pattern)

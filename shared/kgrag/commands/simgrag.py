@@ -51,7 +51,7 @@ def _cmd_simgrag(args: argparse.Namespace) -> int:
         raise PatternError("give --pattern (no LLM) or --question with --llm")
     pattern = _parse_pattern(args.pattern) if args.pattern else None  # before anything slow
     for option in ("k", "k_nodes", "k_relations"):
-        if getattr(args, option) < 1:
+        if getattr(args, option) != "auto" and getattr(args, option) < 1:
             raise PatternError(f"--{option.replace('_', '-')} must be at least 1")
     kg = open_graph(args.graph, sep={"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep))
     injective: bool | str = {"yes": True, "no": False, "prefer": "prefer"}[args.injective]
@@ -87,7 +87,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--k-nodes", type=int, default=16)
     parser.add_argument("--k-relations", type=_k_relations, default="auto",
                         help="nearest relations per pattern relation, or 'auto' (all up to 512)")
-    parser.add_argument("--injective", choices=("yes", "no", "prefer"), default="yes")
+    parser.add_argument("--injective", choices=("yes", "no", "prefer"), default="prefer")
     parser.add_argument("--task", choices=("qa", "fact"), default="qa")
     parser.set_defaults(func=_cmd_simgrag)
 

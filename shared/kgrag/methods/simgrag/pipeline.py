@@ -53,8 +53,10 @@ class SimGRAG(KGMethod):
       up to 512 (the paper's DBpedia k(r)), so a relation a pattern names is never missed on a
       schema of a few hundred relations (:func:`~.candidates.auto_k_relations`); ``k_types`` (16) with ``node_types`` (type name ->
       entity names) -- type candidates for unknown nodes of entity-free pattern components.
-    * ``injective`` (True) -- a graph node matches at most one pattern node (Definition 1);
-      ``False`` allows reuse; ``"prefer"`` ranks the best injective match first, then the best
+    * ``injective`` (``"prefer"``) -- ``True``: a graph node matches at most one pattern node
+      (Definition 1); ``False`` allows reuse; ``"prefer"`` (the default since it was measured
+      on every dataset: never lower, PQ-3H Hits@3 63 -> 99.7, MetaQA-3hop 98 -> 100, about 2x
+      the matching time, still milliseconds) ranks the best injective match first, then the best
       reusing one, then the rest (the reference code's ranking; needed for walk-back questions
       such as PathQuestion's "X's parent's child's parent");
       ``distinct_subgraphs`` (False) -- keep one mapping per distinct edge set (the paper counts
@@ -83,7 +85,7 @@ class SimGRAG(KGMethod):
     def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None, k: int = 3,
                  k_nodes: int = 16, k_relations: int | str = "auto", k_types: int = 16,
                  node_types: Mapping[str, Iterable[str]] | None = None,
-                 injective: bool | str = True,
+                 injective: bool | str = "prefer",
                  distinct_subgraphs: bool = False, task: str = "qa",
                  pattern_examples: Sequence[tuple[str, str]] | None = None,
                  answer_examples: Sequence[tuple[str, str, str]] | None = None, retries: int = 1,
