@@ -12,7 +12,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
         "Install the extra: pip install 'kgrag[langchain]'") from exc
 
 from langchain_kgrag.answer import KGAnswerChain
-from langchain_kgrag.base import KGRetriever
+from langchain_kgrag.base import KGRetriever, retriever_for
 from langchain_kgrag.byokg import ByoKGRetriever, KGToolkit
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.graphraft import GraphRAFTRetriever
@@ -30,4 +30,5 @@ __all__ = [
     "SimGRAGRetriever",
     "UltRAGRetriever",
     "result_to_documents",
+    "retriever_for",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from langchain_core.callbacks import (
@@ -24,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.llm.base import llm_call_options
-from kgrag.methods.base import KGMethod
+from kgrag.methods.base import KGMethod, positional_to_keywords
+from kgrag.methods.registry import MethodSpec, get_method
 from langchain_kgrag.conversions import result_to_documents
 
 
@@ -71,6 +73,10 @@ class KGRetriever(BaseRetriever):
 
     search_args_schema: ClassVar[type[BaseModel]] = QuestionInput
 
+    #: the registered method (:mod:`kgrag.methods.registry`) this class wraps; each method's
+    #: retriever sets it, :func:`retriever_for` makes the class for any registered method
+    method_name: ClassVar[str | None] = None
+
     _last_result: RetrievalResult | None = PrivateAttr(default=None)
 
     @field_validator("k")
@@ -87,6 +93,51 @@ class KGRetriever(BaseRetriever):
         constructor takes itself (SimGRAG's ``k``: its number of subgraphs) stays with it."""
         own = set(cls.model_fields) - {"method"} - constructor_params(method_cls)
         return {name: params.pop(name) for name in list(params) if name in own}
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def method_spec(cls) -> MethodSpec:
+        """The registry entry of the wrapped method."""
+        if cls.method_name is None:
+            raise TypeError(f"{cls.__name__} wraps no registered method: use a method's "
+                            "retriever (SimGRAGRetriever, ...) or retriever_for(name), or pass "
+                            "method= a built kgrag method")
+        return get_method(cls.method_name)
+
+    @classmethod
+    def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> Any:
+        """Build the method over ``graph`` (``Method.from_graph``; ``params`` go to the method's
+        constructor, except the retriever's own fields such as ``k`` or ``tags``, which the
+        method does not take itself)."""
+        return cls._build("from_graph", graph, args, llm, embedder, params)
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Any], *args: Any, llm: Any = None,
+                       embedder: Any = None, **params: Any) -> Any:
+        """Index ``documents`` (LangChain ``Document`` s or strings) with a text method
+        (``Method.from_documents``); ``params`` as for :meth:`from_graph`."""
+        return cls._build("from_documents", documents, args, llm, embedder, params)
+
+    @classmethod
+    def load(cls, directory: Any, *args: Any, llm: Any = None, embedder: Any = None,
+             **params: Any) -> Any:
+        """Open what the method saved in ``directory`` (``Method.load``; e.g. a KET-RAG index
+        written by ``retriever.method.save(directory)``)."""
+        return cls._build("load", directory, args, llm, embedder, params)
+
+    @classmethod
+    def _build(cls, factory: str, source: Any, args: tuple[Any, ...], llm: Any, embedder: Any,
+               params: dict[str, Any]) -> Any:
+        keywords = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
+        positional_to_keywords(f"{cls.__name__}.{factory}", args, ("llm", "embedder"), keywords,
+                               stacklevel=4)
+        method_cls = cls.method_spec().method_class()
+        build = getattr(method_cls, factory, None)
+        if build is None:
+            raise TypeError(f"{method_cls.__name__} has no {factory}()")
+        own = cls.adapter_fields(params, method_cls)
+        return cls(method=build(source, **keywords, **params), **own)
 
     # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
@@ -170,3 +221,40 @@ class KGRetriever(BaseRetriever):
             func=search, coroutine=asearch, name=name or self.tool_name,
             description=description or self.tool_description,
             args_schema=self.search_args_schema, response_format="content_and_artifact")
+
+
+_RETRIEVERS: dict[str, type[KGRetriever]] = {}
+
+
+def retriever_for(name: str) -> type[KGRetriever]:
+    """The retriever class of the registered method ``name``: the package's own
+    (``SimGRAGRetriever`` ...) for the built-in methods, else a :class:`KGRetriever` subclass
+    made from the registry entry (its tool name and description included), once per name.
+
+    >>> retriever_for("simgrag").__name__
+    'SimGRAGRetriever'
+    """
+    spec = get_method(name)
+    for known in _subclasses(KGRetriever):
+        if known.method_name == name and known.__module__.startswith("langchain_kgrag."):
+            return known
+    made = _RETRIEVERS.get(name)
+    if made is None or made.method_name != name:
+        title = spec.method_class().__name__
+        made = type(f"{title}Retriever", (KGRetriever,), {
+            "__module__": __name__,
+            "__doc__": f"LangChain ``BaseRetriever`` over {title} (made from the method registry).",
+            "__annotations__": {"tool_name": str, "tool_description": str},
+            "method_name": name,
+            "tool_name": spec.tool_name,
+            "tool_description": spec.tool_description,
+        })
+        _RETRIEVERS[name] = made
+    return made
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found

@@ -8,8 +8,9 @@ from typing import Any
 from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool
 from pydantic import ConfigDict
 
-from kgrag.methods.byokg import ByoKGRAG, GraphTools
+from kgrag.methods.byokg import GraphTools
 from kgrag.methods.byokg.tools import tool_specs
+from kgrag.methods.registry import get_method
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.tools import args_model
 
@@ -21,19 +22,9 @@ class ByoKGRetriever(KGRetriever):
     answer candidate; ``usage_calls`` / ``usage_*_tokens`` hold the question's LLM cost.
     """
 
-    tool_name: str = "byokg_graph_search"
-    tool_description: str = (
-        "Retrieve knowledge-graph facts (triples, relation paths, query results) that answer a "
-        "natural-language question. Input: the question."
-    )
-
-    @classmethod
-    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "ByoKGRetriever":
-        """Build over a KnowledgeGraph or GraphStore; ``params`` go to
-        :class:`~kgrag.methods.byokg.ByoKGRAG` (``k`` sets the retriever's document count)."""
-        own = cls.adapter_fields(params, ByoKGRAG)
-        return cls(method=ByoKGRAG(graph, llm=llm, embedder=embedder, **params), **own)
+    method_name = "byokg"
+    tool_name: str = get_method("byokg").tool_name
+    tool_description: str = get_method("byokg").tool_description
 
     def toolkit(self) -> "KGToolkit":
         """The graph tools over the same graph and entity linker."""

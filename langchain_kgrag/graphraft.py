@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from kgrag.methods.graphraft.pipeline import GraphRAFT
+from kgrag.methods.registry import get_method
 from langchain_kgrag.base import KGRetriever
 
 
@@ -15,16 +13,7 @@ class GraphRAFTRetriever(KGRetriever):
     it, or ``"No pattern"`` for the vector top-up.
     """
 
-    tool_name: str = "graph_query_search"
-    tool_description: str = (
-        "Find knowledge-graph entities that answer a question by running the best-matching "
-        "graph queries around the entities it mentions. Input: the question."
-    )
+    method_name = "graphraft"
+    tool_name: str = get_method("graphraft").tool_name
+    tool_description: str = get_method("graphraft").tool_description
 
-    @classmethod
-    def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "GraphRAFTRetriever":
-        """Build over a ``KnowledgeGraph`` or a Cypher store (``Neo4jGraphStore``,
-        ``FalkorDBGraphStore``); ``params`` go to :class:`~kgrag.methods.graphraft.pipeline.GraphRAFT`."""
-        own = cls.adapter_fields(params, GraphRAFT)
-        return cls(method=GraphRAFT(graph, llm=llm, embedder=embedder, **params), **own)

@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool
 
-from kgrag.methods.simgrag import SimGRAG
+from kgrag.methods.registry import get_method
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.tools import PatternInput
@@ -21,20 +21,9 @@ from langchain_kgrag.tools import PatternInput
 class SimGRAGRetriever(KGRetriever):
     """LangChain ``BaseRetriever`` over :class:`kgrag.methods.simgrag.SimGRAG`."""
 
-    tool_name: str = "knowledge_graph_subgraph_search"
-    tool_description: str = (
-        "Find the knowledge-graph subgraphs that best match the facts a question asks about "
-        "(SimGRAG). Input: a natural-language question. Output: small sets of "
-        "(head, relation, tail) facts, closest match first."
-    )
-
-    @classmethod
-    def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> SimGRAGRetriever:
-        """Build the SimGRAG core over ``kg`` (see :class:`SimGRAG` for ``params``; ``k`` is
-        the retriever's document count)."""
-        own = cls.adapter_fields(params, SimGRAG)
-        return cls(method=SimGRAG.from_graph(kg, llm=llm, embedder=embedder, **params), **own)
+    method_name = "simgrag"
+    tool_name: str = get_method("simgrag").tool_name
+    tool_description: str = get_method("simgrag").tool_description
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list[Document]:
         """Documents for a pattern written by code (no LLM call)."""

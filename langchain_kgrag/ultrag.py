@@ -9,13 +9,11 @@ to ``answer``. ``k`` (default 10) keeps the best entities of the executor's rank
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool
 
 from kgrag.errors import KgragError
-from kgrag.methods.ultrag import UltRAG
+from kgrag.methods.registry import get_method
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.tools import LogicalQueryInput
@@ -25,20 +23,9 @@ class UltRAGRetriever(KGRetriever):
     """LangChain ``BaseRetriever`` over :class:`kgrag.methods.ultrag.UltRAG`."""
 
     k: int | None = 10
-    tool_name: str = "knowledge_graph_logical_query"
-    tool_description: str = (
-        "Answer a question by running a logical query (relation projections and intersections) "
-        "over the whole knowledge graph (UltRAG). Input: a natural-language question. Output: "
-        "candidate answer entities with membership scores, best first."
-    )
-
-    @classmethod
-    def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> UltRAGRetriever:
-        """Build the UltRAG core over ``kg`` (see :class:`UltRAG` for ``params``; ``k`` is the
-        retriever's document count)."""
-        own = cls.adapter_fields(params, UltRAG)
-        return cls(method=UltRAG.from_graph(kg, llm=llm, embedder=embedder, **params), **own)
+    method_name = "ultrag"
+    tool_name: str = get_method("ultrag").tool_name
+    tool_description: str = get_method("ultrag").tool_description
 
     def execute(self, query: str, question: str = "") -> list[Document]:
         """Documents for a DSL / tuple query written by code (no LLM call)."""

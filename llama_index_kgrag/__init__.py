@@ -11,7 +11,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
         "llama_index_kgrag needs LlamaIndex's core package, which is not installed. "
         "Install the extra: pip install 'kgrag[llama-index]'") from exc
 
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever, query_engine_for, retriever_for
 from llama_index_kgrag.byokg import ByoKGQueryEngine, ByoKGRetriever, graph_tools
 from llama_index_kgrag.conversions import result_to_nodes
 from llama_index_kgrag.graphraft import GraphRAFTQueryEngine, GraphRAFTRetriever
@@ -33,5 +33,7 @@ __all__ = [
     "UltRAGQueryEngine",
     "UltRAGRetriever",
     "graph_tools",
+    "query_engine_for",
     "result_to_nodes",
+    "retriever_for",
 ]

@@ -23,9 +23,9 @@ import dataclasses
 import queue
 import threading
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core import Settings
@@ -44,8 +44,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from kgrag.context.metadata import item_id
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.llm.base import llm_call_options
-from kgrag.methods.base import KGMethod
+from kgrag.methods.base import KGMethod, positional_to_keywords
+from kgrag.methods.registry import MethodSpec, get_method
 from llama_index_kgrag.conversions import result_to_nodes
+from llama_index_kgrag.settings import with_settings
 
 dispatcher = instrument.get_dispatcher(__name__)
 
@@ -63,7 +65,87 @@ def _capture() -> Iterator[list[RetrievalResult]]:
         _CAPTURED.reset(token)
 
 
-class KGRetriever(BaseRetriever):
+class _FromRegistry:
+    """The factories every wrapper shares, written once: build the registered method that
+    :attr:`method_name` names (:mod:`kgrag.methods.registry`) and wrap it. ``llm`` /
+    ``embedder`` default to ``Settings.llm`` / ``Settings.embed_model`` when set; the wrapper's
+    own arguments (``similarity_top_k``, ``callback_manager``, and for query engines
+    ``response_synthesizer``, ``node_postprocessors``, ``streaming``) are taken out of
+    ``params``, the rest go to the method."""
+
+    #: the registered method this class wraps; each method's classes set it,
+    #: :func:`retriever_for` / :func:`query_engine_for` make classes for any registered method
+    method_name: ClassVar[str | None] = None
+
+    @classmethod
+    def method_spec(cls) -> MethodSpec:
+        """The registry entry of the wrapped method."""
+        if cls.method_name is None:
+            raise TypeError(f"{cls.__name__} wraps no registered method: use a method's class "
+                            "(SimGRAGRetriever, ...), retriever_for(name) / "
+                            "query_engine_for(name), or pass a built kgrag method")
+        return get_method(cls.method_name)
+
+    @classmethod
+    def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> Any:
+        """Build the method over ``graph`` (``Method.from_graph``) and wrap it."""
+        return cls._build("from_graph", graph, args, llm, embedder, params)
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Any], *args: Any, llm: Any = None,
+                       embedder: Any = None, **params: Any) -> Any:
+        """Index ``documents`` with a text method (``Method.from_documents``) and wrap it."""
+        return cls._build("from_documents", documents, args, llm, embedder, params)
+
+    @classmethod
+    def load(cls, directory: Any, *args: Any, llm: Any = None, embedder: Any = None,
+             **params: Any) -> Any:
+        """Open what the method saved in ``directory`` (``Method.load``) and wrap it."""
+        return cls._build("load", directory, args, llm, embedder, params)
+
+    @classmethod
+    def _build(cls, factory: str, source: Any, args: tuple[Any, ...], llm: Any, embedder: Any,
+               params: dict[str, Any]) -> Any:
+        keywords = {"llm": llm, "embedder": embedder}
+        positional_to_keywords(f"{cls.__name__}.{factory}", args, ("llm", "embedder"),
+                               {k: v for k, v in keywords.items() if v is not None},
+                               stacklevel=4)
+        for name, value in zip(("llm", "embedder"), args):
+            keywords[name] = value
+        method_cls = cls.method_spec().method_class()
+        build = getattr(method_cls, factory, None)
+        if build is None:
+            raise TypeError(f"{method_cls.__name__} has no {factory}()")
+        own = cls._own_kwargs(params)
+        return cls._wrap(build(source, **with_settings(**keywords), **params), own)
+
+    @classmethod
+    def _own_kwargs(cls, params: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def _wrap(cls, method: KGMethod, own: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Any:
+        """A LlamaIndex tool over this wrapper (``RetrieverTool`` / ``QueryEngineTool``),
+        named and described by the method's registry entry unless given."""
+        spec = self.method_spec() if self.method_name else None
+        name = name or (spec.tool_name if spec else "knowledge_graph_search")
+        description = description or (spec.tool_description if spec else None)
+        if isinstance(self, BaseRetriever):
+            from llama_index.core.tools import RetrieverTool
+
+            return RetrieverTool.from_defaults(retriever=self, name=name,
+                                               description=description)
+        from llama_index.core.tools import QueryEngineTool
+
+        return QueryEngineTool.from_defaults(query_engine=self, name=name,
+                                             description=description)
+
+
+class KGRetriever(_FromRegistry, BaseRetriever):
     """A LlamaIndex ``BaseRetriever`` over a kgrag method; items become ``NodeWithScore``.
 
     ``similarity_top_k`` caps the node count (``None``: as many as the method retrieves).
@@ -77,6 +159,14 @@ class KGRetriever(BaseRetriever):
         self.similarity_top_k = similarity_top_k
         self._last_result: RetrievalResult | None = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @classmethod
+    def _own_kwargs(cls, params: dict[str, Any]) -> dict[str, Any]:
+        return retriever_kwargs(params)
+
+    @classmethod
+    def _wrap(cls, method: KGMethod, own: dict[str, Any]) -> Any:
+        return cls(method, **own)
 
     def _nodes(self, result: RetrievalResult) -> list[NodeWithScore]:
         self._last_result = result
@@ -122,7 +212,7 @@ def restrict(result: RetrievalResult, nodes: list[NodeWithScore]) -> RetrievalRe
     return dataclasses.replace(result, items=items, metadata=metadata)
 
 
-class KGQueryEngine(RetrieverQueryEngine):
+class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
     """A ``RetrieverQueryEngine`` over a kgrag method (see the module docstring).
 
     Build with a factory (``SimGRAGQueryEngine.from_graph(kg, llm=...)``) or from a method:
@@ -155,6 +245,14 @@ class KGQueryEngine(RetrieverQueryEngine):
     @property
     def method(self) -> KGMethod:
         return self._retriever.method
+
+    @classmethod
+    def _own_kwargs(cls, params: dict[str, Any]) -> dict[str, Any]:
+        return engine_kwargs(params)
+
+    @classmethod
+    def _wrap(cls, method: KGMethod, own: dict[str, Any]) -> Any:
+        return cls(method=method, **own)
 
     # ------------------------------------------------------------------ prompts (PromptMixin)
     def _get_prompt_modules(self) -> dict[str, Any]:
@@ -324,3 +422,39 @@ def retriever_kwargs(params: dict[str, Any]) -> dict[str, Any]:
     """Pop the retriever's own arguments out of a factory's ``params``."""
     names = ("callback_manager", "verbose", "similarity_top_k")
     return {name: params.pop(name) for name in names if name in params}
+
+
+_MADE: dict[tuple[str, str], type] = {}
+
+
+def _class_for(base: type, suffix: str, name: str) -> Any:
+    spec = get_method(name)
+    for known in _subclasses(base):
+        if known.method_name == name and known.__module__.startswith("llama_index_kgrag."):
+            return known
+    made = _MADE.get((suffix, name))
+    if made is None:
+        title = spec.method_class().__name__
+        made = type(f"{title}{suffix}", (base,), {
+            "__module__": __name__, "method_name": name,
+            "__doc__": f"LlamaIndex {suffix} over {title} (made from the method registry)."})
+        _MADE[(suffix, name)] = made
+    return made
+
+
+def retriever_for(name: str) -> type[KGRetriever]:
+    """The retriever class of the registered method ``name`` (the package's own for the
+    built-in methods, else one made from the registry entry)."""
+    return _class_for(KGRetriever, "Retriever", name)
+
+
+def query_engine_for(name: str) -> type[KGQueryEngine]:
+    """The query engine class of the registered method ``name`` (as :func:`retriever_for`)."""
+    return _class_for(KGQueryEngine, "QueryEngine", name)
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found

@@ -9,21 +9,13 @@ from pydantic import BaseModel, Field, create_model
 
 from kgrag.methods.byokg import ByoKGRAG, GraphTools
 from kgrag.methods.byokg.tools import tool_specs
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
-from llama_index_kgrag.settings import with_settings
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
 class ByoKGRetriever(KGRetriever):
     """ByoKG-RAG retrieval as ``NodeWithScore``s (triples, paths, query results, candidates)."""
 
-    @classmethod
-    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "ByoKGRetriever":
-        """``llm`` / ``embedder`` default to ``Settings.llm`` / ``Settings.embed_model`` when
-        set; ``similarity_top_k``, ``callback_manager`` go to the retriever, the rest to
-        :class:`~kgrag.methods.byokg.ByoKGRAG`."""
-        own = retriever_kwargs(params)
-        return cls(ByoKGRAG(graph, **with_settings(llm, embedder), **params), **own)
+    method_name = "byokg"
 
 
 class ByoKGQueryEngine(KGQueryEngine):
@@ -33,13 +25,7 @@ class ByoKGQueryEngine(KGQueryEngine):
     answers and the question's LLM usage. Wrap in ``QueryEngineTool`` for agents.
     """
 
-    @classmethod
-    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> "ByoKGQueryEngine":
-        """As :meth:`ByoKGRetriever.from_graph`, plus the engine's ``response_synthesizer``,
-        ``node_postprocessors`` and ``streaming``."""
-        own = engine_kwargs(params)
-        return cls(method=ByoKGRAG(graph, **with_settings(llm, embedder), **params), **own)
+    method_name = "byokg"
 
 
 def graph_tools(graph_or_method: Any, linker: Any = None) -> list[FunctionTool]:

@@ -8,14 +8,9 @@ The query engine answers with KET-RAG's answer prompt (one LLM call per question
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from kgrag.methods.ketrag import KETRAG
-
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
-from llama_index_kgrag.settings import with_settings
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
 def vector_store_index_documents(index: Any) -> list[dict[str, Any]]:
@@ -38,12 +33,7 @@ def vector_store_index_documents(index: Any) -> list[dict[str, Any]]:
 class KETRAGRetriever(KGRetriever):
     """LlamaIndex ``BaseRetriever`` over :class:`kgrag.methods.ketrag.KETRAG`."""
 
-    @classmethod
-    def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
-                       **params: Any) -> KETRAGRetriever:
-        own = retriever_kwargs(params)
-        return cls(KETRAG.from_documents(documents, **with_settings(llm, embedder), **params),
-                   **own)
+    method_name = "ketrag"
 
     @classmethod
     def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
@@ -51,33 +41,14 @@ class KETRAGRetriever(KGRetriever):
         return cls.from_documents(vector_store_index_documents(index), llm=llm,
                                   embedder=embedder, **params)
 
-    @classmethod
-    def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
-             **retrieval_params: Any) -> KETRAGRetriever:
-        own = retriever_kwargs(retrieval_params)
-        return cls(KETRAG.load(directory, **with_settings(llm, embedder), **retrieval_params),
-                   **own)
-
 
 class KETRAGQueryEngine(KGQueryEngine):
     """LlamaIndex query engine: KET-RAG two-channel retrieval plus its answer prompt."""
 
-    @classmethod
-    def from_documents(cls, documents: Iterable[Any], llm: Any = None, embedder: Any = None,
-                       **params: Any) -> KETRAGQueryEngine:
-        own = engine_kwargs(params)
-        return cls(method=KETRAG.from_documents(documents, **with_settings(llm, embedder),
-                                                **params), **own)
+    method_name = "ketrag"
 
     @classmethod
     def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
                                 **params: Any) -> KETRAGQueryEngine:
         return cls.from_documents(vector_store_index_documents(index), llm=llm,
                                   embedder=embedder, **params)
-
-    @classmethod
-    def load(cls, directory: str | Path, llm: Any = None, embedder: Any = None,
-             **retrieval_params: Any) -> KETRAGQueryEngine:
-        own = engine_kwargs(retrieval_params)
-        return cls(method=KETRAG.load(directory, **with_settings(llm, embedder),
-                                      **retrieval_params), **own)

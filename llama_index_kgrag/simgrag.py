@@ -8,20 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgrag.methods.simgrag import SimGRAG
-
-from llama_index_kgrag.base import KGQueryEngine, KGRetriever, engine_kwargs, retriever_kwargs
-from llama_index_kgrag.settings import with_settings
+from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
 class SimGRAGRetriever(KGRetriever):
     """LlamaIndex ``BaseRetriever`` over :class:`kgrag.methods.simgrag.SimGRAG`."""
 
-    @classmethod
-    def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> SimGRAGRetriever:
-        own = retriever_kwargs(params)
-        return cls(SimGRAG.from_graph(kg, **with_settings(llm, embedder), **params), **own)
+    method_name = "simgrag"
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list:
         """Nodes for a pattern written by code (no LLM call)."""
@@ -31,9 +24,4 @@ class SimGRAGRetriever(KGRetriever):
 class SimGRAGQueryEngine(KGQueryEngine):
     """LlamaIndex query engine: SimGRAG retrieval plus its evidence-graph answer prompt."""
 
-    @classmethod
-    def from_graph(cls, kg: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> SimGRAGQueryEngine:
-        own = engine_kwargs(params)
-        return cls(method=SimGRAG.from_graph(kg, **with_settings(llm, embedder), **params),
-                   **own)
+    method_name = "simgrag"

@@ -169,7 +169,7 @@ def test_demo_runs_offline_and_shows_each_step(capsys):
     status, out, err = run(capsys, "demo")
     assert status == 0 and err == ""
     titles = [line for line in out.splitlines() if line.startswith("== ")]
-    # the core steps first, then every registered method step (DEMO_STEP_MODULES)
+    # the core steps first, then every registered method step (demo_step_modules())
     assert titles == [f"== {i}. {step.title}" for i, step in enumerate(demo.demo_steps(), start=1)]
     assert len(titles) >= len(demo.CORE_STEPS)
     assert "directed_by -> ['Satoshi Kon']" in out
@@ -211,9 +211,10 @@ def test_demo_steps_from_other_modules_run_after_the_core(capsys, monkeypatch):
     module.demo_steps = lambda: [demo.DemoStep("Extension step", shout)]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(demo, "DEMO_STEP_MODULES", [module.__name__])
+    assert demo.demo_step_modules()[-1] == module.__name__  # after the registered methods'
     status, out, _ = run(capsys, "demo")
     assert status == 0
-    n = len(demo.CORE_STEPS) + 1
+    n = len(demo.demo_steps())
     assert f"== {n}. Extension step" in out
     edges = KnowledgeGraph.from_csv(MOVIES).num_edges
     assert out.rstrip().endswith(f"extension sees {edges} edges and ['Tokyo Godfathers']")

@@ -25,20 +25,20 @@ from kgrag.commands.common import load_factory
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import KgragError
 
-METHODS = ("byokg", "simgrag", "ultrag", "graphraft")
+def graph_methods() -> list[str]:
+    """The ``--method`` choices: every registered method built from a graph."""
+    from kgrag.methods.registry import method_names
 
+    return method_names("graph")
+
+def __getattr__(name: str) -> object:  # METHODS stays importable, read from the registry
+    if name == "METHODS":
+        return tuple(graph_methods())
+    raise AttributeError(name)
 
 def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: str | None = None,
              query: str | None = None, top: int = 10) -> Any:
     """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult."""
-    if method == "byokg":
-        from kgrag.methods.byokg import ByoKGRAG
-
-        return ByoKGRAG(kg, llm=llm).retrieve(question)
-    if method == "graphraft":
-        from kgrag.methods.graphraft.pipeline import GraphRAFT
-
-        return GraphRAFT(kg, llm=llm, max_nodes=top).retrieve(question)
     if method == "simgrag":
         from kgrag.llm.parsing import parse_literal
         from kgrag.methods.simgrag import SimGRAG
@@ -60,8 +60,17 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
         if query:
             return ultrag.retrieve_query(query, question)
         return ultrag.retrieve(question)
-    raise KgragError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    from kgrag.methods.registry import METHODS
 
+    spec = METHODS.get(method)
+    if spec is None or spec.builds_from != "graph":
+        raise KgragError(f"unknown method {method!r}; choose one of "
+                         f"{', '.join(graph_methods())}")
+    # any other method: its LLM-free mode (or its LLM mode with --llm) from the question text
+    params = dict(spec.ask_params)
+    if spec.ask_top_param:
+        params[spec.ask_top_param] = top
+    return spec.build(kg, llm=llm, **params).retrieve(question)
 
 def _check_method_inputs(method: str, pattern: str | None, query: str | None) -> None:
     """Fail on a malformed ``--pattern`` / ``--query`` in milliseconds, not after the graph is
@@ -112,7 +121,6 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     return 0
 
-
 def register(subparsers: Any) -> None:
     from kgrag.commands.common import add_graph_arguments
 
@@ -121,7 +129,7 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[0].replace("``", ""))
     add_graph_arguments(parser)
     parser.add_argument("question")
-    parser.add_argument("--method", choices=METHODS, default="byokg",
+    parser.add_argument("--method", choices=graph_methods(), default="byokg",
                         help="retrieval method (default byokg)")
     parser.add_argument("--show", metavar="FILE",
                         help="draw the retrieval to FILE (.png or .html)")

@@ -12,8 +12,9 @@ Core commands::
 
 Adding commands: a command module (``kgrag/commands/<method>.py``) defines ``register(subparsers)``, which adds its parser with
 ``subparsers.add_parser(...)`` and sets ``parser.set_defaults(func=handler)``, where
-``handler(args)`` returns an exit code (or ``None`` for 0). Add the module's dotted path to
-:data:`COMMAND_MODULES`; it is imported only when the command line is built, so ``import kgrag``
+``handler(args)`` returns an exit code (or ``None`` for 0). A method's registry entry names its
+module (``command_module``); other modules go in :data:`COMMAND_MODULES`. Modules are imported
+only when the command line is built, so ``import kgrag``
 stays light. Handlers raise :class:`~kgrag.errors.KgragError` (or ``FileNotFoundError``) for
 user errors: :func:`main` prints those as one line and exits with status 2, without a traceback.
 """
@@ -32,15 +33,11 @@ from kgrag.errors import KgragError
 
 __all__ = ["COMMAND_MODULES", "build_parser", "load_factory", "main", "open_graph"]
 
-#: Dotted paths of modules that add subcommands through ``register(subparsers)``.
+#: Dotted paths of modules that add subcommands through ``register(subparsers)``, besides the
+#: registered methods' own (:mod:`kgrag.methods.registry`, ``command_module``).
 COMMAND_MODULES: list[str] = [
-    "kgrag.commands.ultrag",
     "kgrag.graph.db_cli",
-    "kgrag.commands.ketrag",
-    "kgrag.commands.graphraft",
-    "kgrag.commands.byokg",
     "kgrag.eval.cli",
-    "kgrag.commands.simgrag",
     "kgrag.ask",
 ]
 
@@ -48,6 +45,15 @@ COMMAND_MODULES: list[str] = [
 #: ``--cache-dir`` / ``--no-cache`` from :func:`add_cache_arguments` when it is built.
 EMBEDDING_COMMANDS: tuple[str, ...] = ("link", "simgrag", "ultrag", "byokg", "graphraft", "ask",
                                        "eval")
+
+
+def command_modules() -> list[str]:
+    """Every module that adds subcommands: the registered methods', then :data:`COMMAND_MODULES`."""
+    from kgrag.methods.registry import METHODS
+
+    registered = [spec.command_module for spec in METHODS.values() if spec.command_module]
+    return list(dict.fromkeys(registered + COMMAND_MODULES))
+
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
 USAGE_ERROR = 2
@@ -201,7 +207,7 @@ def _embedding_setup(args: argparse.Namespace) -> Iterator[None]:
 
 # ---------------------------------------------------------------------- entry point
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser: core commands, then every module in :data:`COMMAND_MODULES`."""
+    """The full parser: core commands, then every module of :func:`command_modules`."""
     parser = argparse.ArgumentParser(
         prog="kgrag", description="Knowledge-graph RAG methods for LangChain and LlamaIndex.")
     parser.add_argument("--version", action="version", version=f"kgrag {__version__}")
@@ -209,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for register in CORE_COMMANDS:
         register(subparsers)
-    for module_path in COMMAND_MODULES:
+    for module_path in command_modules():
         importlib.import_module(module_path).register(subparsers)
     for name, command in subparsers.choices.items():
         if name in EMBEDDING_COMMANDS:

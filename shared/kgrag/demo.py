@@ -5,8 +5,8 @@ The demo is a list of :class:`DemoStep` objects run in order against one :class:
 steps may read). The core steps below show loading, linking, path following and shortest paths
 without any LLM or model download.
 
-Method modules extend the demo without touching this file's logic: add the module's dotted path
-to :data:`DEMO_STEP_MODULES`; the module defines ``demo_steps() -> list[DemoStep]``, imported
+Method modules extend the demo without touching this file: the method's registry entry names
+the module (``demo_module``; other modules go in :data:`DEMO_STEP_MODULES`); it defines ``demo_steps() -> list[DemoStep]``, imported
 lazily when the demo runs (so ``import kgrag`` never imports a method). Their steps run after
 the core steps, in the order the modules are listed.
 
@@ -23,14 +23,19 @@ from typing import Any, Callable, Sequence
 
 from kgrag.graph.memory import KnowledgeGraph
 
-#: Dotted paths of modules with ``demo_steps() -> list[DemoStep]``, run after the core steps.
-DEMO_STEP_MODULES: list[str] = [
-    "kgrag.commands.ultrag",
-    "kgrag.commands.ketrag_demo",
-    "kgrag.commands.graphraft",
-    "kgrag.commands.byokg",
-    "kgrag.commands.simgrag",
-]
+#: Dotted paths of further modules with ``demo_steps() -> list[DemoStep]``, run after the
+#: core steps and those of the registered methods (:mod:`kgrag.methods.registry`,
+#: ``demo_module``).
+DEMO_STEP_MODULES: list[str] = []
+
+
+def demo_step_modules() -> list[str]:
+    """Every module whose ``demo_steps()`` the demo runs: the registered methods', then
+    :data:`DEMO_STEP_MODULES`."""
+    from kgrag.methods.registry import METHODS
+
+    registered = [spec.demo_module for spec in METHODS.values() if spec.demo_module]
+    return list(dict.fromkeys(registered + DEMO_STEP_MODULES))
 
 #: Environment variable that points the demo at another triples file.
 DEMO_DATA_ENV = "KGRAG_DEMO_DATA"
@@ -144,9 +149,9 @@ CORE_STEPS: list[DemoStep] = [
 
 
 def demo_steps() -> list[DemoStep]:
-    """The core steps followed by the steps of every module in :data:`DEMO_STEP_MODULES`."""
+    """The core steps followed by the steps of every module in :func:`demo_step_modules`."""
     steps = list(CORE_STEPS)
-    for module_path in DEMO_STEP_MODULES:
+    for module_path in demo_step_modules():
         steps.extend(importlib.import_module(module_path).demo_steps())
     return steps
 

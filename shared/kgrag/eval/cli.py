@@ -91,7 +91,9 @@ def register(subparsers: Any) -> None:
         "eval", help="evaluate a method on a dataset (oracle / LLM-free / LLM modes)",
         description="Run a method on a seeded sample of a dataset; writes per-question JSONL "
                     "(resumable) and a summary JSON under --out, prints the summary row.")
-    parser.add_argument("--method", help="byokg, simgrag, ultrag, graphraft or ketrag")
+    from kgrag.methods.registry import method_names
+
+    parser.add_argument("--method", help=", ".join(method_names()) + " (see --list)")
     parser.add_argument("--dataset", help="metaqa-1hop/2hop/3hop, pq-2h, pq-3h, musique, hotpotqa")
     parser.add_argument("--questions", help="your own questions: JSONL of {question, answers, "
                                              "entities?, id?, path? or paths?} (instead of "

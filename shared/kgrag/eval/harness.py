@@ -106,7 +106,31 @@ QuestionRunner = Callable[[QAExample, str], Outcome]
 
 
 # ---------------------------------------------------------------------- per method
-def _byokg(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+def generic_runner(resource: Any, mode: str, llm: Any, embedder: Any, params: dict, *,
+                   k: int = 10, spec: Any = None) -> QuestionRunner:
+    """Any registered method without a runner of its own: ``llm-free`` scores ``retrieve`` of
+    the method built without an LLM (ranked by its result's ``answer_candidates`` metadata
+    when it has them), ``llm`` scores ``answer``. There is no generic ``oracle``: what a
+    perfect LLM would write is method-specific."""
+    if mode == "oracle":
+        raise ValueError(f"{spec.name} has no oracle mode (register an eval_runner for it)")
+    method = spec.build(resource, llm=llm if mode == "llm" else None, embedder=embedder,
+                        **params)
+    as_text = spec.builds_from == "documents"
+    if mode == "llm":
+        return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)),
+                                                 as_text=as_text)
+
+    def run(ex: QAExample, question: str) -> Outcome:
+        result, s = _timed(lambda: method.retrieve(question))
+        ranked = result.metadata.get("answer_candidates")
+        return outcome_from_retrieval(result, s, as_text=as_text,
+                                      ranked=list(ranked) if ranked is not None else None)
+    return run
+
+
+def byokg_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k: int = 10
+                 ) -> QuestionRunner:
     from kgrag.methods.byokg import ByoKGRAG
 
     base = ByoKGRAG(kg, embedder=embedder, **params)
@@ -133,7 +157,8 @@ def _byokg(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> Questio
     return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
 
 
-def _simgrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+def simgrag_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k: int = 10
+                   ) -> QuestionRunner:
     from kgrag.methods.simgrag import SimGRAG
 
     if mode == "llm-free":
@@ -157,7 +182,8 @@ def _simgrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> Quest
     return run
 
 
-def _ultrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, k: int) -> QuestionRunner:
+def ultrag_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k: int = 10
+                  ) -> QuestionRunner:
     from kgrag.eval.ranking import tie_aware_metrics
     from kgrag.graph.memory import normalize_name
     from kgrag.methods.ultrag import UltRAG
@@ -165,7 +191,7 @@ def _ultrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, k: int) -
     if mode == "llm-free":
         raise ValueError("UltRAG has no LLM-free mode (an LLM writes the logical query); "
                          "use --mode oracle or --mode llm")
-    method = UltRAG(kg, llm if mode == "llm" else None, embedder=embedder, **params)
+    method = UltRAG(kg, llm=llm if mode == "llm" else None, embedder=embedder, **params)
     if mode == "llm":
         return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
 
@@ -190,7 +216,8 @@ def _ultrag(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, k: int) -
     return run
 
 
-def _graphraft(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+def graphraft_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k: int = 10
+                     ) -> QuestionRunner:
     from kgrag.methods.graphraft.pipeline import GraphRAFT
 
     if mode == "llm":
@@ -223,7 +250,8 @@ def _graphraft(kg: Any, mode: str, llm: Any, embedder: Any, params: dict) -> Que
     return run
 
 
-def _ketrag(passages: list[str], mode: str, llm: Any, embedder: Any, params: dict) -> QuestionRunner:
+def ketrag_runner(passages: list[str], mode: str, llm: Any, embedder: Any, params: dict, *,
+                  k: int = 10) -> QuestionRunner:
     from kgrag.methods.ketrag import KETRAG, build_index
 
     if mode == "oracle":
@@ -262,18 +290,13 @@ def build_question_runner(method: str, mode: str, resource: Any, *, llm: Any = N
 
         raise LLMNotConfiguredError("--mode llm needs an LLM: pass llm= (any LangChain chat "
                                     "model, LlamaIndex LLM or callable prompt -> text)")
+    from kgrag.methods.registry import _resolve, get_method
+
+    spec = get_method(method)
     params = dict(params or {})
-    if method == "byokg":
-        return _byokg(resource, mode, llm, embedder, params)
-    if method == "simgrag":
-        return _simgrag(resource, mode, llm, embedder, params)
-    if method == "ultrag":
-        return _ultrag(resource, mode, llm, embedder, params, k)
-    if method == "graphraft":
-        return _graphraft(resource, mode, llm, embedder, params)
-    if method == "ketrag":
-        return _ketrag(resource, mode, llm, embedder, params)
-    raise ValueError(f"unknown method {method!r}")
+    if spec.eval_runner is None:
+        return generic_runner(resource, mode, llm, embedder, params, k=k, spec=spec)
+    return _resolve(spec.eval_runner)(resource, mode, llm, embedder, params, k=k)
 
 
 def as_float_dict(metrics: dict[str, Any]) -> dict[str, float]:

@@ -25,7 +25,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,8 @@ import numpy as np
 from kgrag.eval.datasets import QAExample, load_metaqa, load_pathquestion
 from kgrag.eval.harness import MODES, Outcome, build_question_runner
 from kgrag.eval.metrics import answer_recall, exact_match, hits_at_k, reciprocal_rank, token_f1
-
-KG_DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2h", "pq-3h")
-TEXT_DATASETS = ("musique", "hotpotqa")
+from kgrag.methods.registry import KG_DATASETS as KG_DATASETS
+from kgrag.methods.registry import TEXT_DATASETS as TEXT_DATASETS
 
 
 @dataclass(frozen=True)
@@ -107,18 +106,35 @@ DATASETS: dict[str, DatasetSpec] = {
     "hotpotqa": DatasetSpec("hotpotqa", "text", _hotpot_examples, "hotpotqa", _hotpot_passages),
 }
 
-#: method -> (datasets it applies to, modes it has)
-METHOD_DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "byokg": (KG_DATASETS, ("oracle", "llm-free", "llm")),
-    "simgrag": (KG_DATASETS, ("oracle", "llm")),
-    "ultrag": (KG_DATASETS, ("oracle", "llm")),
-    "graphraft": (KG_DATASETS, ("oracle", "llm-free", "llm")),
-    "ketrag": (TEXT_DATASETS, ("llm-free", "llm")),
-}
+class _MethodTable(Mapping[str, Any]):
+    """A read-only view of the method registry (:mod:`kgrag.methods.registry`), so a method
+    registered after import is evaluated like the built-in ones."""
+
+    def __init__(self, value: Callable[[Any], Any]) -> None:
+        self._value = value
+
+    def __getitem__(self, name: str) -> Any:
+        from kgrag.methods.registry import METHODS
+
+        return self._value(METHODS[name])
+
+    def __iter__(self) -> Iterator[str]:
+        from kgrag.methods.registry import METHODS
+
+        return iter(list(METHODS))
+
+    def __len__(self) -> int:
+        from kgrag.methods.registry import METHODS
+
+        return len(METHODS)
 
 
-#: what each method reads: a knowledge graph or a text corpus
-METHOD_KINDS = {"byokg": "kg", "simgrag": "kg", "ultrag": "kg", "graphraft": "kg", "ketrag": "text"}
+#: method -> (datasets it applies to, modes it has), from the registry
+METHOD_DATASETS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = _MethodTable(
+    lambda spec: (spec.datasets, spec.eval_modes))
+
+#: what each method reads: a knowledge graph ("kg") or a text corpus ("text"), from the registry
+METHOD_KINDS: Mapping[str, str] = _MethodTable(lambda spec: spec.kind)
 
 
 def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[str] | None = None,

@@ -3,16 +3,65 @@
 A method is a plain Python object with ``retrieve(question) -> RetrievalResult`` and, when it has
 an LLM, ``answer(question) -> Answer``. The adapters in ``langchain_kgrag`` and
 ``llama_index_kgrag`` only convert these results; they never re-implement retrieval.
+
+One constructor contract for all of them: a method over a graph is built with
+``Method.from_graph(graph, *, llm=None, embedder=None, **params)``, a method over text with
+``Method.from_documents(docs, *, llm=None, embedder=None, **params)``; ``llm`` and ``embedder``
+are keyword-only everywhere (passing them positionally still works, with a
+``DeprecationWarning``; see :func:`keyword_only_llm`). The registry
+(:mod:`kgrag.methods.registry`) says which of the two a method uses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import warnings
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.errors import LLMNotConfiguredError
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def positional_to_keywords(where: str, extra: tuple[Any, ...], names: tuple[str, ...],
+                           kwargs: dict[str, Any], *, stacklevel: int = 3) -> None:
+    """Move arguments passed positionally for the keyword-only ``names`` into ``kwargs``, with a
+    :class:`DeprecationWarning` (raise ``TypeError`` for too many or duplicated ones)."""
+    if not extra:
+        return
+    if len(extra) > len(names):
+        raise TypeError(f"{where}() takes too many positional arguments; pass "
+                        f"{', '.join(names)} and the rest by keyword")
+    passed = names[:len(extra)]
+    warnings.warn(f"passing {', '.join(passed)} positionally to {where}() is deprecated; use "
+                  f"keywords ({', '.join(f'{n}=...' for n in passed)})", DeprecationWarning,
+                  stacklevel=stacklevel)
+    for name, value in zip(passed, extra):
+        if name in kwargs:
+            raise TypeError(f"{where}() got multiple values for argument {name!r}")
+        kwargs[name] = value
+
+
+def keyword_only_llm(*names: str, skip: int = 2) -> Callable[[F], F]:
+    """Let a function whose ``names`` (``"llm"``, ``"embedder"``) are keyword-only still take
+    them positionally, in that order after its first ``skip`` arguments (``self``/``cls`` and the
+    graph), with a :class:`DeprecationWarning` -- the old signatures of ByoKGRAG and UltRAG,
+    kept working while callers move to keywords."""
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            positional_to_keywords(func.__qualname__.replace(".__init__", ""), args[skip:],
+                                   names, kwargs)
+            return func(*args[:skip], **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+M = TypeVar("M", bound="KGMethod")
 
 
 class KGMethod(ABC):
@@ -20,6 +69,26 @@ class KGMethod(ABC):
 
     #: Short identifier used in metadata, CLI and evaluation ("byokg", "simgrag", ...).
     name: ClassVar[str] = "method"
+
+    @classmethod
+    def from_graph(cls: type[M], graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> M:
+        """The method over ``graph`` (a :class:`~kgrag.graph.memory.KnowledgeGraph` or any
+        :class:`~kgrag.graph.base.GraphStore`); ``params`` are the constructor's. Methods built
+        from text override this to say so (and offer :meth:`from_documents`)."""
+        if args:  # the old positional llm / embedder
+            given = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
+            positional_to_keywords(f"{cls.__name__}.from_graph", args, ("llm", "embedder"),
+                                   given)
+            llm, embedder = given.get("llm"), given.get("embedder")
+        return cls(graph, llm=llm, embedder=embedder, **params)  # type: ignore[call-arg]
+
+    @classmethod
+    def from_documents(cls: type[M], documents: Any, *, llm: Any = None, embedder: Any = None,
+                       **params: Any) -> M:
+        """The method over ``documents`` (text methods only; graph methods raise TypeError)."""
+        raise TypeError(f"{cls.__name__} is built from a graph: use "
+                        f"{cls.__name__}.from_graph(graph, llm=..., embedder=...)")
 
     @abstractmethod
     def retrieve(self, question: str) -> RetrievalResult:

@@ -40,7 +40,7 @@ from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.llm import as_llm, optional_llm
 from kgrag.llm.base import BaseLLMAdapter, llm_step
 from kgrag.llm.steps import CallLog, LLMRequest, Steps, run_async, run_sync
-from kgrag.methods.base import KGMethod
+from kgrag.methods.base import KGMethod, keyword_only_llm
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
 from kgrag.methods.byokg.parsing import parse_answers, parse_linker_output
@@ -83,12 +83,13 @@ class ByoKGRAG(KGMethod):
 
     name = "byokg"
 
+    @keyword_only_llm("llm", "embedder")
     def __init__(
         self,
         graph: Any,
+        *,
         llm: Any = None,
         embedder: Any = None,
-        *,
         linker: Any = None,
         scorer: TripletScorer | None = None,
         linking_mode: str = "hybrid",

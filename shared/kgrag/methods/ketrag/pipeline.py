@@ -80,6 +80,13 @@ class KETRAG(KGMethod):
 
     # ------------------------------------------------------------------ construction
     @classmethod
+    def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> KETRAG:
+        """KET-RAG indexes text, not a graph: use :meth:`from_documents` (or :meth:`load`)."""
+        raise TypeError("KET-RAG is built from documents: KETRAG.from_documents(docs, llm=..., "
+                        "embedder=...), or KETRAG.load(directory) for a saved index")
+
+    @classmethod
     def from_documents(cls, documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
                        cache_dir: str | Path | None = None, progress: bool = True,
                        tokenizer: TextTokenizer | str | None = None,

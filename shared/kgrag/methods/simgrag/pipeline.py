@@ -147,10 +147,6 @@ class SimGRAG(KGMethod):
             relation_texts=all_relation_texts(graph, self.relation_names), index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
             ef_construction=ef_construction, ef_search_factor=ef_search_factor)
 
-    @classmethod
-    def from_graph(cls, graph: Any, llm: Any = None, embedder: Any = None, **params: Any) -> SimGRAG:
-        return cls(graph, llm=llm, embedder=embedder, **params)
-
     # ------------------------------------------------------------------ query -> pattern
     def pattern_prompt(self, question: str) -> str:
         return pattern_prompt(question, self.pattern_examples,

@@ -39,7 +39,7 @@ from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import NO_LLM_HELP, track_usage
 from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
-from kgrag.methods.base import KGMethod
+from kgrag.methods.base import KGMethod, keyword_only_llm
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
 from kgrag.methods.ultrag.executor import (
     FUZZY_DTYPE,
@@ -181,11 +181,12 @@ class UltRAG(KGMethod):
 
     name = "ultrag"
 
+    @keyword_only_llm("llm")
     def __init__(
         self,
         graph: KnowledgeGraph,
-        llm: Any = None,
         *,
+        llm: Any = None,
         embedder: Any = None,
         linker: Any = None,
         linking: str = "dense",
@@ -310,12 +311,6 @@ class UltRAG(KGMethod):
         self.seppr_alpha = seppr_alpha
         self.seppr_steps = seppr_steps
         self.on_invalid_query = on_invalid_query
-
-    @classmethod
-    def from_graph(cls, graph: KnowledgeGraph, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> UltRAG:
-        """The adapters' entry point: same as the constructor."""
-        return cls(graph, llm, embedder=embedder, **params)
 
     # ------------------------------------------------------------------ components
     @property

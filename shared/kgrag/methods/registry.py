@@ -1,0 +1,177 @@
+"""The method registry: every place that lists methods reads it.
+
+One :class:`MethodSpec` per method says what the rest of kgrag needs to know about it: the class
+(by dotted path, imported on first use so ``import kgrag`` stays light), whether it is built
+from a graph or from documents, its ``kgrag`` subcommand and demo step, the name and description
+of the search tool the adapters make from it, and how ``kgrag eval`` runs it. The command line
+(``kgrag --help``, ``kgrag ask``, ``kgrag demo``), ``kgrag eval``, and both adapter packages
+(``langchain_kgrag.retriever_for`` / ``llama_index_kgrag.retriever_for``) read it; adding a
+method is one folder under ``kgrag/methods/`` plus one :func:`register_method` call (see
+CONTRIBUTING.md).
+
+>>> spec = get_method("simgrag")
+>>> spec.method_class().__name__, spec.builds_from
+('SimGRAG', 'graph')
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.methods.base import KGMethod
+
+__all__ = ["METHODS", "MethodSpec", "get_method", "method_names", "register_method",
+           "unregister_method"]
+
+#: The dataset families ``kgrag eval`` knows: knowledge-graph QA and text QA.
+KG_DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2h", "pq-3h")
+TEXT_DATASETS = ("musique", "hotpotqa")
+
+
+def _resolve(path: str) -> Any:
+    """The object at ``package.module:attribute``."""
+    module, _, attribute = path.partition(":")
+    value = importlib.import_module(module)
+    return getattr(value, attribute) if attribute else value
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What kgrag needs to know about one method (see the module docstring)."""
+
+    #: short identifier: the subcommand, ``--method`` value and result ``method`` field
+    name: str
+    #: the method class, as ``package.module:Class`` (or the class itself)
+    cls: str | type
+    #: ``"graph"``: built by ``Class.from_graph(graph, *, llm=None, embedder=None, **params)``;
+    #: ``"documents"``: by ``Class.from_documents(docs, *, llm=None, embedder=None, **params)``
+    builds_from: Literal["graph", "documents"] = "graph"
+    #: the retriever's search-tool name and description (LangChain ``as_search_tool``,
+    #: LlamaIndex ``as_tool``)
+    tool_name: str = "knowledge_graph_search"
+    tool_description: str = (
+        "Search the knowledge graph for facts relevant to a natural-language question. "
+        "Input: the question. Output: retrieved facts, one per line.")
+    #: module adding ``kgrag <name> ...`` via ``register(subparsers)``; None: no own command
+    command_module: str | None = None
+    #: module whose ``demo_steps()`` extend ``kgrag demo``; None: no demo step
+    demo_module: str | None = None
+    #: ``kgrag eval``: the modes it runs and the datasets it applies to. ``llm-free`` calls
+    #: ``retrieve`` on a method built without an LLM, ``llm`` calls ``answer``; ``oracle``
+    #: needs ``eval_runner``
+    eval_modes: tuple[str, ...] = ("llm-free", "llm")
+    eval_datasets: tuple[str, ...] | None = None
+    #: ``package.module:function`` building a method-specific question runner for ``kgrag eval``
+    #: (signature of :func:`kgrag.eval.harness.generic_runner`); None: the generic one
+    eval_runner: str | None = None
+    #: ``kgrag ask``: the constructor parameter that caps the number of items (set to --top)
+    ask_top_param: str | None = None
+    #: extra constructor parameters ``kgrag ask`` passes
+    ask_params: dict[str, Any] = field(default_factory=dict)
+
+    def method_class(self) -> type[KGMethod]:
+        """The method class (imported now if given by path)."""
+        return _resolve(self.cls) if isinstance(self.cls, str) else self.cls
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """The ``kgrag eval`` datasets: as given, else every dataset of its input kind."""
+        if self.eval_datasets is not None:
+            return self.eval_datasets
+        return KG_DATASETS if self.builds_from == "graph" else TEXT_DATASETS
+
+    @property
+    def kind(self) -> str:
+        """``"kg"`` or ``"text"``: the dataset kind ``kgrag eval`` gives it."""
+        return "kg" if self.builds_from == "graph" else "text"
+
+    def build(self, source: Any, *, llm: Any = None, embedder: Any = None, **params: Any
+              ) -> KGMethod:
+        """The method over ``source`` (a graph or documents, per :attr:`builds_from`)."""
+        cls = self.method_class()
+        factory = cls.from_graph if self.builds_from == "graph" else cls.from_documents
+        return factory(source, llm=llm, embedder=embedder, **params)
+
+
+#: name -> spec, in the order the CLI, the demo and the docs list them
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register_method(spec: MethodSpec, *, replace: bool = False) -> MethodSpec:
+    """Add ``spec`` to the registry (``replace=True`` to overwrite a registered name)."""
+    if not spec.name or not spec.name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"a method name is a short identifier, got {spec.name!r}")
+    if spec.builds_from not in ("graph", "documents"):
+        raise ValueError("builds_from must be 'graph' or 'documents'")
+    if spec.name in METHODS and not replace:
+        raise ValueError(f"method {spec.name!r} is already registered (replace=True overrides)")
+    METHODS[spec.name] = spec
+    return spec
+
+
+def unregister_method(name: str) -> None:
+    """Remove a method (tests register toy methods and remove them again)."""
+    METHODS.pop(name, None)
+
+
+def get_method(name: str) -> MethodSpec:
+    """The spec registered as ``name``; ``KeyError`` naming the registered ones."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise KeyError(f"unknown method {name!r}; registered: {', '.join(METHODS)}") from None
+
+
+def method_names(builds_from: str | None = None) -> list[str]:
+    """Registered names, optionally only those built from ``"graph"`` or ``"documents"``."""
+    return [n for n, s in METHODS.items() if builds_from in (None, s.builds_from)]
+
+
+# ---------------------------------------------------------------------- the five methods
+register_method(MethodSpec(
+    name="byokg", cls="kgrag.methods.byokg:ByoKGRAG",
+    tool_name="byokg_graph_search",
+    tool_description=(
+        "Retrieve knowledge-graph facts (triples, relation paths, query results) that answer a "
+        "natural-language question. Input: the question."),
+    command_module="kgrag.commands.byokg", demo_module="kgrag.commands.byokg",
+    eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:byokg_runner"))
+register_method(MethodSpec(
+    name="simgrag", cls="kgrag.methods.simgrag:SimGRAG",
+    tool_name="knowledge_graph_subgraph_search",
+    tool_description=(
+        "Find the knowledge-graph subgraphs that best match the facts a question asks about "
+        "(SimGRAG). Input: a natural-language question. Output: small sets of "
+        "(head, relation, tail) facts, closest match first."),
+    command_module="kgrag.commands.simgrag", demo_module="kgrag.commands.simgrag",
+    eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:simgrag_runner"))
+register_method(MethodSpec(
+    name="ultrag", cls="kgrag.methods.ultrag:UltRAG",
+    tool_name="knowledge_graph_logical_query",
+    tool_description=(
+        "Answer a question by running a logical query (relation projections and intersections) "
+        "over the whole knowledge graph (UltRAG). Input: a natural-language question. Output: "
+        "candidate answer entities with membership scores, best first."),
+    command_module="kgrag.commands.ultrag", demo_module="kgrag.commands.ultrag",
+    eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:ultrag_runner"))
+register_method(MethodSpec(
+    name="graphraft", cls="kgrag.methods.graphraft.pipeline:GraphRAFT",
+    tool_name="graph_query_search",
+    tool_description=(
+        "Find knowledge-graph entities that answer a question by running the best-matching "
+        "graph queries around the entities it mentions. Input: the question."),
+    command_module="kgrag.commands.graphraft", demo_module="kgrag.commands.graphraft",
+    eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:graphraft_runner",
+    ask_top_param="max_nodes"))
+register_method(MethodSpec(
+    name="ketrag", cls="kgrag.methods.ketrag:KETRAG", builds_from="documents",
+    tool_name="document_graph_search",
+    tool_description=(
+        "Search the indexed documents for context relevant to a question (KET-RAG): facts from "
+        "a knowledge-graph skeleton of the key passages plus keyword-matched text passages. "
+        "Input: the question. Output: entities, relationships and passages."),
+    command_module="kgrag.commands.ketrag", demo_module="kgrag.commands.ketrag_demo",
+    eval_modes=("llm-free", "llm"), eval_runner="kgrag.eval.harness:ketrag_runner"))

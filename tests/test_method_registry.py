@@ -1,0 +1,223 @@
+"""The method registry and the constructor contract.
+
+A toy method registered here -- and nowhere else -- gets the ``kgrag`` command line (its own
+subcommand, ``kgrag ask --method``, ``kgrag eval --list``), ``kgrag eval``'s runner, a LangChain
+retriever with a search tool, and a LlamaIndex retriever and query engine, without any other
+file of the project knowing about it.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgrag import KnowledgeGraph
+from kgrag.context.types import Answer, RetrievalResult, Usage
+from kgrag.methods.base import KGMethod
+from kgrag.methods.registry import METHODS, MethodSpec, get_method, method_names, register_method
+
+MOVIES = Path(__file__).resolve().parents[1] / "shared" / "kgrag" / "data" / "movies.tsv"
+
+
+class NeighbourMethod(KGMethod):
+    """Toy method: the edges of every graph node named in the question (no LLM needed);
+    with an LLM, ``answer`` asks it once."""
+
+    name = "toyhop"
+
+    def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None,
+                 limit: int = 5) -> None:
+        self.graph, self.llm, self.embedder, self.limit = graph, llm, embedder, limit
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        named = [n for n in self.graph.iter_node_names() if n in question]
+        triples = self.graph.one_hop(named, limit=self.limit)
+        return RetrievalResult(question=question, method=self.name, items=list(triples),
+                               metadata={"answer_candidates": [t.tail for t in triples]})
+
+    def answer(self, question: str) -> Answer:
+        retrieval = self.retrieve(question)
+        text = self.llm(f"Q: {question}\n{retrieval.context}")
+        return Answer(question=question, answers=[text], text=text, retrieval=retrieval,
+                      usage=Usage(calls=1))
+
+
+TOY_COMMAND = "kgrag_toyhop_command"
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """Register the toy method (and its command module) for one test."""
+    import sys
+    import types
+
+    module = types.ModuleType(TOY_COMMAND)
+
+    def register(subparsers: Any) -> None:
+        from kgrag.commands.common import add_graph_arguments, graph_from_args
+
+        parser = subparsers.add_parser("toyhop", help="the toy method")
+        add_graph_arguments(parser)
+        parser.add_argument("question")
+
+        def run(args: Any) -> int:
+            result = NeighbourMethod.from_graph(graph_from_args(args)).retrieve(args.question)
+            for item in result.items:
+                print(item.verbalize())
+            return 0
+        parser.set_defaults(func=run)
+
+    module.register = register
+    monkeypatch.setitem(sys.modules, TOY_COMMAND, module)
+    monkeypatch.setattr("kgrag.methods.registry.METHODS", dict(METHODS))
+    spec = register_method(MethodSpec(
+        name="toyhop", cls=NeighbourMethod, tool_name="toy_neighbours",
+        tool_description="Edges of the entities a question names.",
+        command_module=TOY_COMMAND, ask_top_param="limit"))
+    return spec
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return KnowledgeGraph.from_csv(MOVIES)
+
+
+QUESTION = "Who directed Tokyo Godfathers?"
+
+
+def test_registry_lists_the_five_methods():
+    assert method_names() == ["byokg", "simgrag", "ultrag", "graphraft", "ketrag"]
+    assert method_names("documents") == ["ketrag"]
+    for name in method_names():
+        spec = get_method(name)
+        assert spec.method_class().name == name
+        assert callable(spec.method_class().from_graph)
+    with pytest.raises(KeyError, match="registered: byokg"):
+        get_method("nope")
+    with pytest.raises(ValueError, match="already registered"):
+        register_method(MethodSpec(name="simgrag", cls=NeighbourMethod))
+
+
+def test_toy_method_gets_the_command_line(toy, kg, capsys):
+    from kgrag.cli import main
+
+    assert main(["toyhop", str(MOVIES), QUESTION]) == 0
+    assert "Tokyo Godfathers -> directed_by -> Satoshi Kon" in capsys.readouterr().out
+    assert main(["ask", str(MOVIES), QUESTION, "--method", "toyhop", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "method: toyhop  items: 1" in out
+    assert main(["eval", "--list"]) == 0
+    assert any(line.startswith("toyhop") and "llm-free" in line
+               for line in capsys.readouterr().out.splitlines())
+
+
+def test_toy_method_gets_eval(toy, kg, tmp_path):
+    from kgrag.eval.harness import build_question_runner
+    from kgrag.eval.runner import METHOD_DATASETS, METHOD_KINDS, evaluate
+    from kgrag.questions import QAExample
+
+    assert METHOD_KINDS["toyhop"] == "kg" and "llm-free" in METHOD_DATASETS["toyhop"][1]
+    run = build_question_runner("toyhop", "llm-free", kg)
+    outcome = run(QAExample(QUESTION, ("Satoshi Kon",)), QUESTION)
+    assert "Satoshi Kon" in outcome.ranked and "Satoshi Kon" in outcome.context_names
+    with pytest.raises(ValueError, match="no oracle mode"):
+        build_question_runner("toyhop", "oracle", kg)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": QUESTION, "answers": ["Satoshi Kon"]}) + "\n")
+    from kgrag.eval.runner import user_dataset
+
+    summary = evaluate("toyhop", user_dataset(questions, graph=str(MOVIES)), mode="llm-free",
+                       out_dir=tmp_path / "out", progress=False)
+    assert summary["evaluated"] == 1 and summary["metrics"]["hits@10"] == 100.0
+
+
+def test_toy_method_gets_langchain_wrappers(toy, kg):
+    pytest.importorskip("langchain_core")
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.tools import BaseTool
+
+    from langchain_kgrag import retriever_for
+
+    cls = retriever_for("toyhop")
+    assert issubclass(cls, BaseRetriever) and cls.__name__ == "NeighbourMethodRetriever"
+    retriever = cls.from_graph(kg, limit=2, k=1)
+    assert retriever.method.limit == 2 and retriever.k == 1
+    docs = retriever.invoke(QUESTION)
+    assert len(docs) == 1 and docs[0].metadata["method"] == "toyhop"
+    tool = retriever.as_search_tool()
+    assert isinstance(tool, BaseTool) and tool.name == "toy_neighbours"
+    assert "Satoshi Kon" in tool.invoke({"query": QUESTION})
+
+
+def test_toy_method_gets_llama_index_wrappers(toy, kg):
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.tools import QueryEngineTool, RetrieverTool
+
+    from llama_index_kgrag import query_engine_for, retriever_for
+
+    retriever = retriever_for("toyhop").from_graph(kg)
+    assert isinstance(retriever, BaseRetriever)
+    nodes = retriever.retrieve(QUESTION)
+    assert any("Satoshi Kon" in n.node.get_content() for n in nodes)
+    tool = retriever.as_tool()
+    assert isinstance(tool, RetrieverTool) and tool.metadata.name == "toy_neighbours"
+    engine = query_engine_for("toyhop").from_graph(kg, llm=lambda prompt: "Satoshi Kon")
+    response = engine.query(QUESTION)
+    assert str(response) == "Satoshi Kon" and response.source_nodes
+    assert isinstance(engine.as_tool(), QueryEngineTool)
+
+
+def test_constructor_contract_keyword_only_with_deprecated_positional(kg):
+    from kgrag.methods.ultrag import UltRAG
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        method = UltRAG.from_graph(kg, llm=None, linking="exact")
+    assert method.llm is None
+
+    def fake_llm(prompt: str) -> str:
+        return "x"
+
+    with pytest.warns(DeprecationWarning, match="passing llm positionally to UltRAG"):
+        old = UltRAG(kg, fake_llm, linking="exact")
+    assert old.llm is not None
+    with pytest.warns(DeprecationWarning, match="UltRAG.from_graph"):
+        old = UltRAG.from_graph(kg, fake_llm, linking="exact")
+    assert old.llm is not None
+    with pytest.raises(TypeError, match="multiple values"), pytest.warns(DeprecationWarning):
+        UltRAG(kg, fake_llm, llm=fake_llm)
+    from kgrag.methods.ketrag import KETRAG
+
+    with pytest.raises(TypeError, match="from_documents"):
+        KETRAG.from_graph(kg)
+    with pytest.raises(TypeError, match="from_graph"):
+        NeighbourMethod.from_documents(["text"])
+
+
+def test_adapter_factories_keep_positional_llm_with_a_warning(kg):
+    pytest.importorskip("langchain_core")
+    from langchain_kgrag import UltRAGRetriever
+
+    with pytest.warns(DeprecationWarning, match="UltRAGRetriever.from_graph"):
+        retriever = UltRAGRetriever.from_graph(kg, lambda p: "x", linking="exact")
+    assert retriever.method.llm is not None and retriever.k == 10
+    assert retriever.tool_name == get_method("ultrag").tool_name
+
+
+def test_every_method_signature_follows_the_contract():
+    import inspect
+
+    for name in method_names():
+        cls = get_method(name).method_class()
+        factory = cls.from_graph if get_method(name).builds_from == "graph" else cls.from_documents
+        params = inspect.signature(factory).parameters
+        assert params["llm"].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert params["embedder"].kind is inspect.Parameter.KEYWORD_ONLY, name
+        init = inspect.signature(cls.__init__).parameters
+        for keyword in ("llm", "embedder"):
+            assert init[keyword].kind is inspect.Parameter.KEYWORD_ONLY, (name, keyword)
