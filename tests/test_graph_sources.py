@@ -157,3 +157,16 @@ def test_simgrag_retrieves_over_a_langchain_graph(minilm):
     sim = SimGRAG(kg, embedder=minilm)
     result = sim.retrieve_pattern([("Satoshi Kon", "born in", "UNKNOWN city 1")])
     assert result.items[0].triples[0].tail == "Sapporo"
+
+
+def test_simgrag_uses_the_sources_node_types(minilm):
+    """A pattern naming no entity gets its candidates from the graph documents' node types."""
+    from kgrag.methods.simgrag import SimGRAG
+
+    kg = KnowledgeGraph.from_graph_documents(_graph_documents())
+    sim = SimGRAG(kg, embedder=minilm, k_types=1)
+    assert sorted(sim.candidates.type_names) == ["City", "Company", "Movie", "Person"]
+    result = sim.retrieve_pattern([("UNKNOWN movie 1", "directed by", "UNKNOWN person 1")])
+    assert result.metadata["typed_nodes"] == ["UNKNOWN movie 1", "UNKNOWN person 1"]
+    assert result.items[0].metadata["mapping"] == {"UNKNOWN movie 1": "Paprika",
+                                                   "UNKNOWN person 1": "Satoshi Kon"}

@@ -51,8 +51,10 @@ class SimGRAG(KGMethod):
     * ``k`` (3) -- subgraphs returned; ``k_nodes`` (16) / ``k_relations`` (``"auto"``) --
       nearest graph nodes / relations per known pattern item; ``"auto"`` takes every relation
       up to 512 (the paper's DBpedia k(r)), so a relation a pattern names is never missed on a
-      schema of a few hundred relations (:func:`~.candidates.auto_k_relations`); ``k_types`` (16) with ``node_types`` (type name ->
-      entity names) -- type candidates for unknown nodes of entity-free pattern components.
+      schema of a few hundred relations (:func:`~.candidates.auto_k_relations`);
+      ``k_types`` (16) with ``node_types`` (type name -> entity names; default: the node
+      types a LangChain / LlamaIndex graph source kept, ``kg.annotations``) -- type
+      candidates for unknown nodes of entity-free pattern components.
     * ``injective`` (``"prefer"``) -- ``True``: a graph node matches at most one pattern node
       (Definition 1); ``False`` allows reuse; ``"prefer"`` (the default since it was measured
       on every dataset: never lower, PQ-3H Hits@3 63 -> 99.7, MetaQA-3hop 98 -> 100, about 2x
@@ -142,7 +144,8 @@ class SimGRAG(KGMethod):
                                               self.embedder, "nodes")
         self.candidates = CandidateGenerator(
             node_names, relation_names, self.embedder, k_nodes=k_nodes, k_relations=k_relations,
-            k_types=k_types, node_types=node_types, humanize_relations=humanize_relations,
+            k_types=k_types, node_types=node_types if node_types is not None else
+            _graph_node_types(graph), humanize_relations=humanize_relations,
             node_vectors=node_vectors,
             relation_texts=all_relation_texts(graph, self.relation_names), index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
             ef_construction=ef_construction, ef_search_factor=ef_search_factor)
@@ -381,3 +384,10 @@ def gsd_of(subgraph: Subgraph) -> float:
 
 
 __all__ = ["SimGRAG", "gsd_of"]
+
+
+def _graph_node_types(graph: Any) -> dict[str, list[str]] | None:
+    """type -> entity names from a graph source's annotations (LangChain node types, LlamaIndex
+    entity labels), the default ``node_types``; ``None`` when the graph has none."""
+    annotations = getattr(graph, "annotations", None)
+    return (annotations.nodes_by_type() or None) if annotations else None
