@@ -1,6 +1,6 @@
 """LlamaIndex: one query engine per kgrag method, each answering a question it suits.
 
-Every engine is a LlamaIndex ``CustomQueryEngine``: ``engine.query(q)`` returns a ``Response``
+Every engine is a LlamaIndex ``RetrieverQueryEngine``: ``engine.query(q)`` returns a ``Response``
 whose ``source_nodes`` are the retrieved triples / subgraphs / entities / text units and whose
 ``metadata`` has the parsed answers and the LLM calls and tokens spent. Run::
 

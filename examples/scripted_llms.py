@@ -8,6 +8,7 @@ given, so an example can show what the model saw.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,8 +37,11 @@ class ScriptedLlamaLLM(CustomLLM):
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        response = self.complete(prompt, formatted=formatted)
-        yield CompletionResponse(text=response.text, delta=response.text)
+        # word by word, as a hosted model streams its reply
+        response, so_far = self.complete(prompt, formatted=formatted), ""
+        for piece in re.findall(r"\S+\s*|\s+", response.text or "") or [""]:
+            so_far += piece
+            yield CompletionResponse(text=so_far, delta=piece)
 
 
 def scripted_llama(*replies: str) -> ScriptedLlamaLLM:

@@ -174,3 +174,27 @@ def test_framework_graphs_load_and_trace_back_to_their_text(embedder):
     assert out["langchain"]["sources"] == ["Paprika was directed by Satoshi Kon, born in Sapporo."]
     assert out["llama_index"]["types"]["PERSON"] == ["Satoshi Kon"]
     assert out["langchain"]["types"]["City"] == ["Sapporo"]
+
+
+def test_langchain_tracing_streaming_and_prompt_override(capsys):
+    out = load("langchain_tracing_streaming")["main"]()
+    assert out["trace"] == ["retriever UltRAGRetriever", "  chat model"]  # the LLM run nested
+    assert {d.metadata["usage_calls"] for d in out["docs"]} == {1}
+    assert len(out["pieces"]) > 3 and out["final"]["answers"] == ["Satoshi Kon", "Hayao Miyazaki"]
+    assert out["answer_prompt"].startswith("[system] You are a film expert.")
+    assert "2. Q29 | Hayao Miyazaki | 1.000" in out["answer_prompt"]
+    assert "retriever UltRAGRetriever\n    chat model" in capsys.readouterr().out
+
+
+def test_llamaindex_settings_streaming_prompts_and_events():
+    from llama_index.core import Settings
+
+    before = Settings._llm
+    out = load("llamaindex_settings_streaming")["main"]()
+    assert Settings._llm is before  # the example restores the global Settings
+    assert len(out["pieces"]) > 3 and out["metadata"]["answers"] == ["Satoshi Kon",
+                                                                      "Hayao Miyazaki"]
+    assert "Ranked candidates:\n1. Q1 | Satoshi Kon" in out["answer_prompt"]  # update_prompts
+    names = out["events"]
+    assert names.index("RetrievalStartEvent") < names.index("RetrievalEndEvent")
+    assert "LLMCompletionInProgressEvent" in names  # the answer streamed
