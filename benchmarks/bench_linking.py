@@ -198,6 +198,17 @@ def bench_mentions(real: list[str], questions: int) -> dict:
             "extract_mentions": percentiles(times)}
 
 
+#: Sections of the markdown file from this heading on are written by other benchmarks
+#: (embed_throughput.py, shared_index_build.py) and kept when this one rewrites its table.
+KEEP_FROM = "\n## Embedding"
+
+
+def write_markdown(path: Path, text: str) -> None:
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    kept = old[old.index(KEEP_FROM):] if KEEP_FROM in old else ""
+    path.write_text(text.rstrip("\n") + "\n" + kept, encoding="utf-8")
+
+
 def render_markdown(results: dict) -> str:
     """The results as the markdown table kept in ``docs/benchmarks-linking.md``."""
     f, m, q, d = results["fuzzy"], results["mentions"], results["minilm"], results["dense"]
@@ -267,7 +278,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.render_only:
         results = json.loads(Path(args.out).read_text(encoding="utf-8"))
-        Path(args.markdown).write_text(render_markdown(results), encoding="utf-8")
+        write_markdown(Path(args.markdown), render_markdown(results))
         return
 
     real = kb_names()
@@ -294,7 +305,7 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.markdown).write_text(render_markdown(results), encoding="utf-8")
+    write_markdown(Path(args.markdown), render_markdown(results))
     print(f"wrote {args.out} and {args.markdown}")
 
 

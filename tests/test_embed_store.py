@@ -215,3 +215,25 @@ def test_no_cache_switch_keeps_vectors_off_disk(tmp_path):
         assert not (tmp_path / "vectors").exists()
     finally:
         configure_cache(None)
+
+
+def test_hnsw_index_is_cached_on_disk_and_reloaded(cache, monkeypatch):
+    from kgrag.linking.dense import DenseIndex
+    from kgrag.linking.shared import graph_dense_index
+
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    emb = CountingEmbedder()
+    params = {"hnsw_threshold": 2, "hnsw_m": 8, "ef_construction": 20, "ef_search": 16}
+    built = graph_dense_index(kg, emb, "nodes", **params)
+    assert built.kind == "IndexHNSWFlat" and graph_dense_index(kg, emb, **params) is built
+    files = list((cache / "indexes").glob("*.faiss"))
+    assert len(files) == 1 and not list((cache / "indexes").glob("*.tmp"))
+    forget(kg)
+
+    def no_build(*a, **k):
+        raise AssertionError("the cached HNSW index must be loaded, not rebuilt")
+
+    monkeypatch.setattr(DenseIndex, "build", no_build)
+    loaded = graph_dense_index(kg, CountingEmbedder(), "nodes", **params)
+    query = graph_name_vectors(kg, emb, "nodes")[:1]
+    assert loaded.search(query, 1)[1][0, 0] == built.search(query, 1)[1][0, 0] == 0

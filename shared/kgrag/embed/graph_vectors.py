@@ -37,7 +37,7 @@ _lock = threading.Lock()
 
 
 class _Entry:
-    __slots__ = ("vectors", "texts", "embedder_ref", "extras")
+    __slots__ = ("embedder_ref", "extras", "texts", "vectors")
 
     def __init__(self, vectors: np.ndarray, texts: list[str], embedder: Any) -> None:
         self.vectors = vectors

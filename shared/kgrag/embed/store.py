@@ -183,8 +183,10 @@ def embed_cached(embedder: Any, texts: Sequence[str], *, store: VectorStore | No
     if _has_own_cache(embedder):  # an explicit CachedEmbedder directory wins
         return np.asarray(embedder.embed_documents(texts), dtype=np.float32)
     active = default_store() if isinstance(store, str) else store
+    if active is not None and len(texts) < active.min_texts:
+        active = None  # short lists: embedding them is quicker than a file
     model_key = embedder_cache_key(embedder) if active is not None else None
-    if active is None or model_key is None or len(texts) < active.min_texts:
+    if active is None or model_key is None:
         return np.asarray(embedder.embed_documents(texts), dtype=np.float32)
     key = active.key(model_key, texts)
     cached = active.load(key, len(texts))

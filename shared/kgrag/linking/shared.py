@@ -18,6 +18,7 @@ from typing import Any
 
 from kgrag.embed.graph_vectors import graph_extras, graph_name_vectors, graph_texts
 from kgrag.embed.store import VectorStore, cache_enabled, cache_root, embedder_cache_key
+from kgrag.errors import GraphLoadError
 from kgrag.linking.dense import DenseIndex
 
 logger = logging.getLogger("kgrag.linking")
@@ -56,7 +57,7 @@ def _load_or_build(graph: Any, embedder: Any, kind: str, vectors: Any,
             index = DenseIndex.load(path, mmap=True)  # shared by processes that load it
             if len(index) == len(vectors) and index.dimension == vectors.shape[1]:
                 return index
-        except Exception as exc:  # unreadable: rebuild and overwrite
+        except (GraphLoadError, OSError) as exc:  # unreadable: rebuild and overwrite
             logger.warning("ignoring unreadable cached index %s: %s", path, exc)
     index = DenseIndex.build(vectors, **dense_params)
     if path is not None:

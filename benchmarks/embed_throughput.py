@@ -1,0 +1,127 @@
+"""Name-embedding throughput: the previous PyTorch path against today's default (ONNX Runtime,
+length-sorted, deduplicated batches) with the same packaged all-MiniLM-L6-v2.
+
+Not a test: prints a table and writes ``benchmarks/results/embed_throughput.json``. Run from the
+repo root (long runs under ``flock /work/bench.lock`` on the shared machine)::
+
+    python benchmarks/embed_throughput.py                        # MetaQA's 43k names + 1M synthetic
+    python benchmarks/embed_throughput.py --synthetic 0          # MetaQA only (a few minutes)
+
+Names: MetaQA's 43,234 real entity names (``../shared/data/metaqa``) and synthetic names made by
+recombining their words (2-4 words, as in ``bench_linking.py``). Paths, each with 1 and 2 threads:
+
+- ``previous``: what ``SentenceTransformerEmbedder.embed_documents`` did before (PyTorch,
+  ``model.encode`` over chunks of 512 texts in input order, batch size 64);
+- ``torch``: today's PyTorch fallback (``backend="torch"``: each distinct text once, shortest
+  first);
+- ``onnx``: today's default when ``onnxruntime`` is installed (``backend="onnx"``).
+
+The previous path is timed on a sample (``--previous-sample`` names) of each list; the others on
+the whole list. Agreement: the largest ``1 - cosine`` between ``onnx`` and ``previous`` vectors
+on that sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "shared"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from bench_linking import kb_names, synthetic_names
+from kgrag.embed import SentenceTransformerEmbedder
+from kgrag.embed.onnx_backend import OnnxSentenceEncoder
+
+
+def previous_path(model, texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """The embedder's loop before this change: chunks of 8 batches in input order."""
+    parts = []
+    for start in range(0, len(texts), batch_size * 8):
+        parts.append(model.encode(texts[start:start + batch_size * 8], batch_size=batch_size,
+                                  convert_to_numpy=True, normalize_embeddings=True,
+                                  show_progress_bar=False))
+    return np.concatenate(parts)
+
+
+def timed(fn, texts):
+    started = time.perf_counter()
+    out = fn(texts)
+    seconds = time.perf_counter() - started
+    return out, {"names": len(texts), "seconds": round(seconds, 2),
+                 "names_per_s": round(len(texts) / seconds, 1)}
+
+
+def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
+               onnx_dir: Path, torch_emb: SentenceTransformerEmbedder) -> list[dict]:
+    import torch
+
+    rng = random.Random(0)
+    sample = rng.sample(names, min(sample_n, len(names)))
+    rows = []
+    for n in threads:
+        torch.set_num_threads(n)
+        onnx_emb = SentenceTransformerEmbedder(backend="onnx", show_progress=False)
+        onnx_emb._onnx = OnnxSentenceEncoder(onnx_dir, threads=n)
+        ref, prev = timed(lambda t: previous_path(torch_emb.model, t), sample)
+        rows.append({"list": label, "path": "previous", "threads": n, **prev, "sample": True})
+        _, tor = timed(torch_emb.embed_documents, sample)
+        rows.append({"list": label, "path": "torch", "threads": n, **tor, "sample": True})
+        got_sample = onnx_emb.embed_documents(sample)
+        err = float(np.max(1.0 - np.sum(ref * got_sample, axis=1)))
+        _, onx = timed(onnx_emb.embed_documents, names)
+        rows.append({"list": label, "path": "onnx", "threads": n, **onx, "sample": False,
+                     "max_1_minus_cos_vs_previous": err,
+                     "speedup_vs_previous": round(onx["names_per_s"] / prev["names_per_s"], 2)})
+        for row in rows[-3:]:
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--synthetic", type=int, default=1_000_000,
+                        help="synthetic names to embed (0: MetaQA only)")
+    parser.add_argument("--previous-sample", type=int, default=4000,
+                        help="names timed with the previous (slow) path per list")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/embed_throughput.json"))
+    args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    torch_emb = SentenceTransformerEmbedder(backend="torch", show_progress=False)
+    onnx_probe = SentenceTransformerEmbedder(backend="onnx")
+    onnx_dir = onnx_probe.onnx_encoder.export_dir
+    real = kb_names()
+    rows = bench_list(f"MetaQA ({len(real)} names)", real, args.previous_sample, threads,
+                      onnx_dir, torch_emb)
+    if args.synthetic:
+        synth = synthetic_names(real, args.synthetic)
+        rows += bench_list(f"synthetic ({len(synth)} names)", synth, args.previous_sample,
+                           threads[-1:], onnx_dir, torch_emb)
+    result = {"rows": rows, "machine": {
+        "python": platform.python_version(), "cpus": os.cpu_count(),
+        "loadavg_end": os.getloadavg(), "shared": "2 cores shared with other engineers' jobs"},
+        "command": "python benchmarks/embed_throughput.py " + " ".join(argv or sys.argv[1:])}
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    print("| names | path | threads | names/s | max 1-cos vs previous |")
+    print("|---|---|---:|---:|---:|")
+    for r in rows:
+        err = r.get("max_1_minus_cos_vs_previous")
+        print(f"| {r['list']}{' (sample)' if r['sample'] else ''} | {r['path']} | {r['threads']} "
+              f"| {r['names_per_s']:.0f} | {'' if err is None else f'{err:.1e}'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
