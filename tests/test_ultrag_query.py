@@ -109,7 +109,7 @@ def test_betae_python_tuples_and_chains():
     ("((Q1, (P1,))", QuerySyntaxError),
     ("Q1 ->", QuerySyntaxError),
     ("Q1 -> -> P2", QuerySyntaxError),
-    ("Q1 P1", QuerySyntaxError),
+    ("Q1 P1", QueryStructureError),  # one two-word name, not projected
     ("AND Q1 -> P1", QuerySyntaxError),
     ('Q1 -> "unterminated', QuerySyntaxError),
     ("", QuerySyntaxError),
@@ -215,3 +215,50 @@ def test_dsl_and_tuple_forms_agree(query):
     from_tuple = parse_query(to_tuple_text(query))
     from_dsl = parse_query(to_dsl(query))
     assert from_tuple == from_dsl == query
+
+
+# ------------------------------------------------ bare names as LLMs write them (issue 18, #12)
+@pytest.mark.parametrize("text, expected", [
+    ("Hapoel_Be'er_Sheva_FC -> is_in_country",
+     Projection(Entity("Hapoel_Be'er_Sheva_FC"), Relation("is_in_country"))),
+    ("Team (2014) -> coach_inv", Projection(Entity("Team (2014)", True), Relation("coach", True))),
+    ("Satoshi Kon -> directed by_inv",
+     Projection(Entity("Satoshi Kon", True), Relation("directed by", True))),
+    ("Tom and Jerry -> directed_by", Projection(Entity("Tom and Jerry", True),
+                                                Relation("directed_by"))),
+    ("a -> r and b -> s", Intersection((Projection(Entity("a"), Relation("r")),
+                                        Projection(Entity("b"), Relation("s"))))),
+    ("a -> r OR b -> s and c -> t", Union_((
+        Projection(Entity("a"), Relation("r")),
+        Intersection((Projection(Entity("b"), Relation("s")),
+                      Projection(Entity("c"), Relation("t"))))))),
+    ("(a -> r and b -> s) -> t", Projection(Intersection((
+        Projection(Entity("a"), Relation("r")), Projection(Entity("b"), Relation("s")))),
+        Relation("t"))),
+])
+def test_bare_names_and_infix_operators(text, expected):
+    query = parse_query(text)
+    assert query == expected
+    assert parse_query(to_dsl(query)) == query
+
+
+@pytest.mark.parametrize("text", ["a -> r and b", "a and b", "Q1 -> P1 and", "'Til -> r"])
+def test_bare_name_grammar_errors_stay_typed(text):
+    with pytest.raises(QueryError):
+        parse_query(text)
+
+
+def test_ultrag_runs_a_reply_with_bare_names():
+    from kgrag import KnowledgeGraph
+    from kgrag.methods.ultrag import UltRAG
+    from langchain_core.language_models import FakeListChatModel
+
+    kg = KnowledgeGraph.from_triples([("Hapoel_Be'er_Sheva_FC", "is_in_country", "Israel"),
+                                      ("Team (2014)", "coach", "Anna"),
+                                      ("Other", "coach", "Bob")])
+    replies = ["<query>Hapoel_Be'er_Sheva_FC -> is_in_country</query>",
+               "<query>Team (2014) -> coach</query>"]
+    method = UltRAG(kg, llm=FakeListChatModel(responses=replies), linking="exact",
+                    arbitrator="margin", max_reasks=0)
+    assert method.retrieve("Which country?").items[0].name == "Israel"
+    assert method.retrieve("Who coached?").items[0].name == "Anna"

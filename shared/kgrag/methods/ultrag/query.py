@@ -13,10 +13,31 @@ The paper (Fig. 2) has the LLM write tree-shaped conjunctive queries in a small 
 * Relations are ``P<digits>`` ids, bare names (``directed_by``) or quoted names
   (``"directed by"``), each optionally with an inverse suffix (``_inv``; ``_inverse`` and
   ``_reverse`` are accepted too).
+* **Bare names as LLMs write them.** A quote *inside* a word is part of it
+  (``Hapoel_Be'er_Sheva_FC``; a quote starts a string only at the start of a token). Several
+  words in a row form one name, as written (``Satoshi Kon -> directed_by_inv``,
+  ``Q1 -> directed by``), and a parenthesised group of plain words right after a name belongs
+  to it (``Team (2014) -> coach_inv``); such a name is read like a quoted mention. Quote a name
+  that holds ``->``, a comma, brackets with an arrow inside, or that starts with a quote.
 * **Extension (not in the paper's experiments, which use AND only):** ``OR(q1, q2, ...)`` and
   ``NOT(q)``; the paper notes they "could be added". The executor gives them the fuzzy-logic
-  semantics of the chosen t-norm.
+  semantics of the chosen t-norm. Infix ``and`` / ``or`` (any case) between queries mean the
+  same (``a -> r and b -> s``; ``and`` binds tighter than ``or``; both bind looser than
+  ``->``). In an entity name, ``and`` / ``or`` are words of the name (``Tom and Jerry ->
+  directed_by``): an infix operator needs a query, not a bare entity, on its left.
 * Parentheses group: ``(AND(a -> r, b -> s)) -> t``.
+
+The grammar (``WORD`` is a run of characters other than white space, ``( ) ,``, ``→`` and
+``->``, not starting with a quote; ``STRING`` is single- or double-quoted with backslash
+escapes)::
+
+    query    := conj ( OR conj )*
+    conj     := chain ( AND chain )*
+    chain    := primary ( "->" relation )*
+    primary  := OPERATOR "(" query ( "," query )* [","] ")" | "(" query ")" | entity
+    entity   := STRING | name
+    relation := STRING [inverse-suffix] | name
+    name     := WORD+ [ "(" WORD+ ")" ]
 
 The older BetaE nested-tuple form used by UltraQuery is parsed into the same AST::
 
@@ -248,11 +269,12 @@ def postfix(query: Query) -> list[tuple[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------ formatting
-_BARE_ATOM = re.compile(r"^(?:(?!->)[^\s(),'\"→])+$")
+_BARE_ATOM = re.compile(r"^(?:(?!->)[^\s(),'\"→])(?:(?!->)[^\s(),→])*$")
 
 
 def _atom(text: str, *, quote_always: bool = False) -> str:
-    if not quote_always and _BARE_ATOM.match(text) and text.upper() not in OPERATORS:
+    if not quote_always and _BARE_ATOM.match(text) and text.upper() not in OPERATORS \
+            and not text.endswith(("'", '"')):
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -318,7 +340,9 @@ class _Token:
     suffix: str = ""  # inverse suffix glued to a quoted string: "directed by"_inv
 
 
-_WORD = re.compile(r"(?:(?!->)[^\s(),'\"→])+")
+#: A word: no white space, brackets, commas or arrows; a quote may not start it but may follow.
+_WORD = re.compile(r"(?:(?!->)[^\s(),'\"→])(?:(?!->)[^\s(),→])*")
+_INFIX = ("AND", "OR")
 _SPACE = re.compile(r"\s+")
 
 
@@ -435,7 +459,7 @@ class _DSLParser:
         if not self.tokens:
             raise QuerySyntaxError("empty query")
         start = self.peek()
-        node = self.chain()
+        node = self.disjunction()
         tok = self.peek()
         if tok is not None:
             raise self.error(f"unexpected {tok.text!r} after a complete query", tok)
@@ -446,11 +470,41 @@ class _DSLParser:
 
     def query(self) -> Query:
         start = self.peek()
-        node = self.chain()
+        node = self.disjunction()
         if isinstance(node, Entity):
             raise QueryStructureError(_bare_entity_message(node), text=self.text,
                                       position=start.pos if start else None)
         return node
+
+    def _infix(self, word: str) -> bool:
+        tok = self.peek()
+        return tok is not None and tok.kind == "word" and tok.text.upper() == word
+
+    def disjunction(self) -> Query | Entity:
+        return self._infix_level("OR", self.conjunction, Union_)
+
+    def conjunction(self) -> Query | Entity:
+        return self._infix_level("AND", self.chain, Intersection)
+
+    def _infix_level(self, word: str, operand: Any, build: Any) -> Query | Entity:
+        starts = [self.peek()]
+        node = operand()
+        if not self._infix(word):
+            return node
+        operands = [node]
+        while self._infix(word):
+            op = self.peek()
+            self.i += 1
+            starts.append(self.peek())
+            operands.append(operand())
+        for item, tok in zip(operands, starts):
+            if isinstance(item, Entity):
+                raise QueryStructureError(_bare_entity_message(item), text=self.text,
+                                          position=tok.pos if tok else None)
+        try:
+            return build(tuple(operands))
+        except QueryStructureError as exc:
+            raise QueryStructureError(str(exc), text=self.text, position=op.pos) from None
 
     def chain(self) -> Query | Entity:
         node = self.primary()
@@ -459,16 +513,56 @@ class _DSLParser:
             node = Projection(node, self.relation())
         return node
 
+    def name(self, *, stop_at_infix: bool) -> tuple[str, int]:
+        """A bare name from the words at the cursor: ``(text as written, number of tokens)``."""
+        first = self.tokens[self.i]
+        last, count = first, 0
+        while (tok := self.peek()) is not None and tok.kind == "word":
+            if count and stop_at_infix and tok.text.upper() in _INFIX:
+                break
+            if count and tok.text.upper() in OPERATORS and self._next_is("("):
+                break
+            last = tok
+            self.i += 1
+            count += 1
+        group_end = self._word_group_end()
+        if group_end is not None:
+            last = self.tokens[group_end]
+            count += group_end - self.i + 1
+            self.i = group_end + 1
+        end = last.pos + len(last.text)
+        return self.text[first.pos:end], count
+
+    def _next_is(self, kind: str) -> bool:
+        return self.i + 1 < len(self.tokens) and self.tokens[self.i + 1].kind == kind
+
+    def _word_group_end(self) -> int | None:
+        """Index of the ``)`` of a ``( WORD+ )`` group at the cursor, else ``None``."""
+        if self.i >= len(self.tokens) or self.tokens[self.i].kind != "(":
+            return None
+        j = self.i + 1
+        while j < len(self.tokens) and self.tokens[j].kind == "word":
+            j += 1
+        if j > self.i + 1 and j < len(self.tokens) and self.tokens[j].kind == ")":
+            return j
+        return None
+
     def relation(self) -> Relation:
         tok = self.peek()
         if tok is None or tok.kind not in ("word", "string"):
             found = "end of query" if tok is None else repr(tok.text)
             raise self.error(f"expected a relation after '->', found {found}", tok)
-        self.i += 1
         if tok.kind == "string":
+            self.i += 1
             if not tok.text.strip():
                 raise self.error("empty relation name", tok)
             return _split_relation(tok.text, tok.suffix, quoted=True)
+        text, count = self.name(stop_at_infix=True)
+        if count > 1:
+            rel = _split_relation(text)
+            if self.strict_ids:
+                raise self.error(f"relation {text!r} is not P<digits> or P<digits>_inv", tok)
+            return rel
         rel = _split_relation(tok.text)
         if self.strict_ids and not _RELATION_ID.match(rel.name):
             raise self.error(f"relation {tok.text!r} is not P<digits> or P<digits>_inv", tok)
@@ -484,16 +578,17 @@ class _DSLParser:
             return self.operator(tok)
         if tok.kind == "(":
             self.i += 1
-            inner = self.chain()
+            inner = self.disjunction()
             self.take(")", "')'")
             return inner
         if tok.kind == "word":
             if tok.text.upper() in OPERATORS:
                 raise self.error(f"{tok.text} must be followed by '('", tok)
-            self.i += 1
-            if self.strict_ids and not _ENTITY_ID.match(tok.text):
-                raise self.error(f"entity {tok.text!r} is not Q<digits> or a quoted mention", tok)
-            return Entity(tok.text, False)
+            text, count = self.name(stop_at_infix=False)
+            if self.strict_ids and not _ENTITY_ID.match(text):
+                raise self.error(f"entity {text!r} is not Q<digits> or a quoted mention", tok)
+            # a name of several words is read like a quoted mention (never an id)
+            return Entity(text, count > 1)
         if tok.kind == "string":
             self.i += 1
             if not tok.text.strip():
