@@ -332,13 +332,14 @@ def test_cli_command_and_demo_step(capsys):
 
 
 def _brute_force_ends(triples, sources, relations):
-    """(source, end) of every walk along ``relations`` (both directions, no immediate reuse)."""
+    """(source, end) of every walk along ``relations`` (both directions, no immediate reuse of
+    an edge unless it is a self-loop)."""
     walks = [(s, s, None) for s in sources]  # (source, current node, last triple)
     for rel in relations:
         nxt = []
         for src, node, last in walks:
             for t in triples:
-                if t[1] != rel or t == last:
+                if t[1] != rel or (t == last and t[0] != t[2]):
                     continue
                 if t[0] == node:
                     nxt.append((src, t[2], t))

@@ -187,3 +187,19 @@ def test_simgrag_k_relations_adapts_and_empty_results_say_why(minilm):
     assert "injective='prefer'" in empty.metadata["empty_reason"]
     sim.injective = "prefer"
     assert sim.retrieve_pattern(pattern).items
+
+
+def test_byokg_walks_a_self_loop_again_but_never_straight_back():
+    """PathQuestion-L's gold paths follow self-loops twice (Robin_Hood -recording-> Robin_Hood
+    -recording-> Robin_Hood); a walk straight back over an ordinary edge stays excluded."""
+    from kgrag.methods.byokg.paths import RelationResolver, follow_metapath
+
+    kg = KnowledgeGraph.from_triples([("Robin_Hood", "recording", "Robin_Hood"),
+                                      ("Robin_Hood", "releases", "Live"),
+                                      ("Paprika", "directed_by", "Satoshi Kon")])
+    resolver = RelationResolver.from_graph(kg)
+    found = follow_metapath(kg, ["Robin_Hood"], "recording -> recording -> releases",
+                            resolver=resolver)
+    assert not found.partial and [p.target for p in found.paths] == ["Live"]
+    back = follow_metapath(kg, ["Paprika"], "directed_by -> directed_by", resolver=resolver)
+    assert back.paths == [] or back.partial

@@ -7,7 +7,8 @@ plainly (``starred_actors``) is followed in **both** directions; a step written 
 marker (``starred_actors_inv``, ``~starred_actors``, ``^starred_actors``) only tail -> head; and
 ``direction="out"`` reproduces the reference code (stored direction only). A walk never steps
 straight back over the edge it just used (that would only return to where it came from, e.g.
-``movie -> director -> same movie``).
+``movie -> director -> same movie``) -- except a self-loop, which Freebase-style data follows
+on purpose (PathQuestion-L's ``Robin_Hood -recording-> Robin_Hood -recording-> Robin_Hood``).
 
 **Results.** Complete walks only, as in the paper. Because many walks often reach the same end
 node (several co-actors lead to the same film), one walk is kept per ``(source, end node)`` --
@@ -140,7 +141,7 @@ def _walk_key(path: Path) -> tuple[str, str]:
 
 def _backtracks(path: Path) -> bool:
     n, r, f = path.nodes, path.relations, path.forward
-    return any(n[i] == n[i + 2] and r[i] == r[i + 1] and f[i] != f[i + 1]
+    return any(n[i] == n[i + 2] != n[i + 1] and r[i] == r[i + 1] and f[i] != f[i + 1]
                for i in range(len(r) - 1))
 
 
@@ -160,7 +161,8 @@ def _walks_kg(kg: KnowledgeGraph, sources: Sequence[str], steps: Sequence[PathSt
     if len(nodes) == 0:
         return []
     if edges.shape[1] > 1:
-        keep = np.all(edges[:, 1:] != edges[:, :-1], axis=1)
+        again = edges[:, 1:] == edges[:, :-1]
+        keep = ~np.any(again & (kg.heads[edges[:, 1:]] != kg.tails[edges[:, 1:]]), axis=1)
         nodes, edges, fwd = nodes[keep], edges[keep], fwd[keep]
     source_rank = np.fromiter((rank[s] for s in nodes[:, 0].tolist()), np.int64, len(nodes))
     order = np.lexsort((np.arange(len(nodes)), source_rank))
