@@ -36,8 +36,10 @@ from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 #: whole-graph forward passes up to this many nodes; larger graphs run on SEPPR subgraphs
 FULL_GRAPH_MAX_NODES = 50_000
-#: most projections in one forward pass (memory grows with it: batch x nodes x 64 floats)
-DEFAULT_BATCH = 8
+#: most projections in one forward pass (memory grows with it: batch x nodes x 64 floats).
+#: 1 by default: on a 2-core CPU a batch of 2 or 4 projections measured slower than running
+#: them one after another on MetaQA (memory-bound layers); raise it on larger machines.
+DEFAULT_BATCH = 1
 
 _models: dict[str, UltraQueryModel] = {}
 _models_lock = threading.Lock()

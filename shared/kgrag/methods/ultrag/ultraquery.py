@@ -103,9 +103,9 @@ class TypedAdjacency:
     """Sum of typed messages into each receiver, as one sparse product per layer.
 
     Edges ``sender -> receiver`` with a type. Messages are ``rel[type] * h[sender]``; grouping
-    the edges by ``(receiver, type)`` *slots* gives ``sum_slots rel[type] * (A @ h)[slot]`` with
-    ``A`` the 0/1 slot-by-sender CSR matrix: one spmm over all edges plus one scatter-add over the
-    slots, never an ``edges x dim`` tensor.
+    the edges by ``(type, receiver)`` *slots* gives ``sum_slots rel[type] * (A @ h)[slot]`` with
+    ``A`` the 0/1 slot-by-sender CSR matrix: one spmm over all edges, one in-place scaling per
+    type segment and one scatter-add over the slots -- never an ``edges x dim`` tensor.
     """
 
     def __init__(self, receivers: np.ndarray, senders: np.ndarray, types: np.ndarray,
@@ -116,7 +116,7 @@ class TypedAdjacency:
         receivers = np.asarray(receivers, np.int64)
         senders = np.asarray(senders, np.int64)
         types = np.asarray(types, np.int64)
-        key = receivers * num_types + types
+        key = types * max(num_nodes, 1) + receivers  # slots sorted by type, then receiver
         slots, slot_of_edge = np.unique(key, return_inverse=True)
         self.num_nodes = num_nodes
         self.num_edges = len(receivers)
@@ -124,8 +124,12 @@ class TypedAdjacency:
         self.matrix = sp.csr_matrix(
             (np.ones(len(senders), np.float32), (slot_of_edge.reshape(-1), senders)),
             shape=(len(slots), num_nodes), dtype=np.float32)
-        self.slot_receiver = torch.from_numpy(slots // num_types)
-        self.slot_type = torch.from_numpy(slots % num_types)
+        self.slot_receiver = torch.from_numpy(slots % max(num_nodes, 1))
+        slot_type = slots // max(num_nodes, 1)
+        starts = np.searchsorted(slot_type, np.arange(num_types + 1))
+        #: (type, first slot, end slot) of every type that has edges
+        self.segments = [(t, int(starts[t]), int(starts[t + 1])) for t in range(num_types)
+                         if starts[t + 1] > starts[t]]
 
     def aggregate(self, h: Any, rel: Any, boundary: Any) -> Any:
         """``boundary + sum_{j -> i} rel[:, type] * h[j]``.
@@ -135,9 +139,10 @@ class TypedAdjacency:
         import torch
 
         n, b, d = h.shape
-        gathered = torch.from_numpy(self.matrix @ h.reshape(n, b * d).numpy())
-        messages = gathered.view(-1, b, d) * rel.index_select(1, self.slot_type).transpose(0, 1)
-        return boundary.index_add(0, self.slot_receiver, messages)
+        gathered = torch.from_numpy(self.matrix @ h.reshape(n, b * d).numpy()).view(-1, b, d)
+        for t, start, stop in self.segments:
+            gathered[start:stop].mul_(rel[:, t])
+        return boundary.index_add(0, self.slot_receiver, gathered)
 
 
 def relation_graph(heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, num_nodes: int,
@@ -231,7 +236,11 @@ class UltraQueryModel:
         self._mlp2_bias = w[mlp + "2.bias"]
 
     def _layer(self, prefix: str) -> dict[str, Any]:
-        return {k[len(prefix):]: v for k, v in self.weights.items() if k.startswith(prefix)}
+        layer = {k[len(prefix):]: v for k, v in self.weights.items() if k.startswith(prefix)}
+        # the update reads [h, update]: the two halves of its matrix, transposed for addmm
+        layer["linear.weight_state"] = layer["linear.weight"][:, :DIM].t().contiguous()
+        layer["linear.weight_update"] = layer["linear.weight"][:, DIM:].t().contiguous()
+        return layer
 
     # ----------------------------------------------------------------------------- graphs
     @staticmethod
@@ -246,10 +255,12 @@ class UltraQueryModel:
         import torch
         import torch.nn.functional as F
 
-        out = F.linear(torch.cat([h, update], dim=-1), layer["linear.weight"],
-                       layer["linear.bias"])
+        # W [h, update] + b as two products into one buffer (no concatenated copy)
+        flat = h.reshape(-1, DIM)
+        out = torch.addmm(layer["linear.bias"], flat, layer["linear.weight_state"])
+        out.addmm_(update.reshape(-1, DIM), layer["linear.weight_update"])
         out = F.layer_norm(out, (DIM,), layer["layer_norm.weight"], layer["layer_norm.bias"])
-        return F.relu(out) + h  # short-cut
+        return out.relu_().add_(flat).view(h.shape)  # short-cut
 
     def relation_embeddings(self, graph: PreparedGraph, relations: Sequence[int]) -> Any:
         """``(batch, 2R, dim)``: every relation's embedding conditioned on each query relation."""
@@ -288,7 +299,9 @@ class UltraQueryModel:
             rel_emb = graph.cached_relation_embeddings(self, relations)  # (b, 2R, d)
             b = len(relations)
             query = rel_emb[torch.arange(b), torch.as_tensor(list(relations))]  # (b, d)
-            boundary = x.t().unsqueeze(-1) * query.unsqueeze(0)  # (n, b, d)
+            # (nodes, batch, dim), node-major and contiguous: every layer's sparse product and
+            # scatter-add run over the first axis
+            boundary = (x.t().contiguous().unsqueeze(-1) * query.unsqueeze(0)).contiguous()
             h = boundary
             for i, layer in enumerate(self._ent_layers):
                 typed = graph.layer_relations(self, i, relations, rel_emb)  # (b, 2R, d)
