@@ -1,0 +1,337 @@
+"""UltRAG's neural executor (UltraQuery) vs the symbolic one: incomplete graphs and latency.
+
+``incomplete`` -- the paper's claim that the neural executor keeps working where edges are
+missing. For each dataset (MetaQA 1/2/3-hop, PathQuestion PQ-2H / PQ-3H) a seeded sample of
+questions becomes its oracle DSL query (``Q<topic> -> P<r1>[_inv] -> ...``, what a perfect LLM
+would write). The **targets** are the query's answers on the *complete* KB (symbolic execution,
+topic removed). Then a seeded 10 / 30 / 50 % of the KB's edges is removed and both executors run
+the same queries on the damaged graph. Reported (in %): MRR, Hits@1, Hits@10 of the targets
+(tie-aware expectations, :func:`kgrag.eval.ranking.tie_aware_metrics`, topic filtered), over
+all questions and separately over the questions whose targets the symbolic executor can no
+longer reach at all on the damaged graph (all targets score 0). Drop 0 % is the complete graph.
+
+``latency`` -- per-query time of the neural executor for 1p / 2p / 3p / 2i / ip queries drawn by
+random walks: on MetaQA (whole graph, 43k nodes: the size rule keeps it under 50,000) and on
+synthetic 1M / 10M-edge graphs (``benchmarks/synthetic.py``), where each query runs on the
+SEPPR subgraph of its anchors (``UltRAG.run`` end to end: SEPPR, induced subgraph, model input
+preparation, forward passes). Peak RSS and torch threads are recorded.
+
+Usage::
+
+    python benchmarks/ultrag_neural.py incomplete --limit 300
+    python benchmarks/ultrag_neural.py latency --dataset metaqa --queries 30
+    python benchmarks/ultrag_neural.py latency --dataset synthetic --edges 10000000 --queries 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kgrag import KnowledgeGraph
+from kgrag.eval import load_metaqa, load_pathquestion
+from kgrag.eval.ranking import tie_aware_metrics
+from kgrag.graph.memory import normalize_name
+from kgrag.methods.ultrag import NeuralFuzzyExecutor, SymbolicFuzzyExecutor, UltRAG, parse_query
+from kgrag.methods.ultrag.executor import one_hot
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results"
+CACHE = ROOT / "benchmarks" / ".cache"
+DROPS = (0.0, 0.1, 0.3, 0.5)
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine() -> dict:
+    import torch
+
+    return {"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other "
+                       f"engineers' jobs)", "python": platform.python_version(),
+            "torch": torch.__version__, "load_average": list(os.getloadavg())}
+
+
+def oracle_query(kg: KnowledgeGraph, topic: int, steps) -> str:
+    text = f"Q{topic}"
+    for step in steps:
+        text += f" -> P{kg.relation_index[step.relation]}" + ("_inv" if step.direction == "in"
+                                                              else "")
+    return text
+
+
+def damaged(kg: KnowledgeGraph, drop: float, seed: int) -> KnowledgeGraph:
+    """``kg`` without a seeded ``drop`` share of its edges (same node and relation ids)."""
+    if drop == 0:
+        return kg
+    keep = np.random.default_rng(seed).random(kg.num_edges) >= drop
+    return KnowledgeGraph.from_arrays(kg.heads[keep], kg.rels[keep], kg.tails[keep],
+                                      kg.node_names, kg.relation_names)
+
+
+def datasets(limit: int, seed: int, only: list[str] | None):
+    if not only or any(n.startswith("PQ") for n in only):
+        for name, questions, kb in (("PQ-2H", "PQ-2H.txt", "2H-kb.txt"),
+                                    ("PQ-3H", "PQ-3H.txt", "3H-kb.txt")):
+            if only and name not in only:
+                continue
+            kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
+            yield name, kg, load_pathquestion(DATA / "pathquestion" / questions, limit=limit,
+                                              seed=seed)
+    if not only or any(n.startswith("MetaQA") for n in only):
+        kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
+                                     header=False)
+        for hop in (1, 2, 3):
+            name = f"MetaQA-{hop}hop"
+            if only and name not in only:
+                continue
+            yield name, kg, load_metaqa(DATA / "metaqa", hop, limit=limit, seed=seed)
+
+
+class _SubgraphRunner:
+    """``execute(query, leaves)`` through ``UltRAG.run`` (SEPPR subgraph of the Q-id leaves)."""
+
+    def __init__(self, method: UltRAG) -> None:
+        self.method = method
+
+    def execute(self, query, leaf_sets):
+        return self.method.run(query).scores
+
+
+def incomplete(args: argparse.Namespace) -> dict:
+    from tqdm import tqdm
+
+    report = {"benchmark": "ultrag_neural incomplete", "threads": args.threads,
+              "command": f"python benchmarks/ultrag_neural.py incomplete --limit {args.limit} "
+                         f"--seed {args.seed} --threads {args.threads}"
+                         + (f" --subgraph-k {args.subgraph_k}" if args.subgraph_k else "")
+                         + (f" --only {' '.join(args.only)}" if args.only else ""),
+              "subgraph_k": args.subgraph_k, **machine(),
+              "datasets": {}}
+    for name, kg, examples in datasets(args.limit, args.seed, args.only):
+        questions = []
+        complete = SymbolicFuzzyExecutor(kg)
+        for ex in examples:
+            topic = kg.node_index.get(normalize_name(ex.entities[0])) if ex.entities else None
+            if topic is None or not ex.relation_path:
+                continue
+            query = parse_query(oracle_query(kg, topic, ex.relation_path))
+            scores = complete.execute(query, [one_hot([topic], kg.num_nodes)])
+            scores[topic] = 0
+            targets = np.flatnonzero(scores > 0)
+            if len(targets):
+                questions.append((query, topic, targets))
+        per_drop = {}
+        for drop in DROPS:
+            graph = damaged(kg, drop, args.seed)
+            executors = {"symbolic": SymbolicFuzzyExecutor(graph),
+                         "neural": NeuralFuzzyExecutor(graph, threads=args.threads)}
+            seppr = args.subgraph_k is not None and graph.num_nodes > args.subgraph_k
+            if seppr:  # Alg. 2: the neural executor on the SEPPR subgraph around the topic
+                executors["neural"] = _SubgraphRunner(UltRAG(
+                    graph, linking="exact", executor="neural", threads=args.threads,
+                    subgraph_k=args.subgraph_k))
+            rows = {k: [] for k in executors}
+            lost = []
+            times = []
+            for query, topic, targets in tqdm(questions, desc=f"{name} drop {drop:.0%}",
+                                              file=sys.stderr, mininterval=10):
+                leaf = [one_hot([topic], graph.num_nodes)]
+                for kind, ex in executors.items():
+                    start = time.perf_counter()
+                    scores = ex.execute(query, leaf)
+                    if kind == "neural":
+                        times.append(time.perf_counter() - start)
+                    rows[kind].append(tie_aware_metrics(scores, targets, ks=(1, 10),
+                                                        exclude=[topic]))
+                    if kind == "symbolic":
+                        lost.append(bool(scores[targets].max() <= 0))
+            lost_arr = np.array(lost)
+
+            def mean(kind: str, mask: np.ndarray, rows: dict = rows) -> dict:
+                picked = [r for r, m in zip(rows[kind], mask) if m]
+                if not picked:
+                    return {}
+                return {k: round(100 * float(np.mean([r[k] for r in picked])), 2)
+                        for k in ("mrr", "hits@1", "hits@10")}
+
+            every = np.ones(len(questions), bool)
+            per_drop[f"{int(drop * 100)}%"] = {
+                "edges": graph.num_edges,
+                "questions": len(questions),
+                "unreachable_symbolically": int(lost_arr.sum()),
+                "all": {k: mean(k, every) for k in executors},
+                "unreachable": {k: mean(k, lost_arr) for k in executors},
+                "neural_median_ms": round(1000 * statistics.median(times), 1),
+                "neural_subgraph_k": args.subgraph_k if seppr else None,
+            }
+            print(name, drop, json.dumps(per_drop[f"{int(drop * 100)}%"]), file=sys.stderr)
+        report["datasets"][name] = {"kb_nodes": kg.num_nodes, "kb_edges": kg.num_edges,
+                                    "drops": per_drop}
+        report["load_average_end"] = list(os.getloadavg())
+        write(report, args.out or RESULTS / "ultrag_neural_incomplete.json")
+    report["peak_rss_mb"] = round(rss_mb())
+    return report
+
+
+# ----------------------------------------------------------------------------------- latency
+def walk(kg: KnowledgeGraph, rng: np.random.Generator, hops: int, start: int | None = None):
+    """``(anchor, [(rel, inverse), ...], end)`` of a random walk, or None if it gets stuck."""
+    node = int(kg.heads[rng.integers(kg.num_edges)]) if start is None else start
+    anchor, steps = node, []
+    for _ in range(hops):
+        out = kg.edges_ids(np.array([node]), direction="both")
+        if len(out) == 0:
+            return None
+        e = int(out[rng.integers(len(out))])
+        if kg.heads[e] == node:
+            steps.append((int(kg.rels[e]), False))
+            node = int(kg.tails[e])
+        else:
+            steps.append((int(kg.rels[e]), True))
+            node = int(kg.heads[e])
+    return anchor, steps, node
+
+
+def chain(anchor: int, steps) -> str:
+    return f"Q{anchor}" + "".join(f" -> P{r}" + ("_inv" if inv else "") for r, inv in steps)
+
+
+def branch_into(kg: KnowledgeGraph, edge: int, node: int) -> str:
+    """A one-hop branch along ``edge`` that arrives at ``node`` (from the edge's other end)."""
+    if int(kg.tails[edge]) == node:
+        return f"Q{int(kg.heads[edge])} -> P{int(kg.rels[edge])}"
+    return f"Q{int(kg.tails[edge])} -> P{int(kg.rels[edge])}_inv"
+
+
+def step_from(kg: KnowledgeGraph, edge: int, node: int) -> str:
+    """The relation token that leaves ``node`` along ``edge``."""
+    return f"P{int(kg.rels[edge])}" + ("" if int(kg.heads[edge]) == node else "_inv")
+
+
+def make_queries(kg: KnowledgeGraph, n: int, seed: int) -> dict[str, list[str]]:
+    """Random-walk queries (all have answers): chains, and intersections at a node reached
+    by two different edges (``ip`` continues from it along a third)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[str]] = {k: [] for k in ("1p", "2p", "3p", "2i", "ip")}
+    tries = 0
+    while min(len(v) for v in out.values()) < n and tries < 200 * n:
+        tries += 1
+        for hops, key in ((1, "1p"), (2, "2p"), (3, "3p")):
+            w = walk(kg, rng, hops)
+            if w and len(out[key]) < n:
+                out[key].append(chain(w[0], w[1]))
+        v = int(kg.tails[rng.integers(kg.num_edges)])
+        edges = kg.edges_ids(np.array([v]), direction="both")
+        if len(edges) < 3:
+            continue
+        e1, e2, e3 = (int(e) for e in rng.choice(edges, size=3, replace=False))
+        two = f"AND({branch_into(kg, e1, v)}, {branch_into(kg, e2, v)})"
+        if len(out["2i"]) < n:
+            out["2i"].append(two)
+        if len(out["ip"]) < n:
+            out["ip"].append(f"{two} -> {step_from(kg, e3, v)}")
+    return out
+
+
+def latency(args: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    if args.dataset == "metaqa":
+        kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
+                                     header=False)
+        label = "MetaQA KB"
+    else:
+        import synthetic
+
+        CACHE.mkdir(parents=True, exist_ok=True)
+        graph, _ = synthetic.cached(args.edges, str(CACHE), seed=args.seed)
+        kg = KnowledgeGraph.from_arrays(graph.heads, graph.rels, graph.tails,
+                                        graph.node_names(), graph.relation_names())
+        del graph
+        label = f"synthetic {args.edges:,} edges"
+    load_s = time.perf_counter() - t0
+    method = UltRAG(kg, linking="exact", executor="neural", threads=args.threads,
+                    subgraph_k=args.subgraph_k)
+    queries = make_queries(kg, args.queries, args.seed)
+    method.run(queries["1p"][0])  # warm-up: model load, first relation graph
+    results = {}
+    for shape, texts in queries.items():
+        times, projections = [], []
+        for text in texts:
+            q = parse_query(text)
+            start = time.perf_counter()
+            execution = method.run(q)
+            times.append(1000 * (time.perf_counter() - start))
+            projections.append(text.count("->"))
+            assert execution.scores.shape == (kg.num_nodes,)
+        per_projection = [t / p for t, p in zip(times, projections)]
+        results[shape] = {"queries": len(times), "median_ms": round(statistics.median(times), 1),
+                          "p90_ms": round(float(np.percentile(times, 90)), 1),
+                          "median_ms_per_projection": round(statistics.median(per_projection), 1)}
+        print(shape, results[shape], file=sys.stderr)
+    report = {"benchmark": "ultrag_neural latency", "graph": label, "nodes": kg.num_nodes,
+              "edges": kg.num_edges, "relations": kg.num_relations, "threads": args.threads,
+              "subgraph_k": method.subgraph_k, "graph_load_s": round(load_s, 1),
+              "command": " ".join(["python benchmarks/ultrag_neural.py latency",
+                                   f"--dataset {args.dataset}",
+                                   *([f"--edges {args.edges}"] if args.dataset != "metaqa"
+                                     else []),
+                                   f"--queries {args.queries} --threads {args.threads}",
+                                   *([f"--subgraph-k {args.subgraph_k}"] if args.subgraph_k
+                                     else [])]),
+              **machine(), "results": results, "peak_rss_mb": round(rss_mb())}
+    name = "metaqa" if args.dataset == "metaqa" else f"{args.edges // 1_000_000}M"
+    suffix = f"_k{args.subgraph_k}" if args.subgraph_k else ""
+    write(report, args.out or RESULTS / f"ultrag_neural_latency_{name}_t{args.threads}{suffix}.json")
+    return report
+
+
+def write(report: dict, path: Path | str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    inc = sub.add_parser("incomplete")
+    inc.add_argument("--limit", type=int, default=300)
+    inc.add_argument("--only", nargs="*", help="dataset names (PQ-2H, MetaQA-1hop, ...)")
+    inc.add_argument("--subgraph-k", type=int, default=None,
+                     help="neural on the SEPPR top-k subgraph of graphs with more nodes")
+    lat = sub.add_parser("latency")
+    lat.add_argument("--dataset", choices=("metaqa", "synthetic"), default="metaqa")
+    lat.add_argument("--edges", type=int, default=10_000_000)
+    lat.add_argument("--queries", type=int, default=30)
+    lat.add_argument("--subgraph-k", type=int, default=None)
+    for p in (inc, lat):
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--threads", type=int, default=1)
+        p.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    report = incomplete(args) if args.command == "incomplete" else latency(args)
+    print(json.dumps({k: v for k, v in report.items() if k != "datasets"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
