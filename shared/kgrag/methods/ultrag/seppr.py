@@ -124,6 +124,9 @@ def seppr_nodes(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] |
         raise ValueError("k must be >= 1")
     x = seppr_scores(kg, seeds, alpha=alpha, steps=steps, symmetric=symmetric)
     support = np.flatnonzero(x > 0)
+    if len(support) > k:  # only the candidates at or above the k-th score need sorting
+        kth = np.partition(x[support], len(support) - k)[len(support) - k]
+        support = support[x[support] >= kth]
     order = support[np.lexsort((support, -x[support]))]
     return order[:k].astype(np.int64)
 
