@@ -179,8 +179,14 @@ def _walk_paths(kg: KnowledgeGraph, count: int = 8) -> list[list[str]]:
 
 # ---------------------------------------------------------------------- parity
 def test_stores_implement_the_protocol(pair):
-    _, store = pair
+    from kgrag.graph.base import CypherRunner, CypherStore, is_cypher_store, runs_cypher
+
+    kg, store = pair
     assert isinstance(store, GraphStore) and store.supports_cypher
+    assert isinstance(store, CypherStore) and is_cypher_store(store) and runs_cypher(store)
+    # the in-memory graph is a GraphStore that runs no Cypher
+    assert isinstance(kg, GraphStore) and not isinstance(kg, CypherRunner)
+    assert not is_cypher_store(kg) and not runs_cypher(kg)
 
 
 def test_counts_relations_and_names(pair):

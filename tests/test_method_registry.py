@@ -221,3 +221,26 @@ def test_every_method_signature_follows_the_contract():
         init = inspect.signature(cls.__init__).parameters
         for keyword in ("llm", "embedder"):
             assert init[keyword].kind is inspect.Parameter.KEYWORD_ONLY, (name, keyword)
+
+
+def test_store_protocols_decide_what_a_method_does(kg):
+    """ByoKG's query step needs only a CypherRunner; GraphRAFT's database backend needs the
+    whole CypherStore (mapping, bulk lookups); the in-memory graph is neither."""
+    from byokg_fixtures import DelegatingStore
+
+    from kgrag.graph.base import CypherRunner, CypherStore, is_cypher_store, runs_cypher
+    from kgrag.methods.byokg.query import execute_query
+    from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, as_backend
+
+    runner = DelegatingStore(kg, cypher_rows=[[{"n": 1}]])
+    assert runs_cypher(runner) and isinstance(runner, CypherRunner)
+    assert not is_cypher_store(runner) and not isinstance(runner, CypherStore)
+    assert execute_query(runner, "MATCH (n) RETURN count(n) AS n").rows == [{"n": 1}]
+    no_cypher = DelegatingStore(kg)  # supports_cypher False
+    assert not runs_cypher(no_cypher)
+    assert "cannot run openCypher" in execute_query(no_cypher, "MATCH (n) RETURN n").error
+    with pytest.raises(TypeError, match="not a Cypher database store"):
+        CypherBackend(runner)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="GraphRAFT runs on"):
+        as_backend(runner)
+    assert isinstance(as_backend(kg), MemoryBackend) and as_backend(kg).graph is kg

@@ -1,11 +1,20 @@
 """Knowledge graphs: the GraphStore protocol and its backends (in memory by default)."""
 
-from kgrag.graph.base import Direction, GraphStore, PathStep, parse_relation_path
+from kgrag.graph.base import (
+    CypherRunner,
+    CypherStore,
+    Direction,
+    GraphStore,
+    PathStep,
+    is_cypher_store,
+    parse_relation_path,
+    runs_cypher,
+)
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.graph.falkordb import FalkorDBGraphStore  # database clients are imported lazily
 from kgrag.graph.neo4j import Neo4jGraphStore
 from kgrag.graph.sources import langchain as _langchain_source  # noqa: F401 (registers)
 from kgrag.graph.sources import llama_index as _llama_index_source  # noqa: F401 (registers)
 
-__all__ = ["Direction", "FalkorDBGraphStore", "GraphStore", "KnowledgeGraph", "Neo4jGraphStore",
-           "PathStep", "normalize_name", "parse_relation_path"]
+__all__ = ["CypherRunner", "CypherStore", "Direction", "FalkorDBGraphStore", "GraphStore", "KnowledgeGraph", "Neo4jGraphStore",
+           "PathStep", "is_cypher_store", "normalize_name", "parse_relation_path", "runs_cypher"]

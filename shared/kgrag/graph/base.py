@@ -14,7 +14,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import (
+    Any,
+    Callable,
+    Iterable,
+    Iterator,
+    Literal,
+    Mapping,
+    Protocol,
+    Sequence,
+    TypeGuard,
+    runtime_checkable,
+)
 
 from kgrag.context.types import Path, Triple
 from kgrag.errors import GraphDatabaseError
@@ -48,8 +59,9 @@ def converter(name: str) -> Callable[..., Any]:
         return _CONVERTERS[name]
     except KeyError:
         raise GraphDatabaseError(
-            f"no graph conversion {name!r} is registered (known: {sorted(_CONVERTERS) or 'none'}); "
-            "import kgrag.graph to register the built-in ones") from None
+            f"no graph conversion {name!r} is registered (known: "
+            f"{sorted(_CONVERTERS) or 'none'}); import kgrag.graph to register the built-in "
+            "ones") from None
 
 
 def check_direction(direction: str) -> Direction:
@@ -173,6 +185,63 @@ class GraphStore(Protocol):
         """A compact text description of relations (with counts and examples) for LLM prompts."""
 
     def degree(self, nodes: Iterable[str], *, direction: Direction = "both") -> dict[str, int]: ...
+
+
+@runtime_checkable
+class CypherRunner(Protocol):
+    """A graph that runs read-only openCypher (``supports_cypher`` is True): what ByoKG-RAG's
+    query step needs. Rows are mappings; a result may say it was cut at ``limit``
+    (``truncated``, see :class:`~kgrag.graph.cypher_store.CypherRows`)."""
+
+    supports_cypher: bool
+
+    def run_cypher(self, query: str, params: Mapping[str, Any] | None = None
+                   ) -> Sequence[Mapping[str, Any]]: ...
+
+
+@runtime_checkable
+class CypherStore(GraphStore, CypherRunner, Protocol):
+    """What a database store adds to :class:`GraphStore`
+    (:class:`~kgrag.graph.cypher_store.CypherGraphStore`: Neo4j, FalkorDB): parameterised
+    query execution with a row budget and a timeout, the node/relation mapping its queries are
+    written against, node lookups in bulk, and the database's own search indexes (for entity
+    linking, :mod:`kgrag.linking.database`)."""
+
+    #: label of entity nodes (``None``: any node), the property holding a node's name
+    node_label: str | None
+    name_property: str
+    #: ``None``: each relation is a relationship type; else every edge is one relationship of
+    #: ``relationship_type`` with the relation name in this property
+    relation_property: str | None
+    relationship_type: str
+
+    def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
+                   limit: int = 100, timeout: float | None = 10.0
+                   ) -> Sequence[Mapping[str, Any]]: ...
+
+    def existing_nodes(self, names: Iterable[str]) -> list[str]:
+        """The given names that are nodes of the graph (one query)."""
+
+    def search_indexes(self) -> list[Any]:
+        """Usable full-text / vector indexes on the name property
+        (:class:`~kgrag.graph.cypher_store.SearchIndex`)."""
+
+    def fulltext_search(self, index: Any, tokens: Sequence[str], limit: int
+                        ) -> list[tuple[str, float]]: ...
+
+    def vector_search(self, index: Any, vector: Sequence[float], k: int
+                      ) -> list[tuple[str, float]]: ...
+
+
+def runs_cypher(graph: object) -> TypeGuard[CypherRunner]:
+    """Whether ``graph`` runs read-only openCypher (a :class:`CypherRunner` whose
+    ``supports_cypher`` is True)."""
+    return isinstance(graph, CypherRunner) and bool(graph.supports_cypher)
+
+
+def is_cypher_store(graph: object) -> TypeGuard[CypherStore]:
+    """Whether ``graph`` is a database store (:class:`CypherStore`) that runs Cypher."""
+    return isinstance(graph, CypherStore) and bool(graph.supports_cypher)
 
 
 @runtime_checkable

@@ -55,6 +55,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from kgrag.graph.base import CypherStore, GraphStore, is_cypher_store
 from kgrag.linking.linker import EntityLinker, Link, register_store_linker
 from kgrag.linking.fuzzy import coverage_wratio, name_key
 
@@ -81,7 +82,7 @@ class DatabaseEntityLinker(EntityLinker):
     before re-scoring.
     """
 
-    def __init__(self, store: Any, *, fulltext: Any = None, vector: Any = None,
+    def __init__(self, store: CypherStore, *, fulltext: Any = None, vector: Any = None,
                  embedder: Any = None, mode: str = "fuzzy", top_m: int = 3,
                  min_score: float = 0.0, candidates: int = 50, progress: bool = True) -> None:
         super().__init__([], embedder=embedder, mode=mode, top_m=top_m, min_score=min_score)
@@ -218,7 +219,7 @@ def _pick(indexes: list[Any], kind: str, name: str | None = None) -> Any:
     return None
 
 
-def linker_for_store(store: Any, *, mode: str = "hybrid", progress: bool = True,
+def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool = True,
                      batch_size: int = 10_000, use_index: bool = True,
                      vector_index: str | None = None, candidates: int = 50,
                      **linker_kwargs: Any) -> EntityLinker:
@@ -232,10 +233,11 @@ def linker_for_store(store: Any, *, mode: str = "hybrid", progress: bool = True,
     only known to the local linker, so passing them selects it. The returned linker has an
     ``index_source`` attribute saying which index it uses.
     """
-    search = getattr(store, "search_indexes", None)
     reason = "use_index=False"
-    if use_index and callable(search) and not linker_kwargs.get("aliases"):
-        indexes = search()
+    if not is_cypher_store(store):
+        reason = "not a database store"
+    elif use_index and not linker_kwargs.get("aliases"):
+        indexes = store.search_indexes()
         fulltext = _pick(indexes, "fulltext")
         vector = _pick(indexes, "vector", vector_index) if vector_index else None
         embedder = linker_kwargs.get("embedder")
@@ -261,8 +263,7 @@ def linker_for_store(store: Any, *, mode: str = "hybrid", progress: bool = True,
             return linker
         missing = []
         if needs_fulltext and fulltext is None:
-            label = getattr(store, "node_label", None)
-            missing.append(f"no full-text index on {label}.{getattr(store, 'name_property', '')}")
+            missing.append(f"no full-text index on {store.node_label}.{store.name_property}")
         if needs_vector and vector is None:
             missing.append("no usable vector index (pass vector_index= and embedder=)")
         reason = ", ".join(missing)

@@ -30,6 +30,7 @@ import numpy as np
 
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import EmbeddingError, GraphFormatError, GraphLoadError
+from kgrag.graph.base import is_cypher_store
 from kgrag.linking.dense import DEFAULT_HNSW_THRESHOLD, DenseIndex
 from kgrag.linking.fuzzy import FuzzyIndex, name_key
 from kgrag.text.names import relation_words
@@ -170,12 +171,12 @@ class EntityLinker:
     def from_graph(cls, graph: Any, **kwargs: Any) -> EntityLinker:
         """A linker over a graph's node names and aliases (in-memory graph or any GraphStore).
 
-        A database store (one with ``search_indexes``, e.g. Neo4j or FalkorDB) goes through
+        A database store (a :class:`~kgrag.graph.base.CypherStore`: Neo4j, FalkorDB) goes through
         :func:`kgrag.linking.database.linker_for_store`: its own full-text / named vector index
         when that serves ``mode``, otherwise a local index over the streamed names -- so every
         method that builds its default linker here uses the database's index when it can.
         """
-        if cls is EntityLinker and callable(getattr(graph, "search_indexes", None)):
+        if cls is EntityLinker and is_cypher_store(graph):
             if _store_linker is None:  # pragma: no cover - kgrag.linking installs it on import
                 raise RuntimeError("import kgrag.linking to link against a database store")
             return _store_linker(graph, **kwargs)

@@ -22,6 +22,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.errors import LLMNotConfiguredError
+from kgrag.graph.base import GraphStore
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,8 +72,8 @@ class KGMethod(ABC):
     name: ClassVar[str] = "method"
 
     @classmethod
-    def from_graph(cls: type[M], graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
-                   **params: Any) -> M:
+    def from_graph(cls: type[M], graph: GraphStore, *args: Any, llm: Any = None,
+                   embedder: Any = None, **params: Any) -> M:
         """The method over ``graph`` (a :class:`~kgrag.graph.memory.KnowledgeGraph` or any
         :class:`~kgrag.graph.base.GraphStore`); ``params`` are the constructor's. Methods built
         from text override this to say so (and offer :meth:`from_documents`)."""

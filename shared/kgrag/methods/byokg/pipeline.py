@@ -35,8 +35,8 @@ import threading
 from typing import Any, Iterable, Sequence
 
 from kgrag.context.types import Answer, RetrievalResult, Triple, Usage
-from kgrag.graph.base import Direction, check_direction
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.base import Direction, GraphStore, check_direction, is_cypher_store, runs_cypher
+from kgrag.graph.memory import normalize_name
 from kgrag.llm import as_llm, optional_llm
 from kgrag.llm.base import BaseLLMAdapter, llm_step
 from kgrag.llm.steps import CallLog, LLMRequest, Steps, run_async, run_sync
@@ -86,7 +86,7 @@ class ByoKGRAG(KGMethod):
     @keyword_only_llm("llm", "embedder")
     def __init__(
         self,
-        graph: Any,
+        graph: GraphStore,
         *,
         llm: Any = None,
         embedder: Any = None,
@@ -143,7 +143,7 @@ class ByoKGRAG(KGMethod):
         self.direction = check_direction(direction)
         self.max_paths = max_paths
         self.shortest_path_hops = shortest_path_hops
-        supports = bool(getattr(graph, "supports_cypher", False))
+        supports = runs_cypher(graph)
         self.use_cypher = supports if use_cypher is None else (bool(use_cypher) and supports)
         self._schema = schema
         self.max_schema_relations = max_schema_relations
@@ -464,18 +464,19 @@ class ByoKGRAG(KGMethod):
         return RetrievalResult(question, items, self.name, Usage(), meta)
 
 
-def cypher_data_model(store: Any) -> str:
+def cypher_data_model(store: GraphStore) -> str:
     """One paragraph telling the LLM how the store's Cypher graph is laid out.
 
-    Read from the attributes kgrag's Cypher stores expose (``node_label``, ``name_property``,
-    ``relation_property``, ``relationship_type``); a store without them gets a generic note.
+    Read from a :class:`~kgrag.graph.base.CypherStore`'s mapping (``node_label``,
+    ``name_property``, ``relation_property``, ``relationship_type``); any other store that runs
+    Cypher gets the default layout (nodes by ``name``, relations as relationship types).
     """
-    label = getattr(store, "node_label", None)
-    name = getattr(store, "name_property", None) or "name"
+    label, name, rel_prop, rel_type = None, "name", None, "RELATED"
+    if is_cypher_store(store):
+        label, name = store.node_label, store.name_property or "name"
+        rel_prop, rel_type = store.relation_property, store.relationship_type
     node = f"(n:{label} {{{name}: '...'}})" if label else f"(n {{{name}: '...'}})"
-    rel_prop = getattr(store, "relation_property", None)
     if rel_prop:
-        rel_type = getattr(store, "relationship_type", "RELATED")
         rels = (f"every edge is a relationship of type {rel_type} whose property `{rel_prop}` "
                 f"holds the relation name, e.g. -[r:{rel_type} {{{rel_prop}: 'relation'}}]->")
     else:

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.errors import QueryTimeoutError, UnsafeQueryError
+from kgrag.graph.base import GraphStore, runs_cypher
 from kgrag.graph.cypher_safety import check_read_only
+from kgrag.graph.cypher_store import CypherRows
 
 __all__ = ["MAX_CHARS", "MAX_ROWS", "QueryResult", "check_read_only", "execute_query"]
 
@@ -56,9 +58,9 @@ class QueryResult:
         return f"Graph query: {self.query}\nResult{more}: {body}"
 
 
-def execute_query(store: Any, query: str) -> QueryResult:
+def execute_query(store: GraphStore, query: str) -> QueryResult:
     """Run ``query`` read-only on ``store``; never raises (errors are in the result)."""
-    if not getattr(store, "supports_cypher", False) or not hasattr(store, "run_cypher"):
+    if not runs_cypher(store):
         return QueryResult(query, error="this graph store cannot run openCypher")
     try:
         safe = check_read_only(query)
@@ -74,7 +76,7 @@ def execute_query(store: Any, query: str) -> QueryResult:
     except Exception as exc:  # the database's own error text is what the LLM needs to see
         return QueryResult(safe, error=f"{type(exc).__name__}: {str(exc)[:500]}")
     return QueryResult(safe, rows=[_row_dict(r) for r in (rows or [])],
-                       truncated=bool(getattr(rows, "truncated", False)))
+                       truncated=isinstance(rows, CypherRows) and rows.truncated)
 
 
 def _row_dict(row: Any) -> dict[str, Any]:

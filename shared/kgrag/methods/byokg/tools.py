@@ -14,7 +14,7 @@ from typing import Any
 
 from kgrag.context.types import Path, ScoredEntity, Triple
 from kgrag.errors import KgragError
-from kgrag.graph.base import check_direction
+from kgrag.graph.base import GraphStore, check_direction, runs_cypher
 from kgrag.methods.byokg.context import merge_paths, merge_triples
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath
 from kgrag.methods.byokg.query import QueryResult, execute_query
@@ -29,7 +29,7 @@ class GraphTools:
     or the one a :class:`~kgrag.methods.byokg.ByoKGRAG` built); ``None`` builds a fuzzy linker.
     """
 
-    def __init__(self, graph: Any, linker: Any = None, *, method: Any = None) -> None:
+    def __init__(self, graph: GraphStore, linker: Any = None, *, method: Any = None) -> None:
         self.graph = graph
         self._linker = linker
         self._method = method
@@ -53,7 +53,7 @@ class GraphTools:
 
     @property
     def supports_cypher(self) -> bool:
-        return bool(getattr(self.graph, "supports_cypher", False))
+        return runs_cypher(self.graph)
 
     # ------------------------------------------------------------------ structured
     def lookup_entity(self, name: str, top_m: int = 5) -> list[ScoredEntity]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Protocol, Sequence
 
+from kgrag.graph.base import CypherStore, GraphStore, is_cypher_store
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.graphraft.enumeration import Candidate, canonical_order, enumerate_candidates
 from kgrag.methods.graphraft.patterns import FAMILIES, PathPattern, _quote_identifier
@@ -37,6 +38,11 @@ MAX_ENUMERATION_ROWS = 1_000_000
 
 
 class GraphRAFTBackend(Protocol):
+    """Where GraphRAFT enumerates and runs its candidate queries: in memory or in a database."""
+
+    #: the graph the method links against and reads from
+    graph: GraphStore
+
     def existing(self, names: Iterable[str]) -> list[str]: ...
 
     def enumerate(self, entities: Sequence[str], families: Iterable[str] = FAMILIES,
@@ -83,15 +89,18 @@ class CypherBackend:
     nodes and relations are matched. ``timeout`` bounds each query (seconds).
     """
 
-    def __init__(self, store: Any, *, timeout: float | None = 60.0) -> None:
-        if not getattr(store, "supports_cypher", False) or not hasattr(store, "run_cypher"):
-            raise TypeError(f"{type(store).__name__} cannot run Cypher (no run_cypher)")
+    def __init__(self, store: CypherStore, *, timeout: float | None = 60.0) -> None:
+        if not is_cypher_store(store):
+            raise TypeError(f"{type(store).__name__} is not a Cypher database store "
+                            "(kgrag.graph.base.CypherStore: run_cypher, node mapping, indexes)")
         self.store = store
+        #: the graph the method talks to (the same store)
+        self.graph: CypherStore = store
         self.timeout = timeout
-        self.node_label: str | None = getattr(store, "node_label", None)
-        self.name_property: str = getattr(store, "name_property", "name")
-        self.relation_property: str | None = getattr(store, "relation_property", None)
-        self.relationship_type: str = getattr(store, "relationship_type", "RELATED")
+        self.node_label: str | None = store.node_label
+        self.name_property: str = store.name_property
+        self.relation_property: str | None = store.relation_property
+        self.relationship_type: str = store.relationship_type
         label = f":{_quote_identifier(self.node_label)}" if self.node_label else ""
         self._label = label
         self._prop = "name" if self.name_property == "name" else _quote_identifier(self.name_property)
@@ -166,10 +175,8 @@ class CypherBackend:
     # ------------------------------------------------------------------ backend interface
     def existing(self, names: Iterable[str]) -> list[str]:
         names = list(dict.fromkeys(names))
-        if hasattr(self.store, "existing_nodes"):
-            found = set(self.store.existing_nodes(names))
-            return [n for n in names if n in found]
-        return [n for n in names if self.store.has_node(n)]
+        found = set(self.store.existing_nodes(names))
+        return [n for n in names if n in found]
 
     def enumerate(self, entities: Sequence[str], families: Iterable[str] = FAMILIES,
                   gold: Iterable[str] | None = None) -> list[Candidate]:
@@ -208,13 +215,13 @@ class CypherBackend:
         return ""
 
 
-def as_backend(graph: Any, **kwargs: Any) -> GraphRAFTBackend:
+def as_backend(graph: GraphStore | GraphRAFTBackend, **kwargs: Any) -> GraphRAFTBackend:
     """The backend for ``graph``: a :class:`KnowledgeGraph`, a Cypher-capable store, or a backend."""
     if isinstance(graph, KnowledgeGraph):
         return MemoryBackend(graph, **kwargs)
     if isinstance(graph, (MemoryBackend, CypherBackend)):
         return graph
-    if getattr(graph, "supports_cypher", False) and hasattr(graph, "run_cypher"):
+    if is_cypher_store(graph):
         return CypherBackend(graph, **kwargs)
     raise TypeError(
         f"GraphRAFT runs on a kgrag.KnowledgeGraph or a Cypher-capable GraphStore "

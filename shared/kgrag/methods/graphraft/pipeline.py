@@ -37,6 +37,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
+from kgrag.graph.base import GraphStore
 from kgrag.llm.base import llm_step, optional_llm, track_usage
 from kgrag.llm.parsing import split_items
 from kgrag.methods.base import KGMethod
@@ -108,7 +109,7 @@ class GraphRAFT(KGMethod):
 
     def __init__(
         self,
-        graph: Any,
+        graph: GraphStore | GraphRAFTBackend,
         *,
         llm: Any = None,
         answer_llm: Any = None,
@@ -127,7 +128,7 @@ class GraphRAFT(KGMethod):
 
         self.backend: GraphRAFTBackend = as_backend(graph)
         # the graph object itself: the KnowledgeGraph, or the database store
-        self.graph = getattr(self.backend, "graph", getattr(self.backend, "store", graph))
+        self.graph: GraphStore = self.backend.graph
         self.llm = optional_llm(llm)
         self.answer_llm = optional_llm(answer_llm) or self.llm
         self.embedder = as_embedder(embedder)

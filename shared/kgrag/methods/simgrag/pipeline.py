@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
+from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import acomplete_and_parse, as_llm, complete_and_parse, llm_step, optional_llm
 from kgrag.llm.prompts import PromptSet
@@ -84,7 +85,7 @@ class SimGRAG(KGMethod):
 
     name = "simgrag"
 
-    def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None, k: int = 3,
+    def __init__(self, graph: GraphStore, *, llm: Any = None, embedder: Any = None, k: int = 3,
                  k_nodes: int = 16, k_relations: int | str = "auto", k_types: int = 16,
                  node_types: Mapping[str, Iterable[str]] | None = None,
                  injective: bool | str = "prefer",

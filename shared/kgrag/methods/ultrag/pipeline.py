@@ -33,6 +33,7 @@ import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
+from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.llm import extract_tag, optional_llm
@@ -184,7 +185,7 @@ class UltRAG(KGMethod):
     @keyword_only_llm("llm")
     def __init__(
         self,
-        graph: KnowledgeGraph,
+        graph: GraphStore,
         *,
         llm: Any = None,
         embedder: Any = None,
