@@ -273,8 +273,7 @@ _BARE_ATOM = re.compile(r"^(?:(?!->)[^\s(),'\"→])(?:(?!->)[^\s(),→])*$")
 
 
 def _atom(text: str, *, quote_always: bool = False) -> str:
-    if not quote_always and _BARE_ATOM.match(text) and text.upper() not in OPERATORS \
-            and not text.endswith(("'", '"')):
+    if not quote_always and _BARE_ATOM.match(text) and text.upper() not in OPERATORS:
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
