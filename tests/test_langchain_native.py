@@ -180,3 +180,46 @@ def test_flat_metadata_round_trips(kg):
     meta = docs[0].metadata
     assert all(isinstance(v, (str, int, float, bool, type(None))) for v in meta.values())
     assert unflatten(meta)["retrieval"]["query"] == QUERY
+
+
+def _retrievers(kg):
+    """A retriever of each LLM-using method, with LangChain fake chat models (no model load)."""
+    from langchain_core.language_models import FakeListChatModel
+
+    from ketrag_fakes import HashingEmbedder
+    from langchain_kgrag import ByoKGRetriever, GraphRAFTRetriever, SimGRAGRetriever
+
+    pattern = ('{"divided": ["films directed by Satoshi Kon"], '
+               '"triples": [("UNKNOWN film 1", "directed_by", "Satoshi Kon")]}')
+    linker = ("<entities>\nSatoshi Kon\n</entities>\n<paths>\ndirected_by\n</paths>\n"
+              "<answers></answers>")
+    emb = HashingEmbedder()
+    return {
+        "ultrag": lambda: UltRAGRetriever.from_graph(kg, llm=QueryWriter(), linking="exact",
+                                                     executor="symbolic"),
+        "simgrag": lambda: SimGRAGRetriever.from_graph(
+            kg, llm=FakeListChatModel(responses=[pattern]), embedder=emb,
+            humanize_relations=False),
+        "byokg": lambda: ByoKGRetriever.from_graph(
+            kg, llm=FakeListChatModel(responses=[linker]), embedder=emb, linking_mode="fuzzy",
+            iterations=1, triplet_retrieval="scoring", text_top_k=0),
+        "graphraft": lambda: GraphRAFTRetriever.from_graph(
+            kg, llm=FakeListChatModel(responses=["Satoshi Kon", "1"]), embedder=emb),
+    }
+
+
+@pytest.mark.parametrize("name", ["ultrag", "simgrag", "byokg", "graphraft"])
+def test_every_llm_call_of_every_retriever_nests_under_its_run(kg, name):
+    for run in ("sync", "async"):
+        retriever, recorder = _retrievers(kg)[name](), RunRecorder()
+        config = {"callbacks": [recorder]}
+        if run == "sync":
+            docs = retriever.invoke("Which films did Satoshi Kon direct?", config=config)
+        else:
+            docs = asyncio.run(retriever.ainvoke("Which films did Satoshi Kon direct?",
+                                                 config=config))
+        [(_, retriever_run, _)] = recorder.of("retriever")
+        llm_runs = recorder.of("llm")
+        assert docs and llm_runs, (name, run)
+        assert {parent for _, _, parent in llm_runs} == {retriever_run}, (name, run)
+        assert docs[0].metadata["usage_calls"] == len(llm_runs), (name, run)
