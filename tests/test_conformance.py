@@ -48,7 +48,7 @@ class TestUltRAGRetriever(_Conformance):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"kg": KG, "llm": FakeListChatModel(responses=[
+        return {"graph": KG, "llm": FakeListChatModel(responses=[
             '<query>"Satoshi Kon" -> directed_by_inv</query>']), "linking": "exact",
                 "executor": "symbolic"}
 
@@ -62,7 +62,7 @@ class TestSimGRAGRetriever(_Conformance):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"kg": KG, "llm": FakeListChatModel(responses=[PATTERN]),
+        return {"graph": KG, "llm": FakeListChatModel(responses=[PATTERN]),
                 "embedder": HashingEmbedder(), "humanize_relations": False}
 
 
