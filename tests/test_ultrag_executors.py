@@ -144,3 +144,25 @@ def test_cli_executor_flag(capsys):
     names = " ".join(lines[:2])
     assert "Satoshi Kon" in names and "Hayao Miyazaki" in names
     assert "1.000  Satoshi Kon" not in names  # neural memberships are soft
+
+
+def test_both_adapters_pass_the_executor_option_through(movies):
+    from langchain_kgrag import UltRAGRetriever
+    from llama_index_kgrag import UltRAGQueryEngine
+    from llama_index_kgrag import UltRAGRetriever as LIUltRAGRetriever
+
+    query = '"Satoshi Kon" -> directed_by_inv'
+    for kind in ("neural", "symbolic"):
+        lc = UltRAGRetriever.from_graph(movies, linking="exact", executor=kind, k=4)
+        li = LIUltRAGRetriever.from_graph(movies, linking="exact", executor=kind)
+        engine = UltRAGQueryEngine.from_graph(movies, linking="exact", executor=kind)
+        assert lc.method.executor_kind == li.method.executor_kind == kind
+        assert engine.method.executor_kind == kind
+        docs = lc.execute(query)
+        scores = [d.metadata["score"] for d in docs]
+        assert {d.metadata["entity"] for d in docs} == {
+            "Tokyo Godfathers", "Perfect Blue", "Paprika", "Millennium Actress"}
+        assert (scores == [1.0] * 4) == (kind == "symbolic")
+        nodes = li.execute(query)
+        assert {n.node.metadata["entity"] for n in nodes[:4]} == {d.metadata["entity"]
+                                                                  for d in docs}
