@@ -41,10 +41,21 @@ def test_one_hop_single_node_equals_array_path(monkeypatch, small_degree):
                     assert got == kg.one_hop((name,), direction=direction, limit=limit)
 
 
-def test_follow_path_single_source_equals_array_path():
-    for seed in range(25):
-        kg = _random_graph(seed)
-        forced = _random_graph(seed)
+def _hub_graph(seed: int) -> KnowledgeGraph:
+    """Node n0 has a few hundred edges: its steps take the CSR binary-search branch."""
+    rng = random.Random(seed)
+    triples = [(f"n{rng.randrange(40)}", f"r{rng.randrange(3)}", f"n{rng.randrange(40)}")
+               for _ in range(300)]
+    triples += [("n0", f"r{rng.randrange(3)}", f"n{rng.randrange(40)}") for _ in range(150)]
+    triples += [(f"n{rng.randrange(40)}", f"r{rng.randrange(3)}", "n0") for _ in range(150)]
+    return KnowledgeGraph.from_triples(triples)
+
+
+@pytest.mark.parametrize("make", [_random_graph, _hub_graph])
+def test_follow_path_single_source_equals_array_path(make):
+    for seed in range(25 if make is _random_graph else 4):
+        kg = make(seed)
+        forced = make(seed)
         forced._walks_one_source = lambda *args, **kwargs: None  # always the array code
         rels = kg.relation_names
         paths = [[a] for a in rels] + [[a, b] for a in rels for b in rels]

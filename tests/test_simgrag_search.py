@@ -288,3 +288,11 @@ def test_pruned_search_equals_brute_force(case):
         assert [(m.gsd, m.edges, m.nodes) for m in every.matches[:k]] == expected
         if not refine:  # like for like: branch and bound never extends more than Algorithm 1
             assert result.stats["partials"] <= every.stats["partials"]
+
+
+@pytest.mark.parametrize("n, high", [(10, 5), (5000, 3), (20000, 2_500_000), (70000, 1)])
+def test_stable_argsort_is_numpys_stable_argsort(n, high):
+    from kgrag.methods.simgrag.search import stable_argsort
+
+    values = np.random.default_rng(n).integers(0, high + 1, n)
+    assert stable_argsort(values).tolist() == np.argsort(values, kind="stable").tolist()

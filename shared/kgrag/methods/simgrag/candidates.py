@@ -178,9 +178,24 @@ class NameIndex:
         out = []
         for row_d, row_i in zip(squared, ids):
             ok = row_i >= 0
-            dist = np.sqrt(np.maximum(row_d[ok], 0.0, dtype=np.float32)).astype(np.float64)
-            out.append(CandidateSet(row_i[ok].astype(np.int64), dist))
+            # the root in float64: distinct squared distances keep distinct roots (float32
+            # roots of neighbouring float32 values often coincide)
+            dist = np.sqrt(np.maximum(row_d[ok], 0.0, dtype=np.float32).astype(np.float64))
+            if self.kind == "hnsw":  # approximate: order and uniqueness are checked
+                out.append(CandidateSet(row_i[ok].astype(np.int64), dist))
+            else:  # exact: distinct ids, ascending by (squared distance, id)
+                out.append(_exact_candidates(row_i.astype(np.int64), dist))
         return out
+
+
+def _exact_candidates(ids: np.ndarray, dist: np.ndarray) -> CandidateSet:
+    """An exact search's answer as a :class:`CandidateSet`, skipping its re-check and re-sort
+    (a few ms per 16k set) when the order by (squared distance, id) is, as it should be, the
+    order by (distance, id); otherwise the validating constructor sorts it."""
+    same = dist[1:] == dist[:-1]
+    if np.all((dist[1:] > dist[:-1]) | (same & (ids[1:] > ids[:-1]))):
+        return CandidateSet.presorted(ids, dist)
+    return CandidateSet(ids, dist)
 
 
 class CandidateGenerator:

@@ -92,6 +92,16 @@ class CandidateSet:
         object.__setattr__(self, "distances", dist[order])
 
     @classmethod
+    def presorted(cls, ids: np.ndarray, distances: np.ndarray) -> CandidateSet:
+        """A set whose ``ids`` (int64, distinct) are already ascending by (distance, id) with
+        finite non-negative float64 ``distances`` -- what an exact nearest-name search returns
+        -- without re-checking and re-sorting (a few ms per 16k-candidate set)."""
+        out = cls.__new__(cls)
+        object.__setattr__(out, "ids", ids)
+        object.__setattr__(out, "distances", distances)
+        return out
+
+    @classmethod
     def from_mapping(cls, mapping: Mapping[int, float]) -> CandidateSet:
         return cls(np.fromiter(mapping.keys(), np.int64, len(mapping)),
                    np.fromiter(mapping.values(), np.float64, len(mapping)))
@@ -507,8 +517,9 @@ class SubgraphSearch:
 
     def _reverse_index(self, s: int):
         """Edges between step ``s``'s target domain and the rest of the graph, sorted by the end
-        outside the domain: ``(outer end, edge id, domain end)``, or None when the domain is
-        unknown or too large to read (``refine_budget``). Built once per step."""
+        outside the domain: ``(outer end, edge id, domain end, option cost)``, or None when the
+        domain is unknown or too large to read (``refine_budget``). Built once per step; the
+        option cost (:meth:`_option_cost`) is read from the domain by position, not searched."""
         if s in self._reverse:
             return self._reverse[s]
         kg, step = self.kg, self.steps[s]
@@ -523,8 +534,13 @@ class SubgraphSearch:
                 if rel_cost is not None:
                     keep = np.isfinite(rel_cost[kg.rels[e]])
                     e, inner, outer = e[keep], inner[keep], outer[keep]
-                order = np.argsort(outer, kind="stable")
-                index = (outer[order], e[order], inner[order])
+                cost = np.zeros(len(e), dtype=np.float64)  # what _option_cost(s, e, inner) adds
+                if rel_cost is not None:
+                    cost += rel_cost[kg.rels[e]]
+                if step.new:
+                    cost += target.costs[own if rel_cost is None else own[keep]]
+                order = stable_argsort(outer)
+                index = (outer[order], e[order], inner[order], cost[order])
         self._reverse[s] = index
         return index
 
@@ -537,12 +553,11 @@ class SubgraphSearch:
         """
         reverse = self._reverse_index(s)
         if reverse is not None:
-            outer, edges, inner = reverse
+            outer, edges, inner, costs = reverse
             lo = np.searchsorted(outer, nodes, side="left")
             hi = np.searchsorted(outer, nodes, side="right")
             pos, own = expand_ranges(lo, hi - lo)
-            e, t = edges[pos], inner[pos]
-            return own, e, t, self._option_cost(s, e, t)  # grouped by owner (nodes are sorted)
+            return own, edges[pos], inner[pos], costs[pos]  # grouped by owner (nodes are sorted)
         own, e, t = self._incident(nodes)
         cost = self._option_cost(s, e, t)
         ok = np.isfinite(cost)
@@ -577,8 +592,7 @@ class SubgraphSearch:
         table = None
         reverse = self._reverse_index(t)
         if reverse is not None:
-            outer, edges, inner = reverse
-            cost = self._option_cost(t, edges, inner)
+            outer, _, _, cost = reverse
             if len(outer):
                 ids, first = np.unique(outer, return_index=True)  # outer is sorted
                 table = (ids, np.minimum.reduceat(cost, first))
@@ -698,6 +712,25 @@ class SubgraphSearch:
         node_d, edge_d = self._distances(F, E)
         return Match(gsd, nodes, edges, tuple(float(d[0]) for d in node_d),
                      tuple(float(d[0]) for d in edge_d))
+
+
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for non-negative integers, by sorting packed
+    ``value * n + position`` keys instead: distinct keys let numpy use its unstable (SIMD)
+    sort, several times faster than the stable merge sort on the million-edge domains of a
+    10M-edge graph."""
+    n = len(values)
+    if n < 4096:
+        return np.argsort(values, kind="stable")
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or (high + 1) * n >= 2**63:
+        return np.argsort(values, kind="stable")
+    key = values.astype(np.int64)
+    key *= n
+    key += np.arange(n, dtype=np.int64)
+    key.sort()
+    key %= n
+    return key
 
 
 def _reuses(rows: np.ndarray) -> np.ndarray:
