@@ -133,6 +133,7 @@ def run_simgrag(kg, examples, embedder, node_vectors, texts: str, k_relations,
 
 # ---------------------------------------------------------------------- UltRAG
 def run_ultrag(kg, examples, setting: str) -> dict:
+    from kgrag.errors import KgragError
     from kgrag.methods.ultrag import UltRAG
     from kgrag.methods.ultrag.query import quote
 
@@ -153,7 +154,7 @@ def run_ultrag(kg, examples, setting: str) -> dict:
             t0 = time.perf_counter()
             try:
                 answers = [e.name for e in ultrag.execute(text, top_k=10)]
-            except Exception:  # an unresolvable relation: nothing retrieved
+            except (KgragError, ValueError):  # an unresolvable relation: nothing retrieved
                 answers = []
             secs.append(time.perf_counter() - t0)
             rows.append(scores(answers, {a.lower() for a in ex.answers}, len(ex.answers)))

@@ -38,7 +38,7 @@ class RelationTextVectors:
         self.single = len(self.vectors) == len(self.indptr) - 1
 
     @classmethod
-    def from_texts(cls, texts: Sequence[Sequence[str]], embedder: Any) -> "RelationTextVectors":
+    def from_texts(cls, texts: Sequence[Sequence[str]], embedder: Any) -> RelationTextVectors:
         """Embed ``texts[i]`` (the texts of relation ``i``) in one batch."""
         flat = [t for group in texts for t in group]
         counts = [len(group) for group in texts]
@@ -52,7 +52,7 @@ class RelationTextVectors:
 
     @classmethod
     def from_graph(cls, graph: Any, embedder: Any,
-                   names: Sequence[str] | None = None) -> "RelationTextVectors":
+                   names: Sequence[str] | None = None) -> RelationTextVectors:
         """The texts of ``graph``'s relations (:func:`~kgrag.text.relations.all_relation_texts`)."""
         from kgrag.text.relations import all_relation_texts
 

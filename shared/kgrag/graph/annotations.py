@@ -89,7 +89,7 @@ class GraphAnnotations:
         return [self.chunks[c] for c in self.edge_chunks.get((head, relation, tail), ())
                 if c in self.chunks]
 
-    def restricted_to(self, nodes: set[str]) -> "GraphAnnotations":
+    def restricted_to(self, nodes: set[str]) -> GraphAnnotations:
         """The annotations of ``nodes`` only (for a subgraph)."""
         edges = {e: ids for e, ids in self.edge_chunks.items() if e[0] in nodes and e[2] in nodes}
         keep = {c for ids in edges.values() for c in ids}
@@ -111,7 +111,7 @@ class GraphAnnotations:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "GraphAnnotations":
+    def from_json(cls, data: dict[str, Any] | None) -> GraphAnnotations:
         data = data or {}
         return cls(
             {str(k): [str(t) for t in v] for k, v in (data.get("node_types") or {}).items()},

@@ -27,8 +27,9 @@ samples entity properties to choose one; ``data_model="auto"`` on a store does t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +87,7 @@ def detect_data_model(read: Callable[..., list[list[Any]]],
         named, ids = (int(x) for x in rows[0]) if rows else (0, 0)
         chosen = "llama_index" if named and (named >= ids or "__Node__" in labels) else \
             "langchain"
-    elif "Entity" in labels:
-        chosen = "kgrag"
-    elif not labels:
+    elif "Entity" in labels or not labels:
         chosen = "kgrag"
     else:
         rows = read("MATCH (n) WITH n LIMIT 500 RETURN count(n.name) AS named, count(n.id) AS ids")

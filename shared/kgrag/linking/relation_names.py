@@ -47,7 +47,7 @@ class RelationTextIndex:
                         bucket.append(name)
 
     @classmethod
-    def from_graph(cls, graph: Any) -> "RelationTextIndex":
+    def from_graph(cls, graph: Any) -> RelationTextIndex:
         names = getattr(graph, "relation_names", None)
         if names is None:
             names = graph.list_relations()

@@ -105,14 +105,16 @@ def relation_texts(graph: Any, relation: str | int) -> list[str]:
     ``relation_descriptions``. Pure: the same graph and relation always give the same texts,
     so an embedding cache may key on them.
     """
-    if not isinstance(relation, str):
+    if isinstance(relation, str):
+        name = relation
+    else:
         names = getattr(graph, "relation_names", None)
         if names is None:
             names = graph.list_relations()
-        relation = names[int(relation)]
+        name = str(names[int(relation)])
     descriptions = getattr(graph, "relation_descriptions", None) or {}
-    return relation_texts_for(relation, labels=relation_labels_of(graph).get(relation, ()),
-                              description=descriptions.get(relation))
+    return relation_texts_for(name, labels=relation_labels_of(graph).get(name, ()),
+                              description=descriptions.get(name))
 
 
 def all_relation_texts(graph: Any, names: Iterable[str] | None = None) -> list[list[str]]:

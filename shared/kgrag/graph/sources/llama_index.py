@@ -129,10 +129,12 @@ def from_llama_index(source: Any, *, cls: Any = KnowledgeGraph, include_chunks: 
     for subj, rel, obj in triplets:
         head, tail = entity(subj), entity(obj)
         label = normalize_name(rel.label)
-        if head is None and tail is None or not label:
+        if (head is None and tail is None) or not label:
             continue
         if head is None or tail is None:  # chunk -- entity: provenance, not a fact
-            notes.add_node_chunk(head or tail, str((obj if head else subj).id))
+            entity_name = head if head is not None else tail
+            assert entity_name is not None
+            notes.add_node_chunk(entity_name, str((obj if head else subj).id))
             continue
         triples.append((head, label, tail))
         source_id = (rel.properties or {}).get(SOURCE_KEY)
