@@ -30,10 +30,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.prompts import ChatPromptTemplate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag import KnowledgeGraph
-from kgrag.context.metadata import unflatten
 from scripted_llms import scripted_chat
 
+from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
 from langchain_kgrag import UltRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -31,9 +31,9 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.postprocessor import SimilarityPostprocessor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag import KnowledgeGraph
 from scripted_llms import scripted_llama
 
+from kgrag import KnowledgeGraph
 from llama_index_kgrag import UltRAGQueryEngine
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

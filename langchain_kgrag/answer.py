@@ -26,9 +26,9 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     CallbackManagerForChainRun,
 )
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.utils import AddableDict
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from kgrag.context.types import Answer

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgrag import KnowledgeGraph
+from ketrag_fakes import HashingEmbedder
 from langchain_core.language_models import FakeListChatModel
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from ketrag_fakes import HashingEmbedder
+from kgrag import KnowledgeGraph
 from langchain_kgrag import (
     ByoKGRetriever,
     GraphRAFTRetriever,

@@ -24,7 +24,8 @@ def run(code: str, blocked: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'shared'}{os.pathsep}{ROOT}",
            "HF_HUB_OFFLINE": "1"}
     script = BLOCK.format(blocked=blocked) + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", script], check=False, capture_output=True,
+                          text=True,
                           env=env, timeout=120, cwd=ROOT)
 
 

@@ -9,14 +9,14 @@ import json
 from typing import Any
 
 import pytest
-from kgrag import KnowledgeGraph
-from kgrag.context.metadata import unflatten
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 
+from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
 from langchain_kgrag import KGAnswerChain, KGToolkit, UltRAGRetriever
 
 TRIPLES = [
@@ -184,9 +184,9 @@ def test_flat_metadata_round_trips(kg):
 
 def _retrievers(kg):
     """A retriever of each LLM-using method, with LangChain fake chat models (no model load)."""
+    from ketrag_fakes import HashingEmbedder
     from langchain_core.language_models import FakeListChatModel
 
-    from ketrag_fakes import HashingEmbedder
     from langchain_kgrag import ByoKGRetriever, GraphRAFTRetriever, SimGRAGRetriever
 
     pattern = ('{"divided": ["films directed by Satoshi Kon"], '

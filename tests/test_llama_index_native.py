@@ -9,7 +9,6 @@ from typing import Any
 
 import llama_index.core.instrumentation as instrument
 import pytest
-from kgrag import KnowledgeGraph
 from llama_index.core import PromptTemplate, Settings, get_response_synthesizer
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
@@ -24,6 +23,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 
+from kgrag import KnowledgeGraph
 from llama_index_kgrag import SimGRAGRetriever, UltRAGQueryEngine, UltRAGRetriever
 
 TRIPLES = [

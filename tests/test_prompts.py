@@ -4,6 +4,11 @@ as strings or as LangChain / LlamaIndex prompt templates; SimGRAG has per-datase
 from __future__ import annotations
 
 import pytest
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.prompts import ChatPromptTemplate, PromptTemplate
+from llama_index.core import PromptTemplate as LIPromptTemplate
+from llm_fakes import ScriptedLlamaLLM
+
 from kgrag import KnowledgeGraph
 from kgrag.llm.prompts import Prompt, PromptSet
 from kgrag.methods.byokg import ByoKGRAG
@@ -15,11 +20,6 @@ from kgrag.methods.simgrag.examples import PACKS
 from kgrag.methods.simgrag.prompts import PROMPTS as SIMGRAG_PROMPTS
 from kgrag.methods.ultrag import UltRAG
 from kgrag.methods.ultrag.prompts import PROMPTS as ULTRAG_PROMPTS
-from langchain_core.language_models import FakeListChatModel
-from langchain_core.prompts import ChatPromptTemplate, PromptTemplate
-from llama_index.core import PromptTemplate as LIPromptTemplate
-
-from llm_fakes import ScriptedLlamaLLM
 
 TRIPLES = [("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
            ("Paprika", "directed_by", "Satoshi Kon"), ("Paprika", "release_year", "2006")]
