@@ -203,3 +203,16 @@ def test_byokg_walks_a_self_loop_again_but_never_straight_back():
     assert not found.partial and [p.target for p in found.paths] == ["Live"]
     back = follow_metapath(kg, ["Paprika"], "directed_by -> directed_by", resolver=resolver)
     assert back.paths == [] or back.partial
+
+
+def test_ultrag_prompt_names_relations_by_their_labels():
+    from kgrag.methods.ultrag import UltRAG
+
+    wikidata = KnowledgeGraph.from_triples([("Q1", "P57", "Q2"), ("Q1", "P364", "Q3")],
+                                           relation_labels={"P57": "director"})
+    prompt = UltRAG(wikidata, linking="exact", executor="symbolic").query_prompt("who directed?")
+    assert "P57: director" in prompt and "P364: P364" in prompt
+    named = KnowledgeGraph.from_triples([("a", "directed_by", "b")],
+                                        relation_labels={"directed_by": ["director"]})
+    prompt = UltRAG(named, linking="exact", executor="symbolic").query_prompt("who directed?")
+    assert "P0: directed_by (director)" in prompt

@@ -343,7 +343,9 @@ class UltRAG(KGMethod):
     def query_prompt(self, question: str, seeds: Sequence[str] = ()) -> str:
         descriptions = getattr(self.store, "relation_descriptions", None) or {}
         return query_prompt(question, self.vocabulary, seeds=self._seed_entries(seeds),
-                            descriptions=descriptions, template=self.prompts.template("query"))
+                            descriptions=descriptions,
+                            labels=getattr(self.store, "relation_labels", None),
+                            template=self.prompts.template("query"))
 
     def _seed_entries(self, seeds: Sequence[str]) -> list[tuple[str, str]]:
         """``(id as the LLM should write it, name)`` per seed: ``Q<i>``, or the quoted name."""

@@ -14,7 +14,7 @@ which the entity linker resolves (Eq. 2).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kgrag.llm.prompts import Prompt, template_variables
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
@@ -75,12 +75,21 @@ Reply with one answer id or name per line inside <answers></answers> tags."""
 
 
 def relation_lines(vocabulary: GraphVocabulary,
-                   descriptions: dict[str, str] | None = None) -> str:
-    """Every relation as ``id: label`` (``: description`` appended when known), in id order."""
-    descriptions = descriptions or {}
+                   descriptions: dict[str, str] | None = None,
+                   labels: Mapping[str, Sequence[str]] | None = None) -> str:
+    """Every relation as ``id: label`` (``: description`` appended when known), in id order.
+
+    ``labels`` (a graph's ``relation_labels``) name relations whose ids are their names
+    (``P57: director``) and are shown next to other names (``P3: directed_by (director)``).
+    """
+    descriptions, labels = descriptions or {}, labels or {}
     lines = []
     for rel, name in enumerate(vocabulary.relation_names):
-        line = f"{vocabulary.relation_id(rel)}: {name}"
+        shown = name
+        if labels.get(name):
+            shown = (", ".join(labels[name]) if vocabulary.relation_ids_are_names
+                     else f"{name} ({', '.join(labels[name])})")
+        line = f"{vocabulary.relation_id(rel)}: {shown}"
         if descriptions.get(name):
             line += f" -- {descriptions[name]}"
         lines.append(line)
@@ -90,6 +99,7 @@ def relation_lines(vocabulary: GraphVocabulary,
 def query_prompt(question: str, vocabulary: GraphVocabulary, *,
                  seeds: Sequence[tuple[str, str]] = (),
                  descriptions: dict[str, str] | None = None,
+                 labels: Mapping[str, Sequence[str]] | None = None,
                  template: str = QUERY_TEMPLATE) -> str:
     """The query-generation prompt (relation list, ``(id, name)`` seeds, the question)."""
     if seeds:
@@ -101,7 +111,8 @@ def query_prompt(question: str, vocabulary: GraphVocabulary, *,
         leaf_rule, seed_text = LEAF_RULE_MENTIONS, ""
         turing, deep = '"Turing Award"', '"deep learning"'
     rules = QUERY_RULES.format(leaf_rule=leaf_rule, turing=turing, deep=deep)
-    return _fill(template, rules=rules, relations=relation_lines(vocabulary, descriptions),
+    return _fill(template, rules=rules,
+                 relations=relation_lines(vocabulary, descriptions, labels),
                  seeds=seed_text, question=question.strip())
 
 
