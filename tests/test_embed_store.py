@@ -78,7 +78,7 @@ def test_encode_sorted_runs_each_distinct_sequence_once_shortest_first():
     np.testing.assert_array_equal(out, expected)
 
 
-def test_onnx_backend_matches_pytorch_within_1e_3_cosine(minilm, cache):
+def test_onnx_backend_matches_pytorch_within_1e_3_cosine(minilm):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     names = ["Tokyo Godfathers", "tokyo godfathers", "Satoshi Kon", "Åsa Ångström", "E.T.",
@@ -96,7 +96,7 @@ def test_onnx_backend_matches_pytorch_within_1e_3_cosine(minilm, cache):
     assert float(np.max(1.0 - np.sum(got * plain, axis=1))) < 1e-3
     q = onnx.embed_query("who directed Paprika")
     assert 1.0 - float(q @ torch_.embed_query("who directed Paprika")) < 1e-3
-    manifest = json.loads(next(cache.glob("models/*/manifest.json")).read_text())
+    manifest = json.loads((onnx.onnx_encoder.export_dir / "manifest.json").read_text())
     assert manifest["verified_max_1_minus_cos"] < 1e-5
 
 
@@ -237,3 +237,26 @@ def test_hnsw_index_is_cached_on_disk_and_reloaded(cache, monkeypatch):
     loaded = graph_dense_index(kg, CountingEmbedder(), "nodes", **params)
     query = graph_name_vectors(kg, emb, "nodes")[:1]
     assert loaded.search(query, 1)[1][0, 0] == built.search(query, 1)[1][0, 0] == 0
+
+
+def test_damaged_onnx_export_is_exported_again(minilm, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    import shutil
+
+    good = SentenceTransformerEmbedder(backend="onnx")  # the session cache's export
+    good._model = minilm.model
+    vec = good.embed_query("Paprika")
+    export_dir = good.onnx_encoder.export_dir
+    copy = tmp_path / "models" / export_dir.name
+    shutil.copytree(export_dir, copy)
+    (copy / "model.onnx").write_bytes(b"not an onnx model")
+    configure_cache(tmp_path, enabled=True)
+    try:
+        again = SentenceTransformerEmbedder(backend="onnx")
+        again._model = minilm.model
+        np.testing.assert_allclose(again.embed_query("Paprika"), vec, atol=1e-5)
+        assert again.onnx_encoder.export_dir == copy
+        assert (copy / "model.onnx").stat().st_size > 1_000_000
+    finally:
+        configure_cache(None)

@@ -179,10 +179,14 @@ def export(st_model: Any, model_dir: str | os.PathLike[str], target: Path, *,
         error = _verify(st_model, OnnxSentenceEncoder(tmp))
         manifest["verified_max_1_minus_cos"] = error
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        if target.exists():  # another process finished first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-            return target
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if (target / "manifest.json").is_file():  # another process finished first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return target
+            shutil.rmtree(target, ignore_errors=True)  # a damaged leftover: replace it
+            os.replace(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -182,12 +182,19 @@ class SentenceTransformerEmbedder:
         assert local is not None
         key = self.cache_key
         target = onnx_backend.export_dir_for(cache_root(), self.name, self._fingerprint or key)
-        if not (target / "manifest.json").is_file():
-            logger.info("exporting the embedding model %s to ONNX (once, into %s) ...",
-                        self.name, target)
-            onnx_backend.export(self.model, local, target, fingerprint=self._fingerprint or key)
-        else:
+        if (target / "manifest.json").is_file():
             logger.info("loading the embedding model %s (ONNX Runtime) ...", self.name)
+            try:
+                return onnx_backend.OnnxSentenceEncoder(target)
+            except Exception as exc:  # noqa: BLE001 - any damage: export again
+                logger.warning("the cached ONNX export %s is unreadable (%s); exporting again",
+                               target, exc)
+                import shutil
+
+                shutil.rmtree(target, ignore_errors=True)
+        logger.info("exporting the embedding model %s to ONNX (once, into %s) ...",
+                    self.name, target)
+        onnx_backend.export(self.model, local, target, fingerprint=self._fingerprint or key)
         return onnx_backend.OnnxSentenceEncoder(target)
 
     # ------------------------------------------------------------------ embedding
