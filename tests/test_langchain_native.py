@@ -223,3 +223,20 @@ def test_every_llm_call_of_every_retriever_nests_under_its_run(kg, name):
         assert docs and llm_runs, (name, run)
         assert {parent for _, _, parent in llm_runs} == {retriever_run}, (name, run)
         assert docs[0].metadata["usage_calls"] == len(llm_runs), (name, run)
+
+
+def test_search_tool_runs_nest_tool_retriever_llm(kg):
+    class ToolRecorder(RunRecorder):
+        def on_tool_start(self, serialized, input_str, *, run_id, parent_run_id=None, **kw):
+            self.runs.append(("tool", run_id, parent_run_id))
+
+    recorder = ToolRecorder()
+    tool = UltRAGRetriever.from_graph(kg, llm=QueryWriter(), linking="exact",
+                                      executor="symbolic").as_search_tool()
+    out = tool.invoke({"query": "Which films did Satoshi Kon direct?"},
+                      config={"callbacks": [recorder]})
+    assert "Paprika (1.000)" in out
+    [(_, tool_run, _)] = recorder.of("tool")
+    [(_, retriever_run, retriever_parent)] = recorder.of("retriever")
+    [(_, _, llm_parent)] = recorder.of("llm")
+    assert (retriever_parent, llm_parent) == (tool_run, retriever_run)
