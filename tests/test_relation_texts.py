@@ -216,3 +216,16 @@ def test_ultrag_prompt_names_relations_by_their_labels():
                                         relation_labels={"directed_by": ["director"]})
     prompt = UltRAG(named, linking="exact", executor="symbolic").query_prompt("who directed?")
     assert "P0: directed_by (director)" in prompt
+
+
+def test_graphraft_embedding_selector_reads_labels(minilm):
+    from kgrag.methods.graphraft.pipeline import GraphRAFT
+
+    kg = KnowledgeGraph.from_triples([("Paprika", "P57", "Satoshi Kon"),
+                                      ("Paprika", "P364", "Japanese")],
+                                     relation_labels={"P57": "director", "P364": "language"})
+    graphraft = GraphRAFT(kg, embedder=minilm)
+    assert graphraft.selector.relation_text("P57") == "director"
+    cands = graphraft.candidates(graphraft.link(["Paprika"]))
+    picked = graphraft.selector.select("Who is the director of Paprika?", cands, 1)
+    assert cands[picked[0]].pattern.relations == ("P57",)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -142,13 +143,15 @@ class PathPattern:
         where = " WHERE " + " AND ".join(conditions)
         return f"{match}{where} RETURN DISTINCT {self.returned}.{prop} AS name", params
 
-    def verbalize(self) -> str:
-        """A short natural-language rendering (for embedding-based selection and prompts)."""
+    def verbalize(self, relation_text: Callable[[str], str] | None = None) -> str:
+        """A short natural-language rendering (for embedding-based selection and prompts);
+        ``relation_text`` renders a relation (default: its name)."""
+        r = [relation_text(x) if relation_text else x for x in self.relations]
         if self.family == "1hop":
-            return f"{self.source} {self.relations[0]} ?"
+            return f"{self.source} {r[0]} ?"
         if self.family == "2hop":
-            return f"{self.source} {self.relations[0]} _ {self.relations[1]} ?"
-        return f"{self.source} {self.relations[0]} ? {self.relations[1]} {self.target}"
+            return f"{self.source} {r[0]} _ {r[1]} ?"
+        return f"{self.source} {r[0]} ? {r[1]} {self.target}"
 
     def execute_ids(self, kg: KnowledgeGraph) -> np.ndarray:
         """Sorted distinct node ids this query returns on ``kg`` (empty if a name is unknown)."""

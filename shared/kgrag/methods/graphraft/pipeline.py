@@ -146,7 +146,7 @@ class GraphRAFT(KGMethod):
         elif self.llm is not None:
             self.selector = ChatChoiceSelector(self.llm, prompts=self.prompts)
         else:
-            self.selector = EmbeddingSelector(self.embedder)
+            self.selector = EmbeddingSelector(self.embedder, graph)
 
     # ---------------------------------------------------------------- steps
     def extract_entities(self, question: str) -> list[str]:

@@ -101,16 +101,34 @@ class ChatChoiceSelector:
 
 
 class EmbeddingSelector:
-    """LLM-free: most similar verbalised pattern first; ties by fewer results, then text."""
+    """LLM-free: most similar verbalised pattern first; ties by fewer results, then text.
 
-    def __init__(self, embedder: Any) -> None:
+    ``graph``: relations with a label or description (``relation_labels`` /
+    ``relation_descriptions``) are verbalised by their most trusted text
+    (:func:`kgrag.text.relations.primary_relation_text`: ``P57`` -> "director"); others by
+    name, as measured in docs/results.md.
+    """
+
+    def __init__(self, embedder: Any, graph: Any = None) -> None:
         self.embedder = embedder
+        self.graph = graph
+
+    def relation_text(self, relation: str) -> str:
+        graph = self.graph
+        if graph is not None and ((getattr(graph, "relation_labels", None) or {}).get(relation)
+                                  or (getattr(graph, "relation_descriptions", None)
+                                      or {}).get(relation)):
+            from kgrag.text.relations import primary_relation_text
+
+            return primary_relation_text(graph, relation)
+        return relation
 
     def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
         if not candidates:
             return []
         q = self.embedder.embed_query(question)
-        vecs = self.embedder.embed_documents([c.pattern.verbalize() for c in candidates])
+        vecs = self.embedder.embed_documents([c.pattern.verbalize(self.relation_text)
+                                              for c in candidates])
         sims = np.asarray(vecs) @ np.asarray(q)
         order = sorted(range(len(candidates)),
                        key=lambda i: (-round(float(sims[i]), 6), candidates[i].total, candidates[i].text))
