@@ -35,6 +35,7 @@ among the top 10), ``empty`` (share of questions with nothing retrieved) and ``e
 Usage::
 
     python benchmarks/relation_wording.py --limit 300     # seeded sample per dataset
+    python benchmarks/relation_wording.py --table benchmarks/results/relation_wording.json
 """
 
 from __future__ import annotations
@@ -196,13 +197,34 @@ def gold_path_exists(kg, ex) -> bool:
     return any(p.target.lower() in gold for p in walks)
 
 
+def markdown(report: dict) -> str:
+    """The docs/results.md tables of a report."""
+    lines = ["| dataset | method | setting | wording | Hits@1 | Hits@10 | answer recall | "
+             "empty | ms (median) |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for name, entry in report["datasets"].items():
+        for method in ("simgrag", "ultrag", "byokg"):
+            for setting, by_wording in entry.get(method, {}).items():
+                for wording, m in by_wording.items():
+                    hits1 = m.get("hits@1")
+                    lines.append(
+                        f"| {name} | {method} | {setting} | {wording} | "
+                        f"{'–' if hits1 is None else hits1} | "
+                        f"{m.get('hits@10', m.get('hits@all'))} | {m['recall']} | {m['empty']} | "
+                        f"{m['ms_median']} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default="simgrag,ultrag,byokg")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--table", metavar="JSON", help="print the markdown table of a result")
     args = parser.parse_args(argv)
+    if args.table:
+        print(markdown(json.loads(Path(args.table).read_text(encoding="utf-8"))))
+        return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np
 
