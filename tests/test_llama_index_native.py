@@ -191,3 +191,16 @@ def test_retrieval_emits_llama_index_events_with_llm_spans_nested(kg):
     retrieval_spans = {e.span_id for e in starts}
     nested = {next(iter(set(ancestors(e.span_id)) & retrieval_spans), None) for e in llm_events}
     assert nested == retrieval_spans  # every LLM call ran inside a retriever span, both calls
+
+
+def test_concurrent_aretrieve_calls_each_get_their_own_usage(kg):
+    retriever = UltRAGRetriever.from_graph(kg, llm=WordStreamLLM(prompts=[]), linking="exact",
+                                           executor="symbolic")
+
+    async def many() -> list:
+        return await asyncio.gather(*(retriever.aretrieve(f"Which films did Satoshi Kon "
+                                                          f"direct? {i}") for i in range(30)))
+
+    for i, nodes in enumerate(asyncio.run(many())):
+        assert {n.node.metadata["usage_calls"] for n in nodes} == {1}
+        assert nodes[0].node.metadata["question"].endswith(f"? {i}")
