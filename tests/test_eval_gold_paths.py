@@ -86,3 +86,28 @@ def test_graphraft_selects_nothing_for_branches(files, minilm):
                (files / "o" / "graphraft__custom-qa__oracle.jsonl").read_text().splitlines()}
     assert records["q1"]["extra"]["gold_query_enumerated"]
     assert not records["q3"]["extra"]["gold_query_enumerated"]
+
+
+def test_cli_oracle_with_gold_paths_and_relation_labels(files, capsys):
+    """`kgrag eval --questions` on a Wikidata-style copy of the graph with a label file."""
+    from kgrag.cli import main
+
+    ids = {"directed_by": "P57", "release_year": "P577", "born_in": "P19"}
+    (files / "wd.tsv").write_text("".join(f"{h}\t{ids[r]}\t{t}\n" for h, r, t in KB),
+                                  encoding="utf-8")
+    (files / "labels.tsv").write_text("P57\tdirected by\nP577\trelease year\nP19\tborn in\n",
+                                      encoding="utf-8")
+    renamed = []
+    for q in QUESTIONS:
+        q = json.loads(json.dumps(q))
+        for r, pid in ids.items():
+            q = json.loads(json.dumps(q).replace(r, pid))
+        renamed.append(q)
+    (files / "wd.jsonl").write_text("".join(json.dumps(q) + "\n" for q in renamed),
+                                    encoding="utf-8")
+    assert main(["eval", "--method", "simgrag", "--questions", str(files / "wd.jsonl"),
+                 "--graph", str(files / "wd.tsv"), "--relation-labels", str(files / "labels.tsv"),
+                 "--out", str(files / "wd-out"), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| simgrag"))
+    assert "| 3 | 100.0 |" in row  # 3 questions, Hits@1 100

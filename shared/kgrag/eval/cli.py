@@ -61,7 +61,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     dataset: Any = args.dataset
     try:
         if args.questions:
-            dataset = user_dataset(args.questions, graph=args.graph, documents=args.documents)
+            dataset = user_dataset(args.questions, graph=args.graph, documents=args.documents,
+                                   relation_labels=args.relation_labels)
         else:
             check_applicable(args.method, args.dataset, args.mode)
     except ValueError as exc:
@@ -101,6 +102,9 @@ def register(subparsers: Any) -> None:
                                              "'paths' ([{entity, path}, ...] meeting at the "
                                              "answer) enables --mode oracle")
     parser.add_argument("--graph", help="with --questions: triples file or saved graph directory")
+    parser.add_argument("--relation-labels", metavar="FILE",
+                        help="with --graph: relation labels (TSV relation<TAB>label..., CSV or "
+                             "JSON), e.g. for Wikidata-style P ids")
     parser.add_argument("--documents", help="with --questions: text file, one passage per line "
                                             "(KET-RAG)")
     parser.add_argument("--mode", choices=("oracle", "llm-free", "llm"), default="oracle",

@@ -138,13 +138,14 @@ METHOD_KINDS: Mapping[str, str] = _MethodTable(lambda spec: spec.kind)
 
 
 def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[str] | None = None,
-                 documents: str | os.PathLike[str] | None = None, name: str | None = None
-                 ) -> DatasetSpec:
+                 documents: str | os.PathLike[str] | None = None, name: str | None = None,
+                 relation_labels: str | os.PathLike[str] | None = None) -> DatasetSpec:
     """A dataset from your own files: a JSONL of ``{"question", "answers", "entities"?, "id"?}``
     (:func:`~kgrag.eval.datasets.load_jsonl`) plus either ``graph`` (a triples file or a saved
     graph directory, for the KG methods) or ``documents`` (a text file, one passage per line,
     for KET-RAG). Questions with a gold ``path`` (or several ``paths`` meeting at the answer)
     run in the oracle mode too; questions without one only in the llm-free and llm modes.
+    ``relation_labels``: a label file for the graph's relations (Wikidata-style ids).
     """
     from kgrag.eval.datasets import load_jsonl
 
@@ -160,8 +161,11 @@ def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[
         def load_graph(root: Path) -> Any:
             from kgrag.graph.files import open_graph
 
-            return open_graph(str(graph))
-        return DatasetSpec(label, "kg", load_examples, f"graph:{Path(graph).resolve()}", load_graph)
+            return open_graph(str(graph), relation_labels=str(relation_labels)
+                              if relation_labels else None)
+        key = f"graph:{Path(graph).resolve()}" + (
+            f"+labels:{Path(relation_labels).resolve()}" if relation_labels else "")
+        return DatasetSpec(label, "kg", load_examples, key, load_graph)
 
     def load_documents(root: Path) -> list[str]:
         text = Path(documents).read_text(encoding="utf-8")  # type: ignore[arg-type]

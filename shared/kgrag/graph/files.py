@@ -10,17 +10,31 @@ from kgrag.graph.memory import KnowledgeGraph
 __all__ = ["open_graph"]
 
 
-def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise") -> KnowledgeGraph:
+def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise",
+               relation_labels: str | None = None) -> KnowledgeGraph:
     """A :class:`~kgrag.graph.memory.KnowledgeGraph` from a triples file or a saved directory.
 
     A directory is read with :meth:`KnowledgeGraph.load` (``sep``/``on_error`` do not apply);
     anything else as a delimited triples file with :meth:`KnowledgeGraph.from_csv`.
+    ``relation_labels``: a label file (:func:`kgrag.graph.io.read_relation_labels`) added to
+    the graph's labels.
     """
     if os.path.isdir(path):
-        return KnowledgeGraph.load(path)
-    if not os.path.exists(path):
+        kg = KnowledgeGraph.load(path)
+    elif not os.path.exists(path):
         raise FileNotFoundError(f"no graph at {path} (expected a triples file or a saved graph "
                                 "directory)")
-    return KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error)
+    else:
+        kg = KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error)
+    if relation_labels:
+        from kgrag.errors import UnknownRelationError
+        from kgrag.graph.io import read_relation_labels
+
+        for name, labels in read_relation_labels(relation_labels).items():
+            if name not in kg.relation_index:
+                raise UnknownRelationError(f"{relation_labels}: label given for unknown "
+                                           f"relation {name!r}")
+            kg.relation_labels[name] = labels
+    return kg
 
 
