@@ -5,7 +5,7 @@ format a good LLM would: entities = runs of capitalised words, relations = entit
 share a sentence (label = the words between them). Gleaning prompts get ``["done"]``, summary
 prompts the joined descriptions, answer prompts a two-hop "follow the entity chain" answer.
 Every call is recorded (kind and prompt), so tests can count calls and check what was sent.
-It is wrapped as a real LangChain ``BaseChatModel`` and a real LlamaIndex ``CustomLLM``.
+It is wrapped as a real LangChain ``BaseChatModel`` and as the shared scripted LlamaIndex LLM.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from kgrag.text.sentences import split_sentences
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
+from llm_fakes import ScriptedLlamaLLM
 
 _NOT_NAMES = {"The", "It", "He", "She", "They", "A", "An", "In", "This", "Which", "What", "Who",
               "Where", "When", "Its", "His", "Her", "There", "Data", "Question", "Answer"}
@@ -137,22 +136,9 @@ class RecordChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
-class RecordLlamaLLM(CustomLLM):
-    """A LlamaIndex CustomLLM backed by a :class:`RecordResponder`."""
-
-    responder: Any = None
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="ketrag-record-fake")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs):
-        return CompletionResponse(text=self.responder(prompt))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-        yield self.complete(prompt)
+def RecordLlamaLLM(responder: Any) -> ScriptedLlamaLLM:  # noqa: N802 (was a class)
+    """A LlamaIndex LLM backed by a :class:`RecordResponder` (the shared scripted LLM)."""
+    return ScriptedLlamaLLM(responder=responder, model_name="ketrag-record-fake")
 
 
 class HashingEmbedder:

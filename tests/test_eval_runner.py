@@ -247,30 +247,12 @@ def test_your_own_questions_and_graph(tmp_path, capsys):
 
 
 def test_llm_mode_with_a_llama_index_llm_counts_tokens(data_root, tmp_path):
-    from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-    from llama_index.core.llms.callbacks import llm_completion_callback
-    from pydantic import Field
-
-    class Scripted(CustomLLM):
-        replies: list[str] = Field(default_factory=list)
-
-        @property
-        def metadata(self) -> LLMMetadata:
-            return LLMMetadata(model_name="scripted")
-
-        @llm_completion_callback()
-        def complete(self, prompt: str, formatted: bool = False, **kwargs):
-            return CompletionResponse(text=self.replies.pop(0),
-                                      raw={"usage": {"prompt_tokens": 7, "completion_tokens": 3}})
-
-        @llm_completion_callback()
-        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-            yield self.complete(prompt)
+    from llm_fakes import ScriptedLlamaLLM
 
     replies = []
     for person, _, country in PEOPLE:
         replies += [f'"{person}" -> place_of_birth -> country', country]
-    summary = evaluate("ultrag", "pq-2h", mode="llm", llm=Scripted(replies=replies), limit=10,
+    summary = evaluate("ultrag", "pq-2h", mode="llm", llm=ScriptedLlamaLLM(replies=replies, usage={"prompt_tokens": 7, "completion_tokens": 3}), limit=10,
                        out_dir=tmp_path, data_root=data_root, params={"linking": "exact"},
                        progress=False)
     assert summary["metrics"]["em"] == 100.0 and summary["llm_calls_per_question"] == 2

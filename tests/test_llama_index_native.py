@@ -18,8 +18,7 @@ from llama_index.core.instrumentation.events.retrieval import (
     RetrievalStartEvent,
 )
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
+from llm_fakes import ScriptedLlamaLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 
@@ -40,31 +39,14 @@ def kg():
     return KnowledgeGraph.from_triples(TRIPLES)
 
 
-class WordStreamLLM(CustomLLM):
-    """A real LlamaIndex LLM: the query reply for query prompts, the arbitration reply for
-    arbitration prompts; streams word by word; records every prompt."""
+def _reply(prompt: str) -> str:
+    return QUERY if "<query></query>" in prompt else ARBITRATION
 
-    prompts: list[str] = []  # noqa: RUF012
 
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="word-stream")
-
-    def _reply(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        return QUERY if "<query></query>" in prompt else ARBITRATION
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self._reply(prompt))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        text, so_far = self._reply(prompt), ""
-        for word in text.split(" "):
-            piece = word if not so_far else " " + word
-            so_far += piece
-            yield CompletionResponse(text=so_far, delta=piece)
+def WordStreamLLM(**options: Any) -> ScriptedLlamaLLM:  # noqa: N802 (was a class)
+    """A real LlamaIndex LLM (the shared scripted one): the query reply for query prompts, the
+    arbitration reply for arbitration prompts; streams word by word; records every prompt."""
+    return ScriptedLlamaLLM(responder=_reply, model_name="word-stream", **options)
 
 
 @pytest.fixture()

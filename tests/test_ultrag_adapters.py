@@ -11,13 +11,12 @@ from langchain_core.language_models import FakeListChatModel, GenericFakeChatMod
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from langchain_kgrag.ultrag import UltRAGRetriever as LCUltRAGRetriever
 from llama_index_kgrag.ultrag import UltRAGQueryEngine
 from llama_index_kgrag.ultrag import UltRAGRetriever as LIUltRAGRetriever
+from llm_fakes import ScriptedLlamaLLM
 
 
 @pytest.fixture(autouse=True)
@@ -48,26 +47,6 @@ def qid(kg, name):
 
 def pid(kg, name):
     return f"P{kg.relation_index[name]}"
-
-
-class ScriptedLlamaLLM(CustomLLM):
-    """A LlamaIndex CustomLLM replaying scripted replies."""
-
-    replies: list[str] = []  # noqa: RUF012 (pydantic fields of a CustomLLM)
-    prompts: list[str] = []  # noqa: RUF012
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted-ultrag")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs):
-        self.prompts.append(prompt)
-        return CompletionResponse(text=self.replies.pop(0))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-        yield self.complete(prompt)
 
 
 def test_langchain_retriever_returns_entity_documents(kg):
