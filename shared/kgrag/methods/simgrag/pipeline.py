@@ -26,7 +26,8 @@ import numpy as np
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
 from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
-from kgrag.llm import acomplete_and_parse, as_llm, complete_and_parse, llm_step, optional_llm
+from kgrag.llm import as_llm, optional_llm
+from kgrag.llm.steps import LLMRequest, Steps, ask_and_parse, run_async, run_sync
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.base import KGMethod
 from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, CandidateGenerator
@@ -156,24 +157,34 @@ class SimGRAG(KGMethod):
         return pattern_prompt(question, self.pattern_examples,
                               template=self.prompts.template("pattern"))
 
+    # The two LLM steps, each written once as a generator of requests (kgrag.llm.steps) and
+    # driven by run_sync or run_async.
+    def _pattern_steps(self, question: str) -> Steps[tuple[Pattern, str]]:
+        """Ask for the pattern: one call, plus up to ``retries`` re-asks with the parse error."""
+        return ask_and_parse(self.pattern_prompt(question), parse_pattern_reply,
+                             retries=self.retries)
+
+    def _answer_steps(self, question: str, result: RetrievalResult) -> Steps[str]:
+        """One answer call over the retrieved subgraphs; returns the raw reply."""
+        reply = yield LLMRequest(self.answer_prompt(question, result), step="answer")
+        return reply
+
     def question_to_pattern(self, question: str) -> tuple[Pattern, str]:
         """Ask the LLM for the pattern (one call, plus up to ``retries`` re-asks)."""
         llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step")
-        return complete_and_parse(llm, self.pattern_prompt(question), parse_pattern_reply,
-                                  retries=self.retries)
+        return run_sync(self._pattern_steps(question), llm)
 
     # ------------------------------------------------------------------ retrieval
     def retrieve(self, question: str) -> RetrievalResult:
         llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step (or use retrieve_pattern)")
         with llm.track() as usage:
-            pattern, reply = self.question_to_pattern(question)
+            pattern, reply = run_sync(self._pattern_steps(question), llm)
         return self._retrieve(pattern, question, usage, reply)
 
     async def aretrieve(self, question: str) -> RetrievalResult:
         llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step (or use retrieve_pattern)")
         with llm.track() as usage:
-            pattern, reply = await acomplete_and_parse(
-                llm, self.pattern_prompt(question), parse_pattern_reply, retries=self.retries)
+            pattern, reply = await run_async(self._pattern_steps(question), llm)
         return self._retrieve(pattern, question, usage, reply)
 
     def retrieve_pattern(self, triples: Pattern | Iterable[Sequence[Any]],
@@ -368,14 +379,14 @@ class SimGRAG(KGMethod):
 
     def answer_from(self, question: str, result: RetrievalResult) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
-        with llm.track() as usage, llm_step("answer"):
-            reply = llm.complete(self.answer_prompt(question, result))
+        with llm.track() as usage:
+            reply = run_sync(self._answer_steps(question, result), llm)
         return self._answer(question, result, reply, usage)
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
-        with llm.track() as usage, llm_step("answer"):
-            reply = await llm.acomplete(self.answer_prompt(question, result))
+        with llm.track() as usage:
+            reply = await run_async(self._answer_steps(question, result), llm)
         return self._answer(question, result, reply, usage)
 
 
