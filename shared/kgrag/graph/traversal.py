@@ -217,8 +217,9 @@ class ArrayTraversal:
         views = getattr(self, "_adj_views", None)
         if views is None or views[0] is not tables:
             ptr, rows = tables
+            flat = np.ascontiguousarray(rows).reshape(-1)  # (head, rel, tail, edge) per row
             views = self._adj_views = (tables, memoryview(np.ascontiguousarray(ptr)),
-                                       memoryview(np.ascontiguousarray(rows)))
+                                       memoryview(flat))
         return views[1], views[2]
 
     def _steps_from(self, node: int, rel: int, direction: Direction
@@ -227,20 +228,25 @@ class ArrayTraversal:
         in index order (a ``"both"`` step: outgoing edges first, then incoming ones, as
         :meth:`follow_path_ids`); plain Python over the node's adjacency rows when it has at
         most 64, two binary searches per direction in the CSR keys otherwise."""
-        ptr, rows = self._adjacency_views()
+        ptr, flat = self._adjacency_views()
         start, end = ptr[node], ptr[node + 1]
-        if end - start <= 64:  # one slice of the node's rows (edge-id order), filtered in Python
-            block = rows[start:end].tolist()
-            if direction == "out":
-                return [(row[3], row[2], True) for row in block
-                        if row[1] == rel and row[0] == node]
-            if direction == "in":
-                return [(row[3], row[0], False) for row in block
-                        if row[1] == rel and row[2] == node]
-            block = [row for row in block if row[1] == rel]
-            return ([(row[3], row[2], True) for row in block if row[0] == node]
-                    + [(row[3], row[0], False) for row in block if row[2] == node])
-        out: list[tuple[int, int, bool]] = []
+        if end - start <= 64:  # the node's rows (edge-id order), filtered in Python
+            base = 4 * start
+            rels = flat[base + 1:4 * end:4].tolist()
+            if rel not in rels:
+                return []
+            out: list[tuple[int, int, bool]] = []
+            for i, r in enumerate(rels):
+                if r == rel:
+                    h, _, t, e = flat[base + 4 * i:base + 4 * i + 4].tolist()
+                    if direction != "in" and h == node:
+                        out.append((e, t, True))
+                    if direction != "out" and t == node:
+                        out.append((e, h, False))
+            if direction == "both" and len(out) > 1:  # outgoing edges first, then incoming
+                out = [c for c in out if c[2]] + [c for c in out if not c[2]]
+            return out
+        out = []
         for reverse in ((False,) if direction == "out" else (True,) if direction == "in"
                         else (False, True)):
             indptr = self.in_indptr if reverse else self.out_indptr
