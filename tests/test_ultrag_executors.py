@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import (
     NeuralFuzzyExecutor,

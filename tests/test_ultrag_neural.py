@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import NeuralFuzzyExecutor, parse_query
 from kgrag.methods.ultrag.ultraquery import UltraQueryModel, default_weights_path, load_weights
