@@ -124,8 +124,12 @@ class UltraQueryProjector:
 class NeuralFuzzyExecutor(FuzzyQueryExecutor):
     """UltraQuery: neural projections, fuzzy AND / OR / NOT (product logic by default).
 
-    >>> ex = NeuralFuzzyExecutor(kg)
-    >>> scores = ex.execute("Q3 -> P1", [one_hot([3], kg.num_nodes)])   # every node in [0, 1]
+    >>> from kgrag.methods.ultrag import one_hot
+    >>> kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon"),
+    ...                                   ("Perfect Blue", "directed_by", "Satoshi Kon")])
+    >>> scores = NeuralFuzzyExecutor(kg).execute("Q0 -> P0", [one_hot([0], kg.num_nodes)])
+    >>> kg.node_names[int(scores.argmax())], bool(((scores >= 0) & (scores <= 1)).all())
+    ('Satoshi Kon', True)
     """
 
     def __init__(self, kg: KnowledgeGraph, *, weights: str | Path | UltraQueryModel | None = None,

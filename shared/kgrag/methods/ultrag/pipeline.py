@@ -706,8 +706,10 @@ def execute(graph: KnowledgeGraph, query: Query | str, *, top_k: int = PAPER_ARB
     """Run a query on ``graph`` without an LLM (leaves by id or name; quoted mentions exact).
 
     >>> kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon")])
-    >>> [e.name for e in execute(kg, '"Satoshi Kon" -> directed_by_inv')]
+    >>> [e.name for e in execute(kg, '"Satoshi Kon" -> directed_by_inv', executor="symbolic")]
     ['Tokyo Godfathers']
+    >>> execute(kg, '"Satoshi Kon" -> directed_by_inv')[0].name   # UltraQuery scores every entity
+    'Tokyo Godfathers'
     """
     options.setdefault("linking", "exact")
     return UltRAG(graph, **options).execute(query, top_k=top_k)

@@ -213,9 +213,14 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 class UltraQueryModel:
     """The UltraQuery network with loaded weights (no training code, no autograd).
 
+    >>> import numpy as np
     >>> model = UltraQueryModel()              # the packaged checkpoint
-    >>> graph = model.prepare(kg.heads, kg.rels, kg.tails, kg.num_nodes, kg.num_relations)
-    >>> probs = model.project(graph, x, [3])   # (1, num_nodes) memberships of x -> relation 3
+    >>> heads, rels, tails = np.array([0, 1]), np.array([0, 0]), np.array([2, 2])
+    >>> graph = model.prepare(heads, rels, tails, num_nodes=3, num_relations=1)
+    >>> x = np.array([[1.0, 0.0, 0.0]], np.float32)   # the fuzzy set {node 0}
+    >>> probs = model.project(graph, x, [0])   # x -> relation 0 (type 1 would be its inverse)
+    >>> tuple(probs.shape), int(probs.argmax())
+    ((1, 3), 2)
     """
 
     def __init__(self, weights: str | Path | dict[str, Any] | None = None) -> None:
