@@ -42,6 +42,9 @@ from kgrag.embed.similarity import get_pool, matvecs, workers
 #: float32 unit roundoff.
 UNIT = 2.0 ** -24
 
+#: Bytes of rows re-scored at a time (gathered, differenced and summed while in L2).
+RESCORE_BYTES = 1 << 19
+
 #: Rows per chunk when the int8 copy is built (bounds the float64 temporaries).
 BUILD_CHUNK = 65_536
 
@@ -64,11 +67,16 @@ def squared_distances(matrix: np.ndarray, ids: np.ndarray, query: np.ndarray) ->
     parts = workers() if len(ids) * matrix.shape[1] >= (1 << 21) else 1
     bounds = np.linspace(0, len(ids), parts + 1).astype(np.int64)
 
-    def rescore(p: int) -> None:
-        lo, hi = bounds[p], bounds[p + 1]
-        diff = matrix[ids[lo:hi]]
-        diff -= query
-        np.einsum("ij,ij->i", diff, diff, out=out[lo:hi])
+    step = max(1, RESCORE_BYTES // max(1, matrix.shape[1] * 4))
+
+    def rescore(p: int) -> None:  # in cache-sized chunks: rows are read from memory once
+        buf = np.empty((min(step, int(bounds[p + 1] - bounds[p])), matrix.shape[1]), np.float32)
+        for lo in range(int(bounds[p]), int(bounds[p + 1]), step):
+            hi = min(int(bounds[p + 1]), lo + step)
+            diff = buf[:hi - lo]
+            np.take(matrix, ids[lo:hi], axis=0, out=diff)
+            diff -= query
+            np.einsum("ij,ij->i", diff, diff, out=out[lo:hi])
 
     if parts == 1:
         rescore(0)
