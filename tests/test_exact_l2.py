@@ -5,6 +5,8 @@ duplicate rows, integer grids (many exact ties at the k-th distance), zero rows,
 are copies of rows, and magnitudes from 1e-3 to 1e3.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +15,22 @@ from kgrag.embed import matvec, matvecs
 from kgrag.embed.exact_l2 import FlatL2Search, Int8L2Search, int8_available, squared_distances
 
 needs_numba = pytest.mark.skipif(not int8_available(), reason="the int8 scan needs numba")
-SEARCHES = [FlatL2Search, pytest.param(Int8L2Search, marks=needs_numba)]
+
+
+def _has_vnni():
+    if not int8_available():
+        return False
+    from kgrag.embed._int8_kernel import has_vnni
+
+    return has_vnni()
+
+
+needs_vnni = pytest.mark.skipif(not _has_vnni(), reason="needs AVX-512 VNNI")
+SEARCHES = [FlatL2Search,
+            pytest.param(functools.partial(Int8L2Search, kernel="portable"), marks=needs_numba,
+                         id="int8-portable"),
+            pytest.param(functools.partial(Int8L2Search, kernel="vnni"), marks=needs_vnni,
+                         id="int8-vnni")]
 
 
 def brute_force(matrix, query, k):
@@ -81,11 +98,33 @@ def test_int8_scan_over_threads_and_large_rows_equals_flat():
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     queries = rng.standard_normal((3, 384)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    flat, int8 = FlatL2Search(matrix), Int8L2Search(matrix)
+    flat, int8 = FlatL2Search(matrix), Int8L2Search(matrix, kernel="portable")
     a, b = flat.search(queries, 700), int8.search(queries, 700)
     assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
     assert all(700 <= size < 12_000 for size in int8.last_band_sizes)  # the band is a subset
     assert int8.codes.dtype == np.int8 and int8.codes.nbytes == matrix.nbytes // 4
+    if _has_vnni():  # the same integer products: the same bounds, bit for bit
+        vnni = Int8L2Search(matrix, kernel="vnni")
+        assert vnni.codes.shape == (12_000, 384)
+        c = vnni.search(queries, 700)
+        assert (c[0] == a[0]).all() and (c[1] == a[1]).all()
+        assert vnni.last_band_sizes == int8.last_band_sizes
+        lower, upper, _ = vnni._bounds(queries)
+        lower2, upper2, _ = int8._bounds(queries)
+        assert (lower == lower2).all() and (upper == upper2).all()
+
+
+@needs_vnni
+def test_vnni_kernel_pads_odd_dimensions():
+    rng = np.random.default_rng(9)
+    matrix = rng.standard_normal((3000, 70)).astype(np.float32)  # 70 -> two 64-byte blocks
+    queries = rng.standard_normal((2, 70)).astype(np.float32)
+    vnni = Int8L2Search(matrix, kernel="vnni")
+    portable = Int8L2Search(matrix, kernel="portable")
+    assert vnni.codes.shape == (3000, 128) and not vnni.codes[:, 70:].any()
+    for got, want in zip(vnni._bounds(queries)[:2], portable._bounds(queries)[:2]):
+        assert (got == want).all()
+    assert vnni.search(queries, 50)[1].tolist() == portable.search(queries, 50)[1].tolist()
 
 
 @needs_numba
@@ -95,7 +134,7 @@ def test_the_residual_bound_is_what_keeps_the_int8_scan_exact():
     matrix = rng.standard_normal((5000, 64)).astype(np.float32)
     query = rng.standard_normal(64).astype(np.float32)
     want = brute_force(matrix, query, 200)[1]
-    index = Int8L2Search(matrix)
+    index = Int8L2Search(matrix, kernel="portable")
     assert index.search(query, 200)[1][0].tolist() == want.tolist()
     index.residuals[:] = 0.0
     assert index.search(query, 200)[1][0].tolist() != want.tolist()
