@@ -49,6 +49,7 @@ SHAPES = ("1hop", "2hop_path", "2hop_conj", "3hop_star")
 
 def load_graph(edges: int, relations: int, seed: int):
     import synthetic
+
     from kgrag import KnowledgeGraph
 
     saved = CACHE / f"simgrag_synth_{edges}_r{relations}_s{seed}.kg"
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 strict = enumerate_matches(*shape_args, max_gsd=bound + 1e-9, injective=True)
                 loose = enumerate_matches(*shape_args, max_gsd=bound + 1e-9, injective=False,
                                           require_reuse=True)
-                key = lambda m: (m.gsd, m.edges, m.nodes)  # noqa: E731
+                key = lambda m: (m.gsd, m.edges, m.nodes)
                 listed = (strict.matches[:1] + loose.matches[:1]
                           + sorted(strict.matches[1:] + loose.matches[1:], key=key))
                 partials = strict.stats["partials"] + loose.stats["partials"]

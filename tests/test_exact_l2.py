@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from kgrag.embed import matvec, matvecs
 from kgrag.embed.exact_l2 import FlatL2Search, Int8L2Search, int8_available, squared_distances
 
