@@ -191,7 +191,7 @@ def bench_mentions(real: list[str], questions: int) -> dict:
         t = time.perf_counter()
         mentions = extract_mentions(plain, linker)
         times.append((time.perf_counter() - t) * 1000)
-        if any(gold in [l.name for l in m.links] for m in mentions):
+        if any(gold in [link.name for link in m.links] for m in mentions):
             hits += 1
     return {"names": len(real), "questions": len(lines), "linker_build_s": round(build, 2),
             "gold_topic_entity_found": round(hits / len(lines), 4),

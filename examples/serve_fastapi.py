@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -124,7 +124,7 @@ def build_methods(kg: Any, names: tuple[str, ...], embedder: Any, cache_dir: str
         from kgrag.methods.byokg import ByoKGRAG
 
         byokg = ByoKGRAG(kg, embedder=embedder)
-        byokg.linker  # builds the scorer (node-name vectors) and the entity linker now
+        _ = byokg.linker  # builds the scorer (node-name vectors) and the entity linker now
         methods["byokg"] = byokg
     if "graphraft" in names:
         from kgrag.methods.graphraft import GraphRAFT

@@ -253,8 +253,8 @@ def retriever_for(name: str) -> type[KGRetriever]:
     return made
 
 
-def _subclasses(cls: type) -> list[type]:
-    found = []
+def _subclasses(cls: type[KGRetriever]) -> list[type[KGRetriever]]:
+    found: list[type[KGRetriever]] = []
     for sub in cls.__subclasses__():
         found += [sub, *_subclasses(sub)]
     return found

@@ -7,7 +7,7 @@ are JSON under ``provenance``, the LLM-written ``pattern`` JSON under ``retrieva
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool
@@ -17,6 +17,8 @@ from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.tools import PatternInput
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.methods.simgrag import SimGRAG
 
 class SimGRAGRetriever(KGRetriever):
     """LangChain ``BaseRetriever`` over :class:`kgrag.methods.simgrag.SimGRAG`."""
@@ -27,7 +29,8 @@ class SimGRAGRetriever(KGRetriever):
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list[Document]:
         """Documents for a pattern written by code (no LLM call)."""
-        return result_to_documents(self.method.retrieve_pattern(triples, question), k=self.k)
+        method = cast("SimGRAG", self.method)
+        return result_to_documents(method.retrieve_pattern(triples, question), k=self.k)
 
     def as_pattern_tool(self, name: str = "knowledge_graph_pattern_search",
                         description: str | None = None) -> BaseTool:

@@ -9,6 +9,8 @@ to ``answer``. ``k`` (default 10) keeps the best entities of the executor's rank
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -18,6 +20,8 @@ from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.tools import LogicalQueryInput
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.methods.ultrag import UltRAG
 
 class UltRAGRetriever(KGRetriever):
     """LangChain ``BaseRetriever`` over :class:`kgrag.methods.ultrag.UltRAG`."""
@@ -29,7 +33,8 @@ class UltRAGRetriever(KGRetriever):
 
     def execute(self, query: str, question: str = "") -> list[Document]:
         """Documents for a DSL / tuple query written by code (no LLM call)."""
-        return result_to_documents(self.method.retrieve_query(query, question), k=self.k)
+        method = cast("UltRAG", self.method)
+        return result_to_documents(method.retrieve_query(query, question), k=self.k)
 
     def as_query_tool(self, name: str = "knowledge_graph_run_logical_query",
                       description: str | None = None) -> BaseTool:

@@ -23,9 +23,9 @@ import dataclasses
 import queue
 import threading
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Generator, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core import Settings
@@ -141,6 +141,7 @@ class _FromRegistry:
                                                description=description)
         from llama_index.core.tools import QueryEngineTool
 
+        assert isinstance(self, BaseQueryEngine)
         return QueryEngineTool.from_defaults(query_engine=self, name=name,
                                              description=description)
 
@@ -243,8 +244,13 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
         BaseQueryEngine.__init__(self, callback_manager=callback_manager)
 
     @property
+    def kg_retriever(self) -> KGRetriever:
+        """The engine's retriever (always a :class:`KGRetriever`: the constructor makes one)."""
+        return cast(KGRetriever, self._retriever)
+
+    @property
     def method(self) -> KGMethod:
-        return self._retriever.method
+        return self.kg_retriever.method
 
     @classmethod
     def _own_kwargs(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +299,7 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
         return type(self.method).answer_from is not KGMethod.answer_from
 
     def _answer_whole(self, query_bundle: QueryBundle, answer: Answer) -> Response:
-        nodes = result_to_nodes(answer.retrieval, k=self._retriever.similarity_top_k)
+        nodes = result_to_nodes(answer.retrieval, k=self.kg_retriever.similarity_top_k)
         return self._response(answer, self._apply_node_postprocessors(nodes, query_bundle))
 
     @dispatcher.span
@@ -355,7 +361,7 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
             finally:
                 pieces.put(done)
 
-        def generate() -> Iterator[str]:
+        def generate() -> Generator[str, None, None]:
             worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
                                       name="kgrag-llama-stream", daemon=True)
             worker.start()
@@ -372,7 +378,7 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
                  nodes: list[NodeWithScore]) -> AsyncStreamingResponse:
         metadata: dict[str, Any] = {}
 
-        async def generate() -> AsyncIterator[str]:
+        async def generate() -> AsyncGenerator[str, None]:
             loop = asyncio.get_running_loop()
             pieces: asyncio.Queue[str] = asyncio.Queue()
 
@@ -427,7 +433,7 @@ def retriever_kwargs(params: dict[str, Any]) -> dict[str, Any]:
 _MADE: dict[tuple[str, str], type] = {}
 
 
-def _class_for(base: type, suffix: str, name: str) -> Any:
+def _class_for(base: type[_FromRegistry], suffix: str, name: str) -> Any:
     spec = get_method(name)
     for known in _subclasses(base):
         if known.method_name == name and known.__module__.startswith("llama_index_kgrag."):
@@ -453,8 +459,8 @@ def query_engine_for(name: str) -> type[KGQueryEngine]:
     return _class_for(KGQueryEngine, "QueryEngine", name)
 
 
-def _subclasses(cls: type) -> list[type]:
-    found = []
+def _subclasses(cls: type[_FromRegistry]) -> list[type[_FromRegistry]]:
+    found: list[type[_FromRegistry]] = []
     for sub in cls.__subclasses__():
         found += [sub, *_subclasses(sub)]
     return found

@@ -6,10 +6,12 @@ A node's text is the subgraph's triples; its score is ``1 / (1 + GSD)``; metadat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.methods.simgrag import SimGRAG
 
 class SimGRAGRetriever(KGRetriever):
     """LlamaIndex ``BaseRetriever`` over :class:`kgrag.methods.simgrag.SimGRAG`."""
@@ -18,7 +20,7 @@ class SimGRAGRetriever(KGRetriever):
 
     def retrieve_pattern(self, triples: Any, question: str = "") -> list:
         """Nodes for a pattern written by code (no LLM call)."""
-        return self._nodes(self.method.retrieve_pattern(triples, question))
+        return self._nodes(cast("SimGRAG", self.method).retrieve_pattern(triples, question))
 
 
 class SimGRAGQueryEngine(KGQueryEngine):

@@ -8,10 +8,14 @@ as ``source_nodes``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.methods.ultrag import UltRAG
 
 class UltRAGRetriever(KGRetriever):
     """LlamaIndex ``BaseRetriever`` over :class:`kgrag.methods.ultrag.UltRAG`."""
@@ -20,7 +24,7 @@ class UltRAGRetriever(KGRetriever):
 
     def execute(self, query: str, question: str = "") -> list[NodeWithScore]:
         """Nodes for a DSL / tuple query written by code (no LLM call)."""
-        return self._nodes(self.method.retrieve_query(query, question))
+        return self._nodes(cast("UltRAG", self.method).retrieve_query(query, question))
 
 
 class UltRAGQueryEngine(KGQueryEngine):

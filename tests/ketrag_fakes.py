@@ -106,7 +106,7 @@ class RecordResponder:
             text = prompt.rsplit(TEXT_START, 1)[1].split(TEXT_END, 1)[0].strip()
             kind, reply = "extract", records_for(text)
         elif SUMMARY_MARKER in prompt:
-            descs = [l[2:] for l in prompt.splitlines() if l.startswith("- ")]
+            descs = [line[2:] for line in prompt.splitlines() if line.startswith("- ")]
             kind, reply = "summarize", " ".join(dict.fromkeys(descs))
         elif ANSWER_MARKER in prompt:
             question = prompt.rsplit("Question:", 1)[1].split("\n", 1)[0].strip()

@@ -460,7 +460,7 @@ def test_truncated_npy(saved, keep):
 
 @pytest.mark.parametrize("name", ["manifest.json", "nodes.json", "relations.json", "extras.json",
                                   "heads.npy", "rels.npy", "tails.npy"])
-def test_missing_file(saved, name):
+def test_missing_saved_file(saved, name):
     (saved / name).unlink()
     with pytest.raises(GraphLoadError, match=name.split(".")[0]):
         KnowledgeGraph.load(saved)

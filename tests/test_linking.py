@@ -109,9 +109,9 @@ def test_usa_reaches_united_states_through_alias():
 def test_exact_match_first_with_score_one():
     linker = EntityLinker(COUNTRY_NAMES + ["jamaica"], mode="fuzzy")
     links = linker.link("JAMAICA!", top_m=3)
-    assert [(l.name, l.source, l.score) for l in links[:2]] == [
+    assert [(lk.name, lk.source, lk.score) for lk in links[:2]] == [
         ("Jamaica", "exact", 1.0), ("jamaica", "exact", 1.0)]
-    assert len({l.name for l in links}) == len(links)  # no duplicates
+    assert len({lk.name for lk in links}) == len(links)  # no duplicates
 
 
 def test_min_score_drops_weak_links():
@@ -167,8 +167,8 @@ def test_dense_with_lookup_embedder_gives_exact_cosines():
     emb = LookupEmbedder({"cat": [1, 0], "kitten": [1, 1], "dog": [0, 1], "feline": [1, 0.2]})
     linker = EntityLinker(["cat", "dog"], embedder=emb, mode="dense")
     links = linker.link("kitten", top_m=2)
-    assert [(l.name, round(l.score, 4)) for l in links] == [("cat", 0.7071), ("dog", 0.7071)] \
-        or [(l.name, round(l.score, 4)) for l in links] == [("dog", 0.7071), ("cat", 0.7071)]
+    assert [(lk.name, round(lk.score, 4)) for lk in links] == [("cat", 0.7071), ("dog", 0.7071)] \
+        or [(lk.name, round(lk.score, 4)) for lk in links] == [("dog", 0.7071), ("cat", 0.7071)]
     assert linker.link("feline", top_m=1)[0].score == pytest.approx(1 / np.sqrt(1.04), abs=1e-5)
 
 
@@ -258,8 +258,8 @@ def test_save_load_round_trip(tmp_path, minilm):
     assert manifest["embedder"] == "all-MiniLM-L6-v2" and manifest["dimension"] == 384
     loaded = EntityLinker.load(tmp_path / "idx", embedder=minilm)
     after = loaded.link_many(["Jamaican people", "usa", "Tokio Godfathers"])
-    assert [[(l.name, l.source, round(l.score, 5)) for l in r] for r in before] == \
-        [[(l.name, l.source, round(l.score, 5)) for l in r] for r in after]
+    assert [[(lk.name, lk.source, round(lk.score, 5)) for lk in r] for r in before] == \
+        [[(lk.name, lk.source, round(lk.score, 5)) for lk in r] for r in after]
     with pytest.raises(EmbeddingError, match="384"):
         EntityLinker.load(tmp_path / "idx", embedder=LookupEmbedder({"a": [1, 0]}))
     with pytest.raises(GraphLoadError, match="relation"):

@@ -78,6 +78,8 @@ def load_jsonl(path: str | Path, *, limit: int | None = None, seed: int = 0) -> 
         if not isinstance(record, dict) or not isinstance(record.get("question"), str):
             raise GraphFormatError("each line needs a 'question' string", path=str(path), line=number)
         answers = record.get("answers", record.get("answer", []))
+        if answers is None:  # "answers": null -- no gold answers, not a crash
+            answers = []
         if isinstance(answers, str):
             answers = [answers]
         entities = record.get("entities", [])

@@ -13,6 +13,8 @@ import argparse
 import json
 from typing import Any
 
+from kgrag.context.types import ScoredEntity
+
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from kgrag.commands.common import graph_from_args
@@ -93,7 +95,8 @@ def _demo_step(ctx: Any) -> None:
     for text in result.metadata["selected_queries"][:3]:
         ctx.out(f"    {text}")
     ctx.out("  context nodes: " + ", ".join(
-        f"{item.name} [{item.source}]" for item in result.items))
+        f"{item.name} [{item.source}]" for item in result.items
+        if isinstance(item, ScoredEntity)))
     cands = method.backend.enumerate(result.metadata["entities"], gold=["Tokyo Godfathers"])
     label = best_label(cands, 1)
     if label is not None:

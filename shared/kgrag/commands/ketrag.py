@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.commands.common import load_factory
+from kgrag.context.types import Chunk
 
 TEXT_SUFFIXES = (".txt", ".md")
 
@@ -107,7 +108,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     result = method.retrieve(args.question)
     if args.json:
         print(json.dumps({"items": [{"id": i.chunk_id, "score": i.score, **i.metadata,
-                                     "text": i.text} for i in result.items],
+                                     "text": i.text} for i in _chunks(result)],
                           "context_tokens": result.metadata["context_tokens"]}, default=str))
         return 0
     print(result.metadata["context"] or "(nothing retrieved)")
@@ -147,3 +148,8 @@ def register(subparsers: Any) -> None:
     ask.add_argument("--show-context", action="store_true", help="print the context too")
     ask.add_argument("--json", action="store_true", help="machine-readable output")
     ask.set_defaults(func=_cmd_ask)
+
+
+def _chunks(result: Any) -> list[Chunk]:
+    """KET-RAG's retrieved items: context units, each a :class:`~kgrag.context.types.Chunk`."""
+    return [item for item in result.items if isinstance(item, Chunk)]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from kgrag.context.types import Chunk
+
 PHRASES = {"directed_by": "was directed by", "written_by": "was written by",
            "release_year": "was released in", "in_language": "is in",
            "set_in": "is set in", "country_of": "comes from", "has_genre": "is a film of genre",
@@ -52,9 +54,10 @@ def _ketrag_step(ctx: Any) -> None:
     question = "Where was the director of Tokyo Godfathers born?"
     result = method.retrieve(question)
     ctx.out(f"Question: {question}")
-    for item in result.items[:3]:
+    chunks = [item for item in result.items if isinstance(item, Chunk)]  # every KET-RAG item
+    for item in chunks[:3]:
         ctx.out(f"  [{item.metadata['channel']} {item.score:.2f}] {item.text[:110]}")
-    second_hop = next((rank for rank, item in enumerate(result.items)
+    second_hop = next((rank for rank, item in enumerate(chunks)
                        if "Satoshi Kon was born in" in item.text), None)
     ctx.out(f"  {len(result.items)} sub-chunks, {result.metadata['context_tokens']} tokens; the "
             "second hop ('Satoshi Kon was born in ...') is "

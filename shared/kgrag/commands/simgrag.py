@@ -54,7 +54,8 @@ def _cmd_simgrag(args: argparse.Namespace) -> int:
         if getattr(args, option) != "auto" and getattr(args, option) < 1:
             raise PatternError(f"--{option.replace('_', '-')} must be at least 1")
     kg = open_graph(args.graph, sep={"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep))
-    injective: bool | str = {"yes": True, "no": False, "prefer": "prefer"}[args.injective]
+    choices: dict[str, bool | str] = {"yes": True, "no": False, "prefer": "prefer"}
+    injective = choices[args.injective]
     method = SimGRAG(kg, llm=load_factory(args.llm, "--llm"),
                      embedder=load_factory(args.embedder, "--embedder"), k=args.k,
                      k_nodes=args.k_nodes, k_relations=args.k_relations, injective=injective,

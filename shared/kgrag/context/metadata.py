@@ -50,7 +50,7 @@ def item_metadata(item: Any) -> dict[str, Any]:
         for key, value in (item.metadata.get("doc_metadata") or {}).items():
             if key not in meta and _primitive(value) is not NotImplemented:
                 meta[key] = value
-    elif is_dataclass(item):
+    elif is_dataclass(item) and not isinstance(item, type):
         meta.update(asdict(item))
     return meta
 

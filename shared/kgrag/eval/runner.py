@@ -167,10 +167,13 @@ def user_dataset(questions: str | os.PathLike[str], *, graph: str | os.PathLike[
             f"+labels:{Path(relation_labels).resolve()}" if relation_labels else "")
         return DatasetSpec(label, "kg", load_examples, key, load_graph)
 
+    assert documents is not None  # exactly one of graph / documents (checked above)
+    docs_path = Path(documents)
+
     def load_documents(root: Path) -> list[str]:
-        text = Path(documents).read_text(encoding="utf-8")  # type: ignore[arg-type]
+        text = docs_path.read_text(encoding="utf-8")
         return [line.strip() for line in text.splitlines() if line.strip()]
-    return DatasetSpec(label, "text", load_examples, f"docs:{Path(documents).resolve()}",
+    return DatasetSpec(label, "text", load_examples, f"docs:{docs_path.resolve()}",
                        load_documents)
 
 

@@ -100,8 +100,9 @@ def _range_length(args: list[list[Token]], params: Mapping[str, Any]) -> int:
             "refused Cypher budget: range() bounds must be integer literals or integer "
             "parameters (an unbounded range() runs past the server's timeout); use UNWIND over "
             "matched data or small literal bounds")
-    start, end = values[0], values[1]
-    step = values[2] if len(values) == 3 else 1
+    ints = [v for v in values if v is not None]  # all of them (checked above)
+    start, end = ints[0], ints[1]
+    step = ints[2] if len(ints) == 3 else 1
     if step == 0:
         raise QueryBudgetError("refused Cypher budget: range() step 0")
     return max(0, (end - start) // step + 1)

@@ -182,6 +182,10 @@ class CypherGraphStore:
     """
 
     supports_cypher = True
+    #: where the store connects, for messages (set by the backends' constructors)
+    _where_text: str
+    #: the :class:`~kgrag.graph.db_load.LoadSummary` of ``to_neo4j`` / ``to_falkordb``
+    load_summary: Any
     backend = "cypher"
     #: Seconds the client waits beyond a query's timeout before it gives up on the server.
     client_grace_seconds = 5.0

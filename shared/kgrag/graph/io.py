@@ -132,8 +132,12 @@ class TripleReader:
             sep = self.sep or sniff_separator(first)
             fh.seek(0)
             # csv's quote handling would mangle pipe/tab files with stray quotes; only quote CSV.
-            quoting = csv.QUOTE_MINIMAL if sep in (",", ";") else csv.QUOTE_NONE
-            reader = csv.reader(fh, delimiter=sep, quoting=quoting, skipinitialspace=False)
+            if sep in (",", ";"):
+                reader = csv.reader(fh, delimiter=sep, quoting=csv.QUOTE_MINIMAL,
+                                    skipinitialspace=False)
+            else:
+                reader = csv.reader(fh, delimiter=sep, quoting=csv.QUOTE_NONE,
+                                    skipinitialspace=False)
             cols = self._resolve_columns(None)
             expected = 3 if self.columns is None else None
             header_pending = self.header is not False

@@ -24,7 +24,7 @@ import logging
 import threading
 import unicodedata
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -66,6 +66,16 @@ _SMALL_DEGREE = 256  # single-node one_hop in plain Python up to this many edges
 _nfc = unicodedata.normalize
 
 
+def _single(names: Iterable[Any]) -> Any:
+    """The one name of a plain ``list`` / ``tuple`` of length 1 (the fast single-node paths),
+    else ``None``; other iterables are not consumed."""
+    if type(names) in (list, tuple):
+        seq = cast("Sequence[Any]", names)
+        if len(seq) == 1 and seq[0] is not None:
+            return seq[0]
+    return None
+
+
 class KnowledgeGraph(ArrayTraversal):
     """A directed, relation-labelled multigraph held in memory (the default GraphStore).
 
@@ -81,6 +91,8 @@ class KnowledgeGraph(ArrayTraversal):
     """
 
     supports_cypher = False
+    #: how :meth:`from_csv` decided whether the first row was a header (set by it)
+    header_rule: str
 
     def __init__(
         self,
@@ -472,9 +484,10 @@ class KnowledgeGraph(ArrayTraversal):
 
     def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
                 relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
-        if relations is None and type(nodes) in (list, tuple) and len(nodes) == 1:
+        single_name = _single(nodes) if relations is None else None
+        if single_name is not None:
             check_direction(direction)
-            v = self._node_or_none(nodes[0])
+            v = self._node_or_none(single_name)
             if v is None:
                 return []
             single = self._one_hop_single(v, direction, limit)
@@ -513,8 +526,9 @@ class KnowledgeGraph(ArrayTraversal):
         id_steps = self._id_steps(path, default_direction)
         if id_steps is None:
             return []
-        if type(sources) in (list, tuple) and len(sources) == 1:  # one source: plain Python
-            source = self._node_or_none(sources[0])
+        single_source = _single(sources)
+        if single_source is not None:  # one source: plain Python
+            source = self._node_or_none(single_source)
             if source is None:
                 return []
             walks = self._walks_one_source(source, id_steps, fan_out, max_paths)

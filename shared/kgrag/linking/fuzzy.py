@@ -65,7 +65,7 @@ def coverage_wratio(query_key: str, choice_keys: Sequence[str],
     partial_regime = cover < (2.0 / 3.0)
     if partial_regime.any():
         idx = np.flatnonzero(partial_regime)
-        sub = [choice_keys[i] for i in idx]
+        sub = [choice_keys[int(i)] for i in idx]
         partial = process.cdist([query_key], sub, scorer=fuzz.partial_ratio, processor=None,
                                 dtype=np.float32)[0]
         weight = 0.9 * (0.6 + 0.6 * cover[idx])

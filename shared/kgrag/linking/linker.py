@@ -90,6 +90,10 @@ class EntityLinker:
     disk, :mod:`kgrag.embed.store`).
     """
 
+    #: which index serves this linker, when a database linker chose it
+    #: (:func:`kgrag.linking.database.linker_for_store`)
+    index_source: str
+
     kind = "entity"
 
     def __init__(
@@ -284,7 +288,8 @@ class EntityLinker:
                 found.add(self.names[i])
         return out
 
-    def _collect(self, surface_ids: Sequence[int], scores: Sequence[float], source: str,
+    def _collect(self, surface_ids: Sequence[int] | np.ndarray,
+                 scores: Sequence[float] | np.ndarray, source: str,
                  mention: str, limit: int) -> list[Link]:
         out: list[Link] = []
         seen: set[int] = set()

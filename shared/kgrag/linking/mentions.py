@@ -123,7 +123,7 @@ def extract_mentions(
             spans.append((n, i, i + n, key))
 
     # Exact and alias hits, longest first (spans are generated longest first, leftmost first).
-    for n, i, j, key in spans:
+    for _n, i, j, _key in spans:
         start, end = words[i][0], words[j - 1][1]
         if not free(start, end):
             continue

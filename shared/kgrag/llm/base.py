@@ -23,7 +23,8 @@ import asyncio
 import contextvars
 import threading
 from contextlib import ExitStack, contextmanager
-from typing import Any, Callable, Iterator, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
 
 from kgrag.context.types import Usage
 from kgrag.errors import LLMNotConfiguredError
@@ -47,8 +48,8 @@ class LLM(Protocol):
 
 
 #: the framework options of the LLM calls made in this context (see :func:`llm_call_options`)
-_CALL_OPTIONS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
-    "kgrag_llm_call_options", default={})
+_CALL_OPTIONS: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "kgrag_llm_call_options", default=MappingProxyType({}))  # read-only: set() replaces it
 
 #: the usage scopes open in this context, as ``(tracker id, Usage)`` pairs
 _USAGE_SCOPES: contextvars.ContextVar[tuple[tuple[int, Usage], ...]] = contextvars.ContextVar(
@@ -224,7 +225,7 @@ class LangChainLLM(BaseLLMAdapter):
         prompt, system = _clean(prompt), (None if system is None else _clean(system))
         if not isinstance(self.model, BaseChatModel):
             return prompt if system is None else f"{system}\n\n{prompt}"
-        messages = [SystemMessage(content=system)] if system else []
+        messages: list[Any] = [SystemMessage(content=system)] if system else []
         messages.append(HumanMessage(content=prompt))
         return messages
 
@@ -269,7 +270,7 @@ class LlamaIndexLLM(BaseLLMAdapter):
         return messages
 
     def _record(self, raw: Any, text: str) -> str:
-        usage = {}
+        usage: dict[str, Any] = {}
         if isinstance(raw, dict):
             usage = raw.get("usage") or {}
             if not isinstance(usage, dict):

@@ -106,7 +106,8 @@ async def _drive(steps: Steps[T], complete: Callable[[LLMRequest], Awaitable[Any
     error: Exception | None = None
     while True:
         try:
-            request = steps.throw(error) if error is not None else steps.send(reply)
+            # the first send is None (starting the generator), later ones the reply text
+            request = steps.throw(error) if error is not None else steps.send(reply)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
         if log is not None:

@@ -148,7 +148,7 @@ def _backtracks(path: Path) -> bool:
 def _walks_kg(kg: KnowledgeGraph, sources: Sequence[str], steps: Sequence[PathStep],
               max_paths: int) -> list[Path]:
     """Fast path on the in-memory graph: vectorised walks, backtrack filter, dedupe, cap."""
-    rank = {}
+    rank: dict[int, int] = {}
     for name in sources:
         i = kg.node_index.get(name)
         if i is not None and i not in rank:

@@ -334,7 +334,7 @@ class ByoKGRAG(KGMethod):
                 found = self.scorer.top_k(question_vector(), self.scoring_top_k, seeds=seeds)
             log["scored_triples"] = len(found)
             return found
-        found: list[Triple] = []
+        found = []
         if first and self.text_top_k > 0:
             found = self.scorer.top_k(question_vector(), self.text_top_k, seeds=seeds)
             log["text_triples"] = len(found)

@@ -165,7 +165,7 @@ class GraphTools:
 class ToolArg:
     """One argument of an agent tool: its type, default (``REQUIRED`` if none) and description."""
 
-    type: type
+    type: Any  # a class or a union such as ``str | None``
     description: str
     default: Any = ...
 

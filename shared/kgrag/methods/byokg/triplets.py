@@ -27,9 +27,9 @@ from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.byokg.prompts import PROMPTS, entity_selection_prompt, relation_selection_prompt
+from kgrag.text.relations import relation_texts
 
 DEFAULT_PROMPTS = PromptSet(PROMPTS, method="ByoKG-RAG")
-from kgrag.text.relations import relation_texts
 
 
 class TripletScorer:

@@ -26,7 +26,7 @@ more first-hop pairs than that.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from kgrag.graph.base import CypherStore, GraphStore, is_cypher_store
 from kgrag.graph.memory import KnowledgeGraph
@@ -40,8 +40,9 @@ MAX_ENUMERATION_ROWS = 1_000_000
 class GraphRAFTBackend(Protocol):
     """Where GraphRAFT enumerates and runs its candidate queries: in memory or in a database."""
 
-    #: the graph the method links against and reads from
-    graph: GraphStore
+    @property
+    def graph(self) -> GraphStore:
+        """The graph the method links against and reads from."""
 
     def existing(self, names: Iterable[str]) -> list[str]: ...
 
@@ -129,7 +130,7 @@ class CypherBackend:
             return []
         return [f"{self._rel_name(v)} IS NOT NULL" for v in variables]
 
-    def _run(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _run(self, query: str, params: dict[str, Any]) -> Sequence[Mapping[str, Any]]:
         return self.store.run_cypher(query, params, limit=MAX_ENUMERATION_ROWS, timeout=self.timeout)
 
     # ------------------------------------------------------------------ the template queries

@@ -57,9 +57,10 @@ class CandidateTrie:
     def node(self, prefix: Sequence[int]) -> _TrieNode | None:
         node = self.root
         for tok in prefix:
-            node = node.children.get(int(tok))
-            if node is None:
+            child = node.children.get(int(tok))
+            if child is None:
                 return None
+            node = child
         return node
 
     def allowed(self, prefix: Sequence[int]) -> list[int]:

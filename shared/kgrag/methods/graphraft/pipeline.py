@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
-from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
+from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, ScoredEntity, Usage
 from kgrag.graph.base import GraphStore
 from kgrag.llm.base import llm_step, optional_llm, track_usage
 from kgrag.llm.parsing import split_items
@@ -255,7 +255,7 @@ class GraphRAFT(KGMethod):
     def _result(self, question: str, mentions: list[str], entities: list[str],
                 cands: Sequence[Candidate], selected: Sequence[Candidate],
                 nodes: Sequence[RetrievedNode], usage: Usage) -> RetrievalResult:
-        items = [
+        items: list[RetrievedItem] = [
             ScoredEntity(n.name, n.similarity, source="query" if n.patterns != [NO_PATTERN] else "vector",
                          metadata={"patterns": list(n.patterns),
                                    "description": self.backend.description(n.name)})
@@ -276,7 +276,7 @@ class GraphRAFT(KGMethod):
     def answer_blocks(result: RetrievalResult) -> list[str]:
         """One ``pattern: / name: / details:`` block per retrieved node (paper Fig. 4)."""
         blocks = []
-        for item in result.items:
+        for item in _entities(result):
             patterns = item.metadata.get("patterns", [])
             block = f"pattern: {' ; '.join(patterns)}\nname: {item.name}"
             if item.metadata.get("description"):
@@ -330,7 +330,7 @@ class GraphRAFT(KGMethod):
     @staticmethod
     def _answer(question: str, result: RetrievalResult, reply: str, spent: Usage) -> Answer:
         """L2's names that match retrieved nodes first, then the rest in retrieval order."""
-        retrieved = {item.name.casefold(): item.name for item in result.items}
+        retrieved = {item.name.casefold(): item.name for item in _entities(result)}
         chosen, unsupported = [], []
         for name in parse_entities(reply, max_items=100):
             canonical = retrieved.get(name.casefold())
@@ -338,8 +338,13 @@ class GraphRAFT(KGMethod):
                 unsupported.append(name)
             elif canonical not in chosen:
                 chosen.append(canonical)
-        ranked = chosen + [i.name for i in result.items if i.name not in chosen]
+        ranked = chosen + [i.name for i in _entities(result) if i.name not in chosen]
         result.metadata["unsupported_answers"] = unsupported
         result.metadata["ranked_answers"] = ranked
         usage = Usage().add(result.usage).add(spent)
         return Answer(question, chosen, " | ".join(chosen), result, usage)
+
+
+def _entities(result: RetrievalResult) -> list[ScoredEntity]:
+    """GraphRAFT's retrieved items: the scored entity nodes it returns (typed for readers)."""
+    return cast("list[ScoredEntity]", result.items)

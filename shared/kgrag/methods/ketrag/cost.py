@@ -75,7 +75,7 @@ def cost_report(*, beta: float, n_chunks: int, key_chunks: np.ndarray, pagerank:
                 max_gleanings: int, llm_stats: dict[str, dict[str, int]],
                 provider_usage: dict[str, int] | None, failed_chunks: int) -> dict[str, Any]:
     """The indexing cost report stored with the index (``index.cost``)."""
-    args = dict(pagerank=pagerank, chunk_tokens=chunk_tokens, prompt_tokens=prompt_tokens,
+    args: dict[str, Any] = dict(pagerank=pagerank, chunk_tokens=chunk_tokens, prompt_tokens=prompt_tokens,
                 selection=selection, seed=seed, max_gleanings=max_gleanings,
                 measured_key_chunks=key_chunks, llm_stats=llm_stats)
     projections = {f"{b:g}": project(b, **args) for b in sorted({beta, 1.0})}

@@ -69,7 +69,7 @@ def semantic_neighbors(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     if v.ndim != 2:
         raise ValueError("vectors must be a 2-D array")
     norms = np.linalg.norm(v, axis=1, keepdims=True)
-    v = v / np.where(norms == 0, 1, norms)
+    v = (v / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
     srcs, dsts = [], []
     for start in range(0, v.shape[0], BLOCK_ROWS):
         block = v[start:start + BLOCK_ROWS] @ v.T

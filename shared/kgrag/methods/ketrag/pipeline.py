@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.context.types import Answer, RetrievalResult, Usage
+from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, Usage
 from kgrag.errors import EmbeddingError
 from kgrag.llm.base import llm_step, optional_llm
 from kgrag.methods.base import KGMethod
@@ -129,7 +129,7 @@ class KETRAG(KGMethod):
             raise ValueError("the question must be a non-empty string")
         sections, stats = retrieve_context(self.index, self._query_vector(question), self.config,
                                            self.tokenizer)
-        items = [item for section in sections for item in section.items]
+        items: list[RetrievedItem] = [item for section in sections for item in section.items]
         context = "\n\n".join(s.render() for s in sections)
         return RetrievalResult(
             question=question, items=items, method=self.name, usage=Usage(),

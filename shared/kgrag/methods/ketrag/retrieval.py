@@ -223,7 +223,7 @@ def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRA
     ordered_in = edges[inside][np.lexsort((edges[inside], -rank[inside]))]
     out_e, out_h, out_t, out_rank = edges[~inside], heads[~inside], tails[~inside], rank[~inside]
     outside_node = np.where(np.isin(out_h, seeds), out_t, out_h)
-    links = {}
+    links: dict[Any, Any] = {}
     for node, seed_end in zip(outside_node.tolist(), np.where(np.isin(out_h, seeds), out_h,
                                                               out_t).tolist()):
         links.setdefault(node, set()).add(seed_end)

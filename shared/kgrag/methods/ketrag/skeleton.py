@@ -169,7 +169,7 @@ def build_skeleton(extractions: Sequence[ChunkExtraction],
     keys = list(entities)
     node_ids = {k: i for i, k in enumerate(keys)}
     rel_keys = list(relations)
-    tasks: list[Callable[[], str]] = [
+    tasks: list[Callable[..., str]] = [
         (lambda a=entities[k]: _merge_description("entity", a.name, list(a.descriptions), summarize))
         for k in keys
     ] + [
