@@ -221,7 +221,7 @@ class ArrayTraversal:
         views = getattr(self, "_csr_memoryviews", None)
         if views is None or any(a is not b for a, b in zip(arrays, views[0])):
             views = self._csr_memoryviews = (
-                arrays, tuple(memoryview(np.ascontiguousarray(a)) for a in arrays))
+                arrays, tuple(np.ascontiguousarray(a).data for a in arrays))
         return views[1]
 
     def _steps_from(self, node: int, rel: int, direction: Direction
