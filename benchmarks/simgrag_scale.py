@@ -252,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
                 strict = enumerate_matches(*shape_args, max_gsd=bound + 1e-9, injective=True)
                 loose = enumerate_matches(*shape_args, max_gsd=bound + 1e-9, injective=False,
                                           require_reuse=True)
-                key = lambda m: (m.gsd, m.edges, m.nodes)
                 listed = (strict.matches[:1] + loose.matches[:1]
-                          + sorted(strict.matches[1:] + loose.matches[1:], key=key))
+                          + sorted(strict.matches[1:] + loose.matches[1:],
+                                   key=lambda m: (m.gsd, m.edges, m.nodes)))
                 partials = strict.stats["partials"] + loose.stats["partials"]
             else:
                 every = enumerate_matches(*shape_args, max_gsd=bound + 1e-9,
