@@ -303,3 +303,34 @@ def test_runaway_summaries_are_capped():
     descriptions = index.skeleton.graph.node_descriptions.values()
     assert max(len(d) for d in descriptions) == MAX_MERGED_CHARS
     assert responder.kinds()["summarize"] >= 1
+
+
+def test_build_index_stages_run_alone_and_compose_to_the_index():
+    """The stages of build_index are functions: chunk, embed, rank, extract (no LLM at beta 0)."""
+    from kgrag.methods.ketrag.builder import (
+        chunk_documents,
+        embed_texts,
+        extract_skeleton,
+        rank_chunks,
+    )
+    from kgrag.methods.ketrag.config import KETRAGConfig
+    from kgrag.methods.ketrag.documents import to_source_documents
+    from kgrag.text.tokens import get_tokenizer
+
+    emb, tok = HashingEmbedder(), get_tokenizer(None)
+    cfg = KETRAGConfig().replace(budget=0.0, chunk_size=40, splits=2)
+    chunks = chunk_documents(to_source_documents(CITY_DOCS), cfg, tok)
+    embedded = embed_texts(chunks, emb)
+    ranked = rank_chunks(chunks, embedded, cfg, tok)
+    skel = extract_skeleton(chunks, ranked.key_chunks, cfg, llm=None, emb=emb, tok=tok,
+                            dimension=embedded.sub_vectors.shape[1], cache_dir=None,
+                            progress=False, prompt_set=None)  # type: ignore[arg-type]
+    assert len(ranked.key_chunks) == 0 and skel.skeleton.graph.num_nodes == 0
+    index = build_index(CITY_DOCS, embedder=emb, budget=0.0, chunk_size=40, splits=2,
+                        progress=False)
+    assert index.chunk_texts == chunks.texts and index.sub_texts == chunks.sub_texts
+    assert np.array_equal(index.knn_edges, ranked.knn_edges)
+    assert np.allclose(index.pagerank, ranked.scores)
+    assert np.allclose(index.chunk_vectors, embedded.chunk_vectors)
+    with pytest.raises(ValueError, match="no text"):
+        chunk_documents(to_source_documents(["   "]), cfg, tok)

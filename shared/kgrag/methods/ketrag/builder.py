@@ -1,6 +1,8 @@
 """KET-Index (Algorithm 3): documents -> chunks -> KNN graph -> PageRank -> skeleton + keyword graph.
 
-:func:`build_index` runs every step and returns a :class:`~kgrag.methods.ketrag.index.KETIndex`:
+:func:`build_index` runs every step and returns a :class:`~kgrag.methods.ketrag.index.KETIndex`;
+each stage is its own function (:func:`chunk_documents`, :func:`embed_texts`,
+:func:`rank_chunks`, :func:`extract_skeleton`), so it can be run, timed or tested alone:
 
 1. token chunking (``chunk_size`` l, no overlap by default) and sub-chunks (``splits`` m);
 2. sentences and keywords of every sub-chunk; sub-chunk and sentence embeddings;
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,145 @@ def _normalise_rows(m: np.ndarray) -> np.ndarray:
     return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
+@dataclass
+class ChunkedText:
+    """Stage 1: the documents cut into chunks and each chunk into sub-chunks."""
+
+    texts: list[str] = field(default_factory=list)
+    doc: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    sub_texts: list[str] = field(default_factory=list)
+    sub_tokens: list[int] = field(default_factory=list)
+    #: sub-chunks of chunk ``c`` are ``sub_texts[sub_indptr[c]:sub_indptr[c+1]]``
+    sub_indptr: list[int] = field(default_factory=lambda: [0])
+
+    @property
+    def owner_matrix(self) -> sp.csr_matrix:
+        """(chunks x sub-chunks) 0/1 matrix: which chunk each sub-chunk belongs to."""
+        owner = np.repeat(np.arange(len(self.texts)), np.diff(self.sub_indptr))
+        return sp.csr_matrix((np.ones(len(owner)), (owner, np.arange(len(owner)))),
+                             shape=(len(self.texts), len(owner)))
+
+
+@dataclass
+class EmbeddedText:
+    """Stage 2: sub-chunk and chunk vectors and the text-keyword graph."""
+
+    sub_vectors: np.ndarray
+    chunk_vectors: np.ndarray
+    keyword_graph: Any
+
+
+@dataclass
+class RankedChunks:
+    """Stage 3: the chunk KNN graph, PageRank and the key chunks (beta of them)."""
+
+    scores: np.ndarray
+    key_chunks: np.ndarray
+    knn_edges: np.ndarray
+    prompt_tokens: Any
+
+
+@dataclass
+class SkeletonResult:
+    """Stage 4: the skeleton from the key chunks, its entity vectors and the LLM accounting."""
+
+    skeleton: Skeleton
+    entity_vectors: np.ndarray
+    llm_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    provider: dict[str, int] = field(default_factory=dict)
+    failed: int = 0
+
+
+def chunk_documents(docs: list[Any], cfg: KETRAGConfig, tok: TextTokenizer) -> ChunkedText:
+    """Token chunks (``chunk_size``, ``chunk_overlap``) of every document, each cut into
+    ``splits`` sub-chunks. Raises ``ValueError`` when there is no text at all."""
+    out = ChunkedText()
+    for d, doc in enumerate(docs):
+        for chunk, subs in chunk_and_split(doc.text, cfg.chunk_size, cfg.splits,
+                                           cfg.chunk_overlap, tok):
+            out.texts.append(chunk.text)
+            out.doc.append(d)
+            out.tokens.append(chunk.n_tokens)
+            for sub in subs:
+                out.sub_texts.append(sub.text)
+                out.sub_tokens.append(sub.n_tokens)
+            out.sub_indptr.append(len(out.sub_texts))
+    if not out.texts:
+        raise ValueError("the documents contain no text to index")
+    return out
+
+
+def embed_texts(chunks: ChunkedText, emb: Any) -> EmbeddedText:
+    """Sentences and keywords of every sub-chunk, sub-chunk vectors, and chunk vectors as the
+    normalised sum of their sub-chunks' (MiniLM reads at most 256 word pieces)."""
+    table = build_sentence_table(chunks.sub_texts)
+    log.info("KET-RAG: %d chunks, %d sub-chunks, %d sentences, %d keywords", len(chunks.texts),
+             len(chunks.sub_texts), len(table.texts), len(table.vocabulary))
+    sub_vectors = _normalise_rows(_embed(emb, [s.strip() for s in chunks.sub_texts]))
+    chunk_vectors = _normalise_rows(np.asarray(chunks.owner_matrix @ sub_vectors))
+    keyword_graph = build_keyword_graph(table, len(chunks.sub_texts),
+                                        lambda texts: _normalise_rows(_embed(emb, texts)))
+    return EmbeddedText(sub_vectors, chunk_vectors, keyword_graph)
+
+
+def rank_chunks(chunks: ChunkedText, embedded: EmbeddedText, cfg: KETRAGConfig,
+                tok: TextTokenizer) -> RankedChunks:
+    """The chunk KNN graph (``knn_k`` lexical + semantic neighbours), its PageRank and the
+    ``floor(budget * n)`` key chunks; the first extraction prompt's tokens per chunk (for the
+    cost projection)."""
+    sub_kw = embedded.keyword_graph.sub_chunk_keyword_matrix(len(chunks.sub_texts))
+    chunk_kw = (chunks.owner_matrix @ sub_kw).tocsr()
+    adj = build_chunk_knn_graph(chunk_kw, embedded.chunk_vectors, cfg.knn_k)
+    scores = pagerank(adj, cfg.pagerank_alpha)
+    key_chunks = select_key_chunks(scores, cfg.budget, method=cfg.selection, seed=cfg.seed)
+    upper = sp.triu(adj, k=1).tocoo()
+    knn_edges = np.stack([upper.row, upper.col], axis=1).astype(np.int64) if upper.nnz \
+        else np.zeros((0, 2), np.int64)
+    prompt_tokens = first_prompt_tokens(chunks.texts, cfg.entity_types, tok)
+    return RankedChunks(scores, key_chunks, knn_edges, prompt_tokens)
+
+
+def extract_skeleton(chunks: ChunkedText, key_chunks: np.ndarray, cfg: KETRAGConfig, *,
+                     llm: Any, emb: Any, tok: TextTokenizer, dimension: int,
+                     cache_dir: str | Path | None, progress: bool,
+                     prompt_set: PromptSet) -> SkeletonResult:
+    """LLM extraction on the key chunks (cached in ``cache_dir``, concurrent), description
+    merging, and the entity vectors; an empty skeleton (no LLM call) without key chunks."""
+    result = SkeletonResult(Skeleton.empty(), np.zeros((0, dimension), np.float32))
+    if not len(key_chunks):
+        return result
+    adapter = as_llm(llm, what="KET-RAG skeleton extraction")
+    cache = ReplyCache(Path(cache_dir) / CACHE_FILE if cache_dir is not None else None)
+    caller = CachedLLM(adapter, cache, tok)
+    with adapter.track() as usage:
+        extractions = extract_key_chunks(
+            caller, [(int(c), chunks.texts[c]) for c in sorted(key_chunks.tolist())],
+            cfg.entity_types, max_gleanings=cfg.max_gleanings, max_workers=cfg.max_workers,
+            progress=progress, prompts=prompt_set)
+        result.failed = sum(e.failed for e in extractions)
+
+        def summarize(kind: str, name: str, descriptions: list[str]) -> str:
+            return caller.complete(
+                summary_prompt(kind, name, descriptions,
+                               template=prompt_set.template("summary")), kind="summarize")
+
+        def map_tasks(tasks: list) -> list[str]:
+            return run_pool(tasks, max_workers=cfg.max_workers,
+                            desc="KET-RAG description merging", total=len(tasks),
+                            progress=progress)
+
+        result.skeleton = build_skeleton(extractions,
+                                         summarize if cfg.summarize_descriptions else None,
+                                         map_tasks)
+    result.llm_stats = caller.stats_dict()
+    result.provider = usage.as_dict()
+    if result.skeleton.graph.num_nodes:
+        result.entity_vectors = _normalise_rows(
+            _embed(emb, entity_embedding_texts(result.skeleton)))
+    return result
+
+
 def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
                 config: KETRAGConfig | None = None, cache_dir: str | Path | None = None,
                 tokenizer: TextTokenizer | str | None = None, progress: bool = True,
@@ -89,118 +231,49 @@ def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = No
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
 
-    # 1. chunks and sub-chunks ------------------------------------------------------------
     docs = to_source_documents(documents)
-    chunk_texts: list[str] = []
-    chunk_doc: list[int] = []
-    chunk_tokens: list[int] = []
-    sub_texts: list[str] = []
-    sub_tokens: list[int] = []
-    sub_indptr = [0]
-    for d, doc in enumerate(docs):
-        for chunk, subs in chunk_and_split(doc.text, cfg.chunk_size, cfg.splits,
-                                           cfg.chunk_overlap, tok):
-            chunk_texts.append(chunk.text)
-            chunk_doc.append(d)
-            chunk_tokens.append(chunk.n_tokens)
-            for sub in subs:
-                sub_texts.append(sub.text)
-                sub_tokens.append(sub.n_tokens)
-            sub_indptr.append(len(sub_texts))
-    if not chunk_texts:
-        raise ValueError("the documents contain no text to index")
-    n = len(chunk_texts)
+    chunks = chunk_documents(docs, cfg, tok)
     timings["chunking_s"] = time.perf_counter() - t0
 
-    # 2. sentences, keywords, embeddings ------------------------------------------------------
     t = time.perf_counter()
-    table = build_sentence_table(sub_texts)
-    log.info("KET-RAG: %d chunks, %d sub-chunks, %d sentences, %d keywords", n, len(sub_texts),
-             len(table.texts), len(table.vocabulary))
-    sub_vectors = _normalise_rows(_embed(emb, [s.strip() for s in sub_texts]))
-    owner = np.repeat(np.arange(n), np.diff(sub_indptr))
-    chunk_vectors = _normalise_rows(
-        np.asarray(sp.csr_matrix((np.ones(len(owner)), (owner, np.arange(len(owner)))),
-                                 shape=(n, len(owner))) @ sub_vectors))
-    keyword_graph = build_keyword_graph(table, len(sub_texts),
-                                        lambda texts: _normalise_rows(_embed(emb, texts)))
+    embedded = embed_texts(chunks, emb)
     timings["embedding_and_keywords_s"] = time.perf_counter() - t
 
-    # 3. KNN graph and PageRank ---------------------------------------------------------------
     t = time.perf_counter()
-    sub_kw = keyword_graph.sub_chunk_keyword_matrix(len(sub_texts))
-    owner_m = sp.csr_matrix((np.ones(len(owner)), (owner, np.arange(len(owner)))),
-                            shape=(n, len(owner)))
-    chunk_kw = (owner_m @ sub_kw).tocsr()
-    adj = build_chunk_knn_graph(chunk_kw, chunk_vectors, cfg.knn_k)
-    scores = pagerank(adj, cfg.pagerank_alpha)
-    key_chunks = select_key_chunks(scores, cfg.budget, method=cfg.selection, seed=cfg.seed)
-    upper = sp.triu(adj, k=1).tocoo()
-    knn_edges = np.stack([upper.row, upper.col], axis=1).astype(np.int64) if upper.nnz \
-        else np.zeros((0, 2), np.int64)
-    prompt_tokens = first_prompt_tokens(chunk_texts, cfg.entity_types, tok)
+    ranked = rank_chunks(chunks, embedded, cfg, tok)
     timings["knn_pagerank_s"] = time.perf_counter() - t
 
-    # 4. skeleton ---------------------------------------------------------------------------
     t = time.perf_counter()
-    llm_stats: dict[str, dict[str, int]] = {}
-    provider: dict[str, int] = {}
-    failed = 0
-    skeleton = Skeleton.empty()
-    entity_vectors = np.zeros((0, sub_vectors.shape[1]), np.float32)
-    if len(key_chunks):
-        adapter = as_llm(llm, what="KET-RAG skeleton extraction")
-        cache = ReplyCache(Path(cache_dir) / CACHE_FILE if cache_dir is not None else None)
-        caller = CachedLLM(adapter, cache, tok)
-        with adapter.track() as usage:
-            extractions = extract_key_chunks(
-                caller, [(int(c), chunk_texts[c]) for c in sorted(key_chunks.tolist())],
-                cfg.entity_types, max_gleanings=cfg.max_gleanings, max_workers=cfg.max_workers,
-                progress=progress, prompts=prompt_set)
-            failed = sum(e.failed for e in extractions)
-
-            def summarize(kind: str, name: str, descriptions: list[str]) -> str:
-                return caller.complete(
-                    summary_prompt(kind, name, descriptions,
-                                   template=prompt_set.template("summary")), kind="summarize")
-
-            def map_tasks(tasks: list) -> list[str]:
-                return run_pool(tasks, max_workers=cfg.max_workers,
-                                desc="KET-RAG description merging", total=len(tasks),
-                                progress=progress)
-
-            skeleton = build_skeleton(extractions,
-                                      summarize if cfg.summarize_descriptions else None,
-                                      map_tasks)
-        llm_stats = caller.stats_dict()
-        provider = usage.as_dict()
-        entity_vectors = _normalise_rows(_embed(emb, entity_embedding_texts(skeleton))) \
-            if skeleton.graph.num_nodes else entity_vectors
+    skel = extract_skeleton(chunks, ranked.key_chunks, cfg, llm=llm, emb=emb, tok=tok,
+                            dimension=embedded.sub_vectors.shape[1], cache_dir=cache_dir,
+                            progress=progress, prompt_set=prompt_set)
     timings["skeleton_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
-    cost = cost_report(beta=cfg.budget, n_chunks=n, key_chunks=key_chunks, pagerank=scores,
-                       chunk_tokens=np.asarray(chunk_tokens), prompt_tokens=prompt_tokens,
-                       selection=cfg.selection, seed=cfg.seed, max_gleanings=cfg.max_gleanings,
-                       llm_stats=llm_stats, provider_usage=provider, failed_chunks=failed)
+    cost = cost_report(beta=cfg.budget, n_chunks=len(chunks.texts), key_chunks=ranked.key_chunks,
+                       pagerank=ranked.scores, chunk_tokens=np.asarray(chunks.tokens),
+                       prompt_tokens=ranked.prompt_tokens, selection=cfg.selection,
+                       seed=cfg.seed, max_gleanings=cfg.max_gleanings,
+                       llm_stats=skel.llm_stats, provider_usage=skel.provider,
+                       failed_chunks=skel.failed)
     return KETIndex(
         config=cfg,
         documents=[{"doc_id": d.doc_id, "metadata": d.metadata} for d in docs],
-        chunk_texts=chunk_texts,
-        chunk_doc=np.asarray(chunk_doc, np.int64),
-        chunk_tokens=np.asarray(chunk_tokens, np.int64),
-        sub_texts=sub_texts,
-        sub_tokens=np.asarray(sub_tokens, np.int64),
-        sub_indptr=np.asarray(sub_indptr, np.int64),
-        sub_vectors=sub_vectors,
-        chunk_vectors=chunk_vectors,
-        knn_edges=knn_edges,
-        pagerank=scores,
-        key_chunks=key_chunks,
-        prompt_tokens=prompt_tokens,
-        keyword_graph=keyword_graph,
-        skeleton=skeleton,
-        entity_vectors=entity_vectors,
+        chunk_texts=chunks.texts,
+        chunk_doc=np.asarray(chunks.doc, np.int64),
+        chunk_tokens=np.asarray(chunks.tokens, np.int64),
+        sub_texts=chunks.sub_texts,
+        sub_tokens=np.asarray(chunks.sub_tokens, np.int64),
+        sub_indptr=np.asarray(chunks.sub_indptr, np.int64),
+        sub_vectors=embedded.sub_vectors,
+        chunk_vectors=embedded.chunk_vectors,
+        knn_edges=ranked.knn_edges,
+        pagerank=ranked.scores,
+        key_chunks=ranked.key_chunks,
+        prompt_tokens=ranked.prompt_tokens,
+        keyword_graph=embedded.keyword_graph,
+        skeleton=skel.skeleton,
+        entity_vectors=skel.entity_vectors,
         tokenizer_name=tok.name,
         embedder_name=embedder_name(emb),
         cost=cost,
