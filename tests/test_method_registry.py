@@ -244,3 +244,21 @@ def test_store_protocols_decide_what_a_method_does(kg):
     with pytest.raises(TypeError, match="GraphRAFT runs on"):
         as_backend(runner)
     assert isinstance(as_backend(kg), MemoryBackend) and as_backend(kg).graph is kg
+
+
+def test_byokg_config_and_keywords_are_the_same_method(kg):
+    from kgrag.methods.byokg import ByoKGConfig, ByoKGRAG
+
+    by_keywords = ByoKGRAG(kg, top_m=5, iterations=3, linking_mode="fuzzy")
+    by_config = ByoKGRAG(kg, config=ByoKGConfig(top_m=5, iterations=3, linking_mode="fuzzy"))
+    assert by_keywords.config == by_config.config
+    assert (by_keywords.top_m, by_keywords.iterations) == (5, 3)  # attributes as before
+    mixed = ByoKGRAG(kg, config=ByoKGConfig(top_m=5), iterations=4)
+    assert (mixed.top_m, mixed.iterations) == (5, 4)
+    with pytest.raises(TypeError, match="unknown ByoKG-RAG parameter.*top_mm"):
+        ByoKGRAG(kg, top_mm=5)
+    with pytest.raises(ValueError, match="triplet_retrieval"):
+        ByoKGRAG(kg, triplet_retrieval="nope")
+    question = "Who directed Tokyo Godfathers?"
+    assert ([i.verbalize() for i in by_keywords.retrieve(question).items]
+            == [i.verbalize() for i in by_config.retrieve(question).items])

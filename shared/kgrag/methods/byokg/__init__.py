@@ -8,12 +8,14 @@ before a final answer call. See :class:`ByoKGRAG` and ``docs/byokg.md``.
 
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.parsing import LinkerOutput, parse_linker_output
+from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.pipeline import ByoKGRAG, retrieved_entities
 from kgrag.methods.byokg.query import check_read_only, execute_query
 from kgrag.methods.byokg.tools import GraphTools
 from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer
 
 __all__ = [
+    "ByoKGConfig",
     "ByoKGRAG",
     "GraphContext",
     "GraphReranker",

@@ -35,12 +35,14 @@ import threading
 from typing import Any, Iterable, Sequence
 
 from kgrag.context.types import Answer, RetrievalResult, Triple, Usage
-from kgrag.graph.base import Direction, GraphStore, check_direction, is_cypher_store, runs_cypher
+from kgrag.graph.base import GraphStore, is_cypher_store, runs_cypher
 from kgrag.graph.memory import normalize_name
 from kgrag.llm import as_llm, optional_llm
 from kgrag.llm.base import BaseLLMAdapter, llm_step
 from kgrag.llm.steps import CallLog, LLMRequest, Steps, run_async, run_sync
 from kgrag.methods.base import KGMethod, keyword_only_llm
+from kgrag.methods.byokg.config import TRIPLET_MODES as TRIPLET_MODES
+from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
 from kgrag.methods.byokg.parsing import parse_answers, parse_linker_output
@@ -50,7 +52,6 @@ from kgrag.methods.byokg.prompts import PROMPTS, answer_prompt, linker_prompt
 from kgrag.methods.byokg.query import execute_query
 from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_traversal
 
-TRIPLET_MODES = ("agentic", "scoring", "none")
 
 #: Mentions linked per KG-Linker call at most (a runaway reply must not link hundreds).
 MAX_MENTIONS = 30
@@ -59,7 +60,9 @@ MAX_MENTIONS = 30
 class ByoKGRAG(KGMethod):
     """ByoKG-RAG over any GraphStore (fast paths on :class:`~kgrag.graph.memory.KnowledgeGraph`).
 
-    Parameters (paper defaults in brackets):
+    Components are constructor arguments; every tuning knob is a field of
+    :class:`~kgrag.methods.byokg.config.ByoKGConfig`, passed as ``config=`` or as keywords
+    (``ByoKGRAG(kg, top_m=5)``), and also readable as an attribute. Paper defaults in brackets:
 
     - ``graph``: a KnowledgeGraph or any GraphStore; ``llm``: LangChain / LlamaIndex model or
       callable (``None`` = LLM-free retrieval); ``embedder``: for dense linking and text scoring
@@ -92,66 +95,48 @@ class ByoKGRAG(KGMethod):
         embedder: Any = None,
         linker: Any = None,
         scorer: TripletScorer | None = None,
-        linking_mode: str = "hybrid",
-        top_m: int = 3,
-        iterations: int = 2,
-        triplet_retrieval: str = "agentic",
-        agentic_hops: int = 3,
-        text_top_k: int = 10,
-        scoring_top_k: int = 10,
         reranker: Any = None,
         final_reranker: Any = None,
-        relation_top_k: int = 20,
-        triplet_top_k: int = 100,
-        reranker_hops: int = 2,
-        direction: Direction = "both",
-        max_paths: int = 200,
-        shortest_path_hops: int = 3,
-        use_cypher: bool | None = None,
-        schema: str | None = None,
-        max_schema_relations: int = 50,
-        max_entities_per_hop: int = 10,
-        max_triplets_per_hop: int = 200,
-        llm_free_hops: int = 2,
-        llm_free_max_paths: int = 100,
-        llm_free_candidates: int = 50,
         cache_dir: Any = None,
         prompts: Any = None,
+        config: ByoKGConfig | None = None,
+        **params: Any,
     ) -> None:
-        if triplet_retrieval not in TRIPLET_MODES:
-            raise ValueError(f"triplet_retrieval must be one of {TRIPLET_MODES}")
-        if iterations < 1 or agentic_hops < 1 or top_m < 1:
-            raise ValueError("iterations, agentic_hops and top_m must be at least 1")
+        #: the tuning knobs (:class:`~kgrag.methods.byokg.config.ByoKGConfig`); ``params``
+        #: (``top_m=5``, ``iterations=3`` ...) override fields of ``config``
+        self.config = cfg = (config or ByoKGConfig()).replace(**params)
         self.graph = graph
         self.llm = optional_llm(llm)
         self._embedder_arg = embedder
         self._embedder: Any = None
         self._linker = linker
         self._scorer = scorer
-        self.linking_mode = linking_mode
-        self.top_m = top_m
-        self.iterations = iterations
-        self.triplet_retrieval = triplet_retrieval
-        self.agentic_hops = agentic_hops
-        self.text_top_k = text_top_k
-        self.scoring_top_k = scoring_top_k
         self.reranker = reranker
         self.final_reranker = final_reranker
-        self.relation_top_k = relation_top_k
-        self.triplet_top_k = triplet_top_k
-        self.reranker_hops = reranker_hops
-        self.direction = check_direction(direction)
-        self.max_paths = max_paths
-        self.shortest_path_hops = shortest_path_hops
+        # every knob is also an attribute, as before the config existed
+        self.linking_mode = cfg.linking_mode
+        self.top_m = cfg.top_m
+        self.iterations = cfg.iterations
+        self.triplet_retrieval = cfg.triplet_retrieval
+        self.agentic_hops = cfg.agentic_hops
+        self.text_top_k = cfg.text_top_k
+        self.scoring_top_k = cfg.scoring_top_k
+        self.relation_top_k = cfg.relation_top_k
+        self.triplet_top_k = cfg.triplet_top_k
+        self.reranker_hops = cfg.reranker_hops
+        self.direction = cfg.direction
+        self.max_paths = cfg.max_paths
+        self.shortest_path_hops = cfg.shortest_path_hops
         supports = runs_cypher(graph)
-        self.use_cypher = supports if use_cypher is None else (bool(use_cypher) and supports)
-        self._schema = schema
-        self.max_schema_relations = max_schema_relations
-        self.max_entities_per_hop = max_entities_per_hop
-        self.max_triplets_per_hop = max_triplets_per_hop
-        self.llm_free_hops = llm_free_hops
-        self.llm_free_max_paths = llm_free_max_paths
-        self.llm_free_candidates = llm_free_candidates
+        self.use_cypher = supports if cfg.use_cypher is None else (bool(cfg.use_cypher)
+                                                                   and supports)
+        self._schema = cfg.schema
+        self.max_schema_relations = cfg.max_schema_relations
+        self.max_entities_per_hop = cfg.max_entities_per_hop
+        self.max_triplets_per_hop = cfg.max_triplets_per_hop
+        self.llm_free_hops = cfg.llm_free_hops
+        self.llm_free_max_paths = cfg.llm_free_max_paths
+        self.llm_free_candidates = cfg.llm_free_candidates
         self.cache_dir = cache_dir
         self.prompts = PromptSet(PROMPTS, prompts, method="ByoKG-RAG")
         self.resolver = RelationResolver.from_graph(graph)
