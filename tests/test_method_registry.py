@@ -262,3 +262,19 @@ def test_byokg_config_and_keywords_are_the_same_method(kg):
     question = "Who directed Tokyo Godfathers?"
     assert ([i.verbalize() for i in by_keywords.retrieve(question).items]
             == [i.verbalize() for i in by_config.retrieve(question).items])
+
+
+def test_ultrag_config_and_keywords_are_the_same_method(kg):
+    from kgrag.methods.ultrag import UltRAG
+    from kgrag.methods.ultrag.config import UltRAGConfig
+
+    by_keywords = UltRAG(kg, linking="exact", top_k=7, executor="symbolic")
+    by_config = UltRAG(kg, config=UltRAGConfig(linking="exact", top_k=7), executor="symbolic")
+    assert by_keywords.config == by_config.config and by_keywords.top_k == 7
+    query = '"Satoshi Kon" -> directed_by_inv'
+    assert ([e.name for e in by_keywords.retrieve_query(query).items]
+            == [e.name for e in by_config.retrieve_query(query).items])
+    with pytest.raises(TypeError, match="unknown UltRAG parameter.*topk"):
+        UltRAG(kg, topk=3)
+    with pytest.raises(ValueError, match="linking must be one of"):
+        UltRAG(kg, linking="nope")

@@ -17,6 +17,7 @@ from kgrag.methods.ultrag.arbitrator import (
     MarginArbitrator,
     parse_answers,
 )
+from kgrag.methods.ultrag.config import UltRAGConfig
 from kgrag.methods.ultrag.executor import (
     ArraySets,
     FuzzyQueryExecutor,
@@ -57,6 +58,7 @@ from kgrag.methods.ultrag.store_executor import StoreQueryExecutor, StoreSets
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 __all__ = [
+    "UltRAGConfig",
     "Arbitrator",
     "ArraySets",
     "Entity",

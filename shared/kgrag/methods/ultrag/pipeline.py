@@ -42,15 +42,16 @@ from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.base import KGMethod, keyword_only_llm
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
+from kgrag.methods.ultrag.config import LINKING_MODES as LINKING_MODES
+from kgrag.methods.ultrag.config import PAPER_ARBITRATION_TOP_K, UltRAGConfig
 from kgrag.methods.ultrag.executor import (
     FUZZY_DTYPE,
     QueryExecutor,
     SymbolicFuzzyExecutor,
     top_k,
 )
-from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA, SoftmaxLeafLinker
+from kgrag.methods.ultrag.linking import SoftmaxLeafLinker
 from kgrag.methods.ultrag.neural import (
-    FULL_GRAPH_MAX_NODES,
     NeuralFuzzyExecutor,
     store_subgraph,
 )
@@ -66,8 +67,6 @@ from kgrag.methods.ultrag.query import (
     to_dsl,
 )
 from kgrag.methods.ultrag.seppr import (
-    PAPER_ALPHA,
-    PAPER_STEPS,
     PAPER_TOP_K,
     induced_subgraph,
     seppr_nodes,
@@ -75,8 +74,6 @@ from kgrag.methods.ultrag.seppr import (
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
-PAPER_ARBITRATION_TOP_K = 50
-LINKING_MODES = ("dense", "exact")
 EXECUTORS = ("neural", "symbolic")
 #: the default executor: the paper's method (UltraQuery); "symbolic" is its ablation
 DEFAULT_EXECUTOR = "neural"
@@ -125,6 +122,26 @@ def extract_query_text(reply: str) -> str:
     if body.lower().startswith("query:"):
         body = body[6:].strip()
     return body
+
+
+def _check_graph_and_executor(graph: Any, in_memory: bool, executor: Any,
+                              cfg: UltRAGConfig) -> Any:
+    """The executor choice (``None`` = the default) checked against the graph kind."""
+    if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
+        raise TypeError("graph must be a KnowledgeGraph or a GraphStore (e.g. "
+                        f"Neo4jGraphStore), not {type(graph).__name__}")
+    if executor is None:
+        executor = DEFAULT_EXECUTOR
+    if isinstance(executor, str) and executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, an executor or a factory, "
+                         f"got {executor!r}")
+    if not in_memory and not isinstance(executor, str):
+        raise ValueError("a custom executor needs an in-memory KnowledgeGraph; on a "
+                         "GraphStore use executor='neural' or 'symbolic'")
+    if not in_memory and executor == "symbolic" and cfg.subgraph_k is not None:
+        raise ValueError("SEPPR subgraphs on a GraphStore need executor='neural'; the "
+                         "symbolic executor runs each projection as a one_hop query")
+    return executor
 
 
 class UltRAG(KGMethod):
@@ -190,128 +207,92 @@ class UltRAG(KGMethod):
         llm: Any = None,
         embedder: Any = None,
         linker: Any = None,
-        linking: str = "dense",
-        sigma: float = PAPER_SIGMA,
-        link_k: int = DEFAULT_LINK_K,
-        projection: str = "max",
-        logic: str = "product",
-        threshold: float = 0.0,
-        soft_and: bool = False,
         executor: str | QueryExecutor | Callable[[KnowledgeGraph], QueryExecutor] | None = None,
-        top_k: int = PAPER_ARBITRATION_TOP_K,
         arbitrator: str | Arbitrator | None = None,
-        margin: float = 0.05,
-        max_reasks: int = 1,
-        max_rounds: int = 1,
-        subgraph_k: int | None = None,
-        seppr_alpha: float = PAPER_ALPHA,
-        seppr_steps: int = PAPER_STEPS,
-        on_invalid_query: str = "empty",
-        max_frontier: int = 10_000,
-        relation_backoff: float | None = None,
         prompts: Any = None,
         weights: Any = None,
-        threads: int | None = None,
-        full_graph_max_nodes: int = FULL_GRAPH_MAX_NODES,
-        store_hops: int = 2,
-        store_max_edges: int = 200_000,
+        config: UltRAGConfig | None = None,
+        **params: Any,
     ) -> None:
+        #: the tuning knobs (:class:`~kgrag.methods.ultrag.config.UltRAGConfig`); ``params``
+        #: (``top_k=20``, ``linking="exact"`` ...) override fields of ``config``
+        self.config = cfg = (config or UltRAGConfig()).replace(**params)
         in_memory = isinstance(graph, KnowledgeGraph)
-        if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
-            raise TypeError("graph must be a KnowledgeGraph or a GraphStore (e.g. "
-                            f"Neo4jGraphStore), not {type(graph).__name__}")
-        if executor is None:
-            executor = DEFAULT_EXECUTOR
-        if isinstance(executor, str) and executor not in EXECUTORS:
-            raise ValueError(f"executor must be one of {EXECUTORS}, an executor or a factory, "
-                             f"got {executor!r}")
-        if not in_memory and not isinstance(executor, str):
-            raise ValueError("a custom executor needs an in-memory KnowledgeGraph; on a "
-                             "GraphStore use executor='neural' or 'symbolic'")
-        if not in_memory and executor == "symbolic" and subgraph_k is not None:
-            raise ValueError("SEPPR subgraphs on a GraphStore need executor='neural'; the "
-                             "symbolic executor runs each projection as a one_hop query")
-        if threads is not None and threads < 1:
-            raise ValueError("threads must be >= 1")
-        if full_graph_max_nodes < 1 or store_hops < 1 or store_max_edges < 1:
-            raise ValueError("full_graph_max_nodes, store_hops and store_max_edges must be >= 1")
-        if linking not in LINKING_MODES:
-            raise ValueError(f"linking must be one of {LINKING_MODES}, got {linking!r}")
-        if on_invalid_query not in ("empty", "raise"):
-            raise ValueError("on_invalid_query must be 'empty' or 'raise'")
-        if top_k < 1 or max_reasks < 0 or max_rounds < 1:
-            raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
-        if subgraph_k is not None and subgraph_k < 1:
-            raise ValueError("subgraph_k must be >= 1")
+        executor = _check_graph_and_executor(graph, in_memory, executor, cfg)
         #: the in-memory graph (``None`` on a GraphStore) and the store every method talks to
         self.kg: KnowledgeGraph | None = graph if in_memory else None
         self.store = graph
         self.llm = optional_llm(llm)
         self.prompts = PromptSet(PROMPTS, prompts, method="UltRAG")
         self.vocabulary = (
-            GraphVocabulary.from_graph(graph, relation_backoff=relation_backoff) if in_memory
-            else GraphVocabulary(graph.list_relations(), [], relation_backoff=relation_backoff,
+            GraphVocabulary.from_graph(graph, relation_backoff=cfg.relation_backoff) if in_memory
+            else GraphVocabulary(graph.list_relations(), [],
+                                 relation_backoff=cfg.relation_backoff,
                                  relation_texts=RelationTextIndex.from_graph(graph)))
-        self.linking = linking
-        self.sigma = sigma
-        self.link_k = link_k
         self._embedder = embedder
         self._linker_arg = linker
         self._leaf_linker: SoftmaxLeafLinker | None = None
         self._store_executor: StoreQueryExecutor | None = None
-        self.executor_options = {"projection": projection, "logic": logic,
-                                 "threshold": threshold, "soft_and": soft_and}
-        self.max_frontier = max_frontier
+        # every knob is also an attribute, as before the config existed
+        self.linking, self.sigma, self.link_k = cfg.linking, cfg.sigma, cfg.link_k
+        self.executor_options = cfg.executor_options()
+        self.max_frontier = cfg.max_frontier
         #: "neural", "symbolic" or "custom"
         self.executor_kind = executor if isinstance(executor, str) else "custom"
         self.weights = weights
-        self.threads = threads
-        self.full_graph_max_nodes = full_graph_max_nodes
-        self.store_hops = store_hops
-        self.store_max_edges = store_max_edges
+        self.threads = cfg.threads
+        self.full_graph_max_nodes = cfg.full_graph_max_nodes
+        self.store_hops, self.store_max_edges = cfg.store_hops, cfg.store_max_edges
+        self.top_k = cfg.top_k
+        self.max_reasks, self.max_rounds = cfg.max_reasks, cfg.max_rounds
+        self.seppr_alpha, self.seppr_steps = cfg.seppr_alpha, cfg.seppr_steps
+        self.on_invalid_query = cfg.on_invalid_query
+        self.subgraph_k = self._set_up_executor(executor, cfg, weights)
+        self.arbitrator: Arbitrator = self._make_arbitrator(arbitrator, cfg)
+
+    def _set_up_executor(self, executor: Any, cfg: UltRAGConfig, weights: Any) -> int | None:
+        """The whole-graph executor (or its factory ``kg -> executor``, built on first use);
+        returns the SEPPR subgraph size to use (``None``: the whole graph)."""
+        subgraph_k = cfg.subgraph_k
+        self._executor: QueryExecutor | None = None
+        vocabulary = lambda kg: GraphVocabulary.from_graph(  # noqa: E731
+            kg, relation_backoff=cfg.relation_backoff)
         if executor == "symbolic":
             self._executor_factory: Callable[[KnowledgeGraph], QueryExecutor] = (
-                lambda kg: SymbolicFuzzyExecutor(kg, vocabulary=GraphVocabulary.from_graph(
-                    kg, relation_backoff=relation_backoff), **self.executor_options))
-            self._executor: QueryExecutor | None = None
+                lambda kg: SymbolicFuzzyExecutor(kg, vocabulary=vocabulary(kg),
+                                                 **self.executor_options))
         elif executor == "neural":
             self._executor_factory = (
                 lambda kg: NeuralFuzzyExecutor(
-                    kg, weights=weights, threads=threads, logic=logic, threshold=threshold,
-                    soft_and=soft_and, vocabulary=GraphVocabulary.from_graph(
-                        kg, relation_backoff=relation_backoff)))
-            self._executor = None
-            if in_memory and subgraph_k is None and graph.num_nodes > full_graph_max_nodes:
-                subgraph_k = PAPER_TOP_K  # the size rule: whole graph too large for a pass
-            if not in_memory and subgraph_k is None:
-                subgraph_k = PAPER_TOP_K
+                    kg, weights=weights, threads=cfg.threads, logic=cfg.logic,
+                    threshold=cfg.threshold, soft_and=cfg.soft_and,
+                    vocabulary=vocabulary(kg)))
+            if self.kg is None or self.kg.num_nodes > cfg.full_graph_max_nodes:
+                # the size rule: a GraphStore, or a graph too large for one pass
+                subgraph_k = PAPER_TOP_K if subgraph_k is None else subgraph_k
         elif callable(executor) and not hasattr(executor, "execute"):
-            self._executor_factory = executor  # type: ignore[assignment]
-            self._executor = None
+            self._executor_factory = executor
         else:
             if subgraph_k is not None:
                 raise ValueError("with subgraph_k, pass executor as a factory kg -> executor")
             self._executor_factory = None  # type: ignore[assignment]
-            self._executor = executor  # type: ignore[assignment]
-        self.top_k = top_k
+            self._executor = executor
+        return subgraph_k
+
+    def _make_arbitrator(self, arbitrator: str | Arbitrator | None,
+                         cfg: UltRAGConfig) -> Arbitrator:
+        """``"llm"`` (default with an LLM), ``"margin"`` (default without) or a given one."""
         if arbitrator is None:
             arbitrator = "llm" if self.llm is not None else "margin"
         if arbitrator == "llm":
             if self.llm is None:
                 raise LLMNotConfiguredError(NO_LLM_HELP.format(what="The LLM arbitrator"))
-            self.arbitrator: Arbitrator = LLMArbitrator(self.llm, self.prompts)
-        elif arbitrator == "margin":
-            self.arbitrator = MarginArbitrator(margin=margin, max_answers=top_k)
-        elif isinstance(arbitrator, str):
+            return LLMArbitrator(self.llm, self.prompts)
+        if arbitrator == "margin":
+            return MarginArbitrator(margin=cfg.margin, max_answers=cfg.top_k)
+        if isinstance(arbitrator, str):
             raise ValueError("arbitrator must be 'llm', 'margin' or an Arbitrator")
-        else:
-            self.arbitrator = arbitrator
-        self.max_reasks = max_reasks
-        self.max_rounds = max_rounds
-        self.subgraph_k = subgraph_k
-        self.seppr_alpha = seppr_alpha
-        self.seppr_steps = seppr_steps
-        self.on_invalid_query = on_invalid_query
+        return arbitrator
 
     # ------------------------------------------------------------------ components
     @property

@@ -1,0 +1,92 @@
+"""UltRAG's tuning knobs in one place, with the paper's defaults (:class:`UltRAGConfig`).
+
+The components (LLM, embedder, linker, executor, arbitrator, prompts, checkpoint weights) stay
+:class:`~kgrag.methods.ultrag.UltRAG` constructor arguments; everything else is a field here.
+``UltRAG(kg, top_k=20)`` and ``UltRAG(kg, config=UltRAGConfig(top_k=20))`` are the same method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA
+from kgrag.methods.ultrag.neural import FULL_GRAPH_MAX_NODES
+from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS
+
+#: entities shown to the arbitrator (the paper's top 50)
+PAPER_ARBITRATION_TOP_K = 50
+#: how quoted mentions are linked: Eq. 2 over embeddings, or names/aliases only
+LINKING_MODES = ("dense", "exact")
+
+
+@dataclass(frozen=True)
+class UltRAGConfig:
+    """UltRAG's knobs (paper defaults in brackets; see :class:`~kgrag.methods.ultrag.UltRAG`).
+
+    - Linking: ``linking`` ["dense"; "exact" needs no model], ``sigma`` [0.1] and ``link_k``
+      [10] (Eq. 2 temperature and candidates per mention).
+    - Executors: ``projection`` ["max"], ``logic`` ["product"], ``soft_and`` [off],
+      ``threshold`` [0]; neural: ``threads``, ``full_graph_max_nodes`` [50,000];
+      GraphStores: ``store_hops`` [2], ``store_max_edges`` [200,000], ``max_frontier``
+      [10,000]; ``relation_backoff`` [off].
+    - Subgraphs: ``subgraph_k`` [off], ``seppr_alpha`` [0.85], ``seppr_steps`` [5].
+    - Rounds and answers: ``top_k`` [50], ``margin`` [0.05], ``max_reasks`` [1],
+      ``max_rounds`` [1], ``on_invalid_query`` ["empty" or "raise"].
+    """
+
+    linking: str = "dense"
+    sigma: float = PAPER_SIGMA
+    link_k: int = DEFAULT_LINK_K
+    projection: str = "max"
+    logic: str = "product"
+    threshold: float = 0.0
+    soft_and: bool = False
+    top_k: int = PAPER_ARBITRATION_TOP_K
+    margin: float = 0.05
+    max_reasks: int = 1
+    max_rounds: int = 1
+    subgraph_k: int | None = None
+    seppr_alpha: float = PAPER_ALPHA
+    seppr_steps: int = PAPER_STEPS
+    on_invalid_query: str = "empty"
+    max_frontier: int = 10_000
+    relation_backoff: float | None = None
+    threads: int | None = None
+    full_graph_max_nodes: int = FULL_GRAPH_MAX_NODES
+    store_hops: int = 2
+    store_max_edges: int = 200_000
+
+    def __post_init__(self) -> None:
+        if self.threads is not None and self.threads < 1:
+            raise ValueError("threads must be >= 1")
+        if self.full_graph_max_nodes < 1 or self.store_hops < 1 or self.store_max_edges < 1:
+            raise ValueError("full_graph_max_nodes, store_hops and store_max_edges must be >= 1")
+        if self.linking not in LINKING_MODES:
+            raise ValueError(f"linking must be one of {LINKING_MODES}, got {self.linking!r}")
+        if self.on_invalid_query not in ("empty", "raise"):
+            raise ValueError("on_invalid_query must be 'empty' or 'raise'")
+        if self.top_k < 1 or self.max_reasks < 0 or self.max_rounds < 1:
+            raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
+        if self.subgraph_k is not None and self.subgraph_k < 1:
+            raise ValueError("subgraph_k must be >= 1")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def replace(self, **params: Any) -> UltRAGConfig:
+        """A copy with ``params`` changed; ``TypeError`` naming any unknown parameter."""
+        unknown = set(params) - set(self.field_names())
+        if unknown:
+            raise TypeError(f"unknown UltRAG parameter(s): {', '.join(sorted(unknown))} "
+                            f"(see UltRAGConfig: {', '.join(self.field_names())})")
+        return replace(self, **params) if params else self
+
+    def executor_options(self) -> dict[str, Any]:
+        """The symbolic executor's options."""
+        return {"projection": self.projection, "logic": self.logic,
+                "threshold": self.threshold, "soft_and": self.soft_and}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
