@@ -33,6 +33,8 @@ CACHE = ROOT / "benchmarks" / ".cache" / "embeddings"
 KETRAG_CACHE = ROOT / "benchmarks" / ".cache" / "ketrag"
 RESULTS = ROOT / "benchmarks" / "results" / "eval"
 DOC = ROOT / "docs" / "results.md"
+#: docs/results.md keeps everything from this line on when it is regenerated
+KEPT_MARKER = "<!-- kept by eval_all.py: sections measured by other benchmarks -->"
 
 #: the order runs go in: quick ones first
 ORDER = ["ultrag", "simgrag", "ketrag", "byokg", "graphraft"]
@@ -179,6 +181,9 @@ def write_doc(summaries: list[dict]) -> None:
         "  as answers score the same as the gold ones (tie-aware expected values).",
         "* SimGRAG's answer recall on MetaQA falls with hops because only k = 3 subgraphs are",
         "  kept, while 2- and 3-hop questions have many answers; Hits@1 stays high.",
+        "* The SimGRAG rows were measured with `injective=True`, the default until the measurements",
+        "  in \"Relation wording\" below made `\"prefer\"` the default (never lower; on PQ-3H the",
+        "  one-to-one mapping misses the walk-back paths that revisit an entity).",
         "* GraphRAFT's templates (1hop, 2hop, 2path) cannot express a 3-hop question, so its",
         "  oracle finds no gold query on PQ-3H and MetaQA-3hop and the context is the vector",
         "  top-up (near 0); the paper evaluates on STaRK, where 2 hops suffice.",
@@ -262,7 +267,10 @@ def write_doc(summaries: list[dict]) -> None:
          f"Python {platform.python_version()}."),
         "",
     ]
-    DOC.write_text("\n".join(lines), encoding="utf-8")
+    # sections other benchmarks wrote below the marker (e.g. "Relation wording") are kept
+    previous = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    kept = previous[previous.index(KEPT_MARKER):] if KEPT_MARKER in previous else ""
+    DOC.write_text("\n".join(lines) + ("\n" + kept if kept else ""), encoding="utf-8")
     print(f"wrote {DOC}", file=sys.stderr)
 
 

@@ -229,3 +229,19 @@ def test_graphraft_embedding_selector_reads_labels(minilm):
     cands = graphraft.candidates(graphraft.link(["Paprika"]))
     picked = graphraft.selector.select("Who is the director of Paprika?", cands, 1)
     assert cands[picked[0]].pattern.relations == ("P57",)
+
+
+def test_byokg_prunes_word_readings_the_graph_does_not_allow():
+    """4 relations end in 'artist' at each of 3 steps (64 readings, more than the combination
+    cap); only the readings with edges from the entities reached so far are followed."""
+    from kgrag.methods.byokg.paths import MAX_COMBINATIONS, RelationResolver, follow_metapath
+
+    domains = ["album", "recording", "release", "track"]
+    triples = [(f"x{i}", f"music.{d}.artist", f"y{i}") for i, d in enumerate(domains)]
+    triples += [("Staind", "music.track.artist", "Staind")]  # the one chain that exists
+    kg = KnowledgeGraph.from_triples(triples)
+    resolver = RelationResolver.from_graph(kg)
+    assert len(resolver.resolve_all("artist")) ** 3 > MAX_COMBINATIONS
+    found = follow_metapath(kg, ["Staind"], "artist -> artist -> artist", resolver=resolver)
+    assert not found.partial and [p.target for p in found.paths] == ["Staind"]
+    assert found.executed == "music.track.artist -> music.track.artist -> music.track.artist"

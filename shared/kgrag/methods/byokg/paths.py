@@ -232,6 +232,8 @@ def follow_metapath(
     choices, complete = resolver.step_choices(metapath, direction)
     if not choices or not sources:
         return FollowedPaths(metapath, "", [], True)
+    if any(len(c) > 1 for c in choices):
+        choices = _prune_choices(store, sources, choices)
     for length in range(len(choices), 0, -1):
         found, executed = [], []
         for steps in itertools.islice(itertools.product(*choices[:length]), MAX_COMBINATIONS):
@@ -246,6 +248,29 @@ def follow_metapath(
             return FollowedPaths(metapath, " | ".join(executed), walks,
                                  not (complete and length == len(choices)))
     return FollowedPaths(metapath, "", [], True)
+
+
+def _prune_choices(store: Any, sources: Sequence[str], choices: list[list[PathStep]]
+                   ) -> list[list[PathStep]]:
+    """Keep, step by step, only the relations a written name fits that have an edge from the
+    entities the previous steps reach (all of them when none has), so the combinations left
+    to follow are the few the graph allows, not the product of every reading."""
+    frontier = list(dict.fromkeys(sources))
+    pruned: list[list[PathStep]] = []
+    for options in choices:
+        kept, reached = [], []
+        for step in options:
+            ends = [p.target for p in store.follow_path(frontier, [step], max_paths=MAX_WALKS)]
+            if ends:
+                kept.append(step)
+                reached.extend(ends)
+        if not kept:  # nothing continues: keep the step as written, the walk ends here
+            pruned.append(options)
+            pruned.extend(choices[len(pruned):])
+            break
+        pruned.append(kept)
+        frontier = list(dict.fromkeys(reached))
+    return pruned
 
 
 def _merge_walks(groups: list[list[Path]], max_paths: int) -> list[Path]:
