@@ -23,12 +23,15 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.embed.store import embed_cached, embedder_cache_key
 from kgrag.text.names import relation_words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.base import GraphStore
 
 KINDS = ("nodes", "relations")
 
@@ -49,7 +52,7 @@ class _Entry:
         self.extras: dict[Any, Any] = {}  # derived indexes (e.g. FAISS), see kgrag.linking
 
 
-def graph_texts(graph: Any, kind: str) -> list[str]:
+def graph_texts(graph: GraphStore, kind: str) -> list[str]:
     """The texts embedded for ``kind``: node names as they are, relation names as words."""
     if kind == "nodes":
         names = getattr(graph, "node_names", None)
@@ -85,7 +88,7 @@ def _entry(graph: Any, embedder: Any, kind: str, texts: Sequence[str] | None) ->
     return entry
 
 
-def graph_name_vectors(graph: Any, embedder: Any, kind: str = "nodes") -> np.ndarray:
+def graph_name_vectors(graph: GraphStore, embedder: Any, kind: str = "nodes") -> np.ndarray:
     """Unit vectors of the graph's node names (``kind="nodes"``, row i = node id i) or relation
     names as words (``"relations"``), computed at most once per graph, embedder and process,
     and read from the on-disk cache when possible. Treat the result as read-only: it is shared.
@@ -93,7 +96,7 @@ def graph_name_vectors(graph: Any, embedder: Any, kind: str = "nodes") -> np.nda
     return _entry(graph, embedder, kind, None).vectors
 
 
-def graph_extras(graph: Any, embedder: Any, kind: str = "nodes") -> dict[Any, Any]:
+def graph_extras(graph: GraphStore, embedder: Any, kind: str = "nodes") -> dict[Any, Any]:
     """A dict that lives as long as the shared vectors of (graph, embedder, kind): where
     derived structures (FAISS indexes) are kept so every method reuses them too."""
     return _entry(graph, embedder, kind, None).extras

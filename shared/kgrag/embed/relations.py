@@ -15,12 +15,15 @@ distances to one value per relation: the best over that relation's texts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.embed.similarity import matvec
 from kgrag.embed.store import embed_cached
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.base import GraphStore
 
 
 class RelationTextVectors:
@@ -51,7 +54,7 @@ class RelationTextVectors:
         return cls(vectors.reshape(len(flat), -1), indptr)
 
     @classmethod
-    def from_graph(cls, graph: Any, embedder: Any,
+    def from_graph(cls, graph: GraphStore, embedder: Any,
                    names: Sequence[str] | None = None) -> RelationTextVectors:
         """The texts of ``graph``'s relations (:func:`~kgrag.text.relations.all_relation_texts`)."""
         from kgrag.text.relations import all_relation_texts

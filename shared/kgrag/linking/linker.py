@@ -30,7 +30,7 @@ import numpy as np
 
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import EmbeddingError, GraphFormatError, GraphLoadError
-from kgrag.graph.base import is_cypher_store
+from kgrag.graph.base import GraphStore, is_cypher_store
 from kgrag.linking.dense import DEFAULT_HNSW_THRESHOLD, DenseIndex
 from kgrag.linking.fuzzy import FuzzyIndex, name_key
 from kgrag.text.names import relation_words
@@ -172,7 +172,7 @@ class EntityLinker:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_graph(cls, graph: Any, **kwargs: Any) -> EntityLinker:
+    def from_graph(cls, graph: GraphStore, **kwargs: Any) -> EntityLinker:
         """A linker over a graph's node names and aliases (in-memory graph or any GraphStore).
 
         A database store (a :class:`~kgrag.graph.base.CypherStore`: Neo4j, FalkorDB) goes through
@@ -253,7 +253,7 @@ class EntityLinker:
 
             return graph_dense_index(graph, self.embedder, self.graph_kind, **self.dense_params)
         texts = self.surface_texts
-        if same_names:
+        if same_names and graph is not None:
             from kgrag.embed.graph_vectors import graph_name_vectors
 
             names = graph_name_vectors(graph, self.embedder, self.graph_kind)
@@ -501,7 +501,7 @@ class RelationLinker(EntityLinker):
     graph_kind = "relations"
 
     @classmethod
-    def from_graph(cls, graph: Any, **kwargs: Any) -> RelationLinker:
+    def from_graph(cls, graph: GraphStore, **kwargs: Any) -> RelationLinker:
         from kgrag.text.relations import relation_texts
 
         names = getattr(graph, "relation_names", None)

@@ -25,10 +25,13 @@ meant is decided by the graph -- only the one leaving the current entities has e
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from kgrag.linking.fuzzy import name_key
 from kgrag.text.relations import all_relation_texts
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.base import GraphStore
 
 
 class RelationTextIndex:
@@ -47,7 +50,7 @@ class RelationTextIndex:
                         bucket.append(name)
 
     @classmethod
-    def from_graph(cls, graph: Any) -> RelationTextIndex:
+    def from_graph(cls, graph: GraphStore) -> RelationTextIndex:
         names = getattr(graph, "relation_names", None)
         if names is None:
             names = graph.list_relations()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from kgrag.graph.base import (
     check_direction,
 )
 from kgrag.graph.memory import KnowledgeGraph
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.base import GraphStore
 
 #: Walks enumerated per metapath before de-duplication (bounds memory on hub nodes).
 MAX_WALKS = 200_000
@@ -70,7 +73,7 @@ class RelationResolver:
         self.texts = texts
 
     @classmethod
-    def from_graph(cls, graph: Any) -> "RelationResolver":
+    def from_graph(cls, graph: GraphStore) -> "RelationResolver":
         """A resolver over ``graph``'s relations that also knows their words and labels."""
         from kgrag.linking.relation_names import RelationTextIndex
 

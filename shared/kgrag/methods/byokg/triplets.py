@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_rela
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.byokg.prompts import PROMPTS, entity_selection_prompt, relation_selection_prompt
 from kgrag.text.relations import relation_texts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.base import GraphStore
 
 DEFAULT_PROMPTS = PromptSet(PROMPTS, method="ByoKG-RAG")
 
@@ -65,7 +68,7 @@ class TripletScorer:
                 raise ValueError("node/relation vectors do not match the graph's name tables")
 
     @classmethod
-    def from_graph(cls, graph: Any, embedder: Any, *, cache_dir: Any = None,
+    def from_graph(cls, graph: GraphStore, embedder: Any, *, cache_dir: Any = None,
                    node_vectors: np.ndarray | None = None, hops: int = 2) -> "TripletScorer":
         if cache_dir is not None:
             from kgrag.embed import CachedEmbedder
