@@ -21,6 +21,7 @@ database backends; the methods of the same names here delegate to them.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import unicodedata
 from collections import Counter
@@ -105,7 +106,7 @@ class KnowledgeGraph(ArrayTraversal):
         node_descriptions: Mapping[str, str] | None = None,
         relation_descriptions: Mapping[str, str] | None = None,
         aliases: Mapping[str, Iterable[str]] | None = None,
-        relation_labels: Mapping[str, str | Iterable[str]] | str | Any = None,
+        relation_labels: Mapping[str, str | Iterable[str]] | str | os.PathLike[str] | None = None,
         annotations: GraphAnnotations | None = None,
         _sorted_unique: bool = False,
     ) -> None:
