@@ -14,7 +14,9 @@ Point it at your database with environment variables (or the matching options)::
         python examples/neo4j_existing_graph.py --load-demo-data
 
 Entities are nodes with label ``--node-label`` (default ``Entity``) and a ``--name-property``
-(default ``name``); relation names are relationship types. ``--load-demo-data`` first MERGEs the
+(default ``name``); relation names are relationship types. A graph that LangChain's
+``add_graph_documents`` or LlamaIndex's ``PropertyGraphIndex`` wrote needs no mapping:
+``Neo4jGraphStore.from_langchain(graph, data_model="auto")`` (docs/graph-databases.md). ``--load-demo-data`` first MERGEs the
 bundled movie graph under that label (skip it for your own graph, and change the question and
 query). The UltRAG query writer is a scripted stand-in: replace it with your own chat model.
 
