@@ -216,21 +216,22 @@ class ArrayTraversal:
         in ~40 ns, and :func:`bisect.bisect_left` runs on it in C: a *(node, rel)* block is
         found in ``O(log degree)`` without any numpy call (each costs ~1 µs, which is what a
         one-source walk of a few edges used to spend its time on)."""
-        arrays = (self.out_indptr, self.out_key, self.tails, self.in_indptr, self.in_key,
-                  self.in_order, self.heads)
         views = getattr(self, "_csr_memoryviews", None)
-        if views is None or any(a is not b for a, b in zip(arrays, views[0])):
+        if views is None or views[0] is not self.out_key or views[1] is not self.in_key:
+            arrays = (self.out_indptr, self.out_key, self.tails, self.in_indptr, self.in_key,
+                      self.in_order, self.heads)  # the index is rebuilt as a whole
             views = self._csr_memoryviews = (
-                arrays, tuple(np.ascontiguousarray(a).data for a in arrays))
-        return views[1]
+                self.out_key, self.in_key, tuple(np.ascontiguousarray(a).data for a in arrays))
+        return views[2]
 
-    def _steps_from(self, node: int, rel: int, direction: Direction
-                    ) -> list[tuple[int, int, bool]]:
+    def _steps_from(self, node: int, rel: int, direction: Direction,
+                    views: tuple[memoryview, ...] | None = None) -> list[tuple[int, int, bool]]:
         """``(edge id, next node, forward)`` of every ``rel`` edge at ``node`` in ``direction``,
         in index order (a ``"both"`` step: outgoing edges first, then incoming ones, as
         :meth:`follow_path_ids`): two binary searches per direction in the node's slice of the
-        sorted ``node * R + rel`` keys, in plain Python over memoryviews."""
-        out_ptr, out_key, tails, in_ptr, in_key, in_order, heads = self._csr_views()
+        sorted ``node * R + rel`` keys, in plain Python over memoryviews (``views``:
+        :meth:`_csr_views`, passed by a caller that makes many steps)."""
+        out_ptr, out_key, tails, in_ptr, in_key, in_order, heads = views or self._csr_views()
         probe = node * self._r + rel
         found: list[tuple[int, int, bool]] = []
         if direction != "in":
@@ -255,13 +256,13 @@ class ArrayTraversal:
         caller redoes it with arrays."""
         for _, direction in steps:
             check_direction(direction)
-        steps_from = self._steps_from
+        steps_from, views = self._steps_from, self._csr_views()
         walks: list[tuple[list[int], list[int], list[bool]]] = [([source], [], [])]
         for rel, direction in steps:
             rel = int(rel)
             grown: list[tuple[list[int], list[int], list[bool]]] = []
             for nodes, edges, fwds in walks:
-                cand = steps_from(nodes[-1], rel, direction)
+                cand = steps_from(nodes[-1], rel, direction, views)
                 if fan_out is not None:
                     if direction == "both":  # the cap applies per direction, then overall
                         cand = ([c for c in cand if c[2]][:fan_out]
