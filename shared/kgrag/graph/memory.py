@@ -25,7 +25,7 @@ import os
 import threading
 import unicodedata
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -65,16 +65,6 @@ log = logging.getLogger(__name__)
 
 _SMALL_DEGREE = 256  # single-node one_hop in plain Python up to this many edges (numpy beyond)
 _nfc = unicodedata.normalize
-
-
-def _single(names: Iterable[Any]) -> Any:
-    """The one name of a plain ``list`` / ``tuple`` of length 1 (the fast single-node paths),
-    else ``None``; other iterables are not consumed."""
-    if type(names) in (list, tuple):
-        seq = cast("Sequence[Any]", names)
-        if len(seq) == 1 and seq[0] is not None:
-            return seq[0]
-    return None
 
 
 class KnowledgeGraph(ArrayTraversal):
@@ -485,10 +475,10 @@ class KnowledgeGraph(ArrayTraversal):
 
     def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
                 relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
-        single_name = _single(nodes) if relations is None else None
-        if single_name is not None:
+        # one node (a plain list or tuple): plain Python over its adjacency rows
+        if relations is None and isinstance(nodes, (list, tuple)) and len(nodes) == 1:
             check_direction(direction)
-            v = self._node_or_none(single_name)
+            v = self._node_or_none(nodes[0])
             if v is None:
                 return []
             single = self._one_hop_single(v, direction, limit)
@@ -527,9 +517,8 @@ class KnowledgeGraph(ArrayTraversal):
         id_steps = self._id_steps(path, default_direction)
         if id_steps is None:
             return []
-        single_source = _single(sources)
-        if single_source is not None:  # one source: plain Python
-            source = self._node_or_none(single_source)
+        if isinstance(sources, (list, tuple)) and len(sources) == 1:  # one source: plain Python
+            source = self._node_or_none(sources[0])
             if source is None:
                 return []
             walks = self._walks_one_source(source, id_steps, fan_out, max_paths)
