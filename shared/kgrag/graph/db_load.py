@@ -151,3 +151,19 @@ def load_triples(
         store.refresh()
         summary.seconds = time.perf_counter() - started
     return summary
+
+
+def __getattr__(name: str) -> Any:
+    """``to_neo4j`` / ``to_falkordb`` moved to :mod:`kgrag.graph.neo4j` /
+    :mod:`kgrag.graph.falkordb` (deprecated here; found through the converter registry, so this
+    module does not import the backends built on it)."""
+    if name in ("to_neo4j", "to_falkordb"):
+        import warnings
+
+        from kgrag.graph.base import converter
+
+        backend = name.removeprefix("to_")
+        warnings.warn(f"kgrag.graph.db_load.{name} moved to kgrag.graph.{backend}.{name} (or use "
+                      f"KnowledgeGraph.{name})", DeprecationWarning, stacklevel=2)
+        return converter(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
