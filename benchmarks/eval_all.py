@@ -108,9 +108,13 @@ def run(limit: int, seed: int, only: set[str] | None, slow_limit: int | None = N
                     continue
                 n = slow_limit if slow_limit and (method, mode, dataset) in SLOW else limit
                 started = time.perf_counter()
+                # UltRAG's rows: the symbolic executor (its neural default has its own
+                # benchmark, benchmarks/ultrag_neural.py)
                 summary = evaluate(method, dataset, mode=mode, limit=n, seed=seed,
                                    out_dir=JSONL_DIR, data_root=DATA,
-                                   cache_dir=KETRAG_CACHE if method == "ketrag" else CACHE)
+                                   cache_dir=KETRAG_CACHE if method == "ketrag" else CACHE,
+                                   params={"executor": "symbolic"} if method == "ultrag"
+                                   else None)
                 _save(summary, f"{method}__{dataset}__{mode}.json", started,
                       f"python benchmarks/eval_all.py --limit {limit} --seed {seed} --only {method}"
                       + (f" --slow-limit {slow_limit}" if n != limit else ""))
@@ -168,6 +172,11 @@ def write_doc(summaries: list[dict]) -> None:
         "(994 paragraphs), not the KET-RAG paper's sample. MetaQA questions are passed with their",
         "`[topic]` brackets, MetaQA's given topic entity, which the LLM-free mention extraction",
         "uses (SimGRAG's repository removes them; its LLM finds the entity itself).",
+        "",
+        "The **ultrag** rows run the *symbolic* executor (`--param executor=symbolic`; exact on",
+        "these complete KBs). UltRAG's default executor is the neural UltraQuery; how it compares",
+        "on complete and damaged KBs is measured in",
+        "[docs/ultrag.md](ultrag.md#incomplete-graphs-neural-vs-symbolic) (summary below).",
         "",
         markdown_table_header(),
         *(markdown_row(s) for s in summaries),
@@ -236,6 +245,26 @@ def write_doc(summaries: list[dict]) -> None:
         "UltraQuery MRR 99.83 / 99.91 / 98.89 / 96.07 for 1-4 hops on WikiKG2, Table 6, neural",
         "executor; ours is the symbolic executor); GraphRAFT on STaRK-prime/mag (prime Hit@1",
         "63.71, MRR 68.99, with fine-tuned L1/L2 models).",
+        "",
+        # benchmarks/ultrag_neural.py incomplete (static text: not re-run by this script)
+        '## UltRAG: neural (UltraQuery) vs symbolic executor on incomplete KBs',
+        '',
+        'Oracle DSL queries (300 per dataset; PQ: 285 / 295 with the topic in the KB), targets = the',
+        "query's answers on the complete KB; MRR (%) with 0 % and a seeded 10 / 30 / 50 % of",
+        'the KB\'s edges removed; "lost" = questions whose targets the symbolic executor can no longer',
+        "reach (it scores 0 on them), and the neural executor's Hits@10 on those. MetaQA's neural runs",
+        'use the SEPPR top-10,000 subgraph. Details, setup and reading:',
+        '[docs/ultrag.md](ultrag.md#incomplete-graphs-neural-vs-symbolic); command:',
+        '`python benchmarks/ultrag_neural.py incomplete --limit 300 --subgraph-k 10000` (1 torch thread,',
+        'shared machine).',
+        '',
+        '| dataset | MRR symbolic / neural, 0 % | 10 % | 30 % | 50 % | lost at 10 / 30 / 50 % | neural Hits@10 on lost |',
+        '|---|---|---|---|---|---|---|',
+        '| PQ-2H | 100.0 / 85.5 | 81.0 / 77.2 | 54.4 / 66.0 | 32.3 / 55.3 | 54 / 130 / 193 | 51.9 / 53.9 / 54.3 |',
+        '| PQ-3H | 100.0 / 45.4 | 78.0 / 43.3 | 46.4 / 39.3 | 20.3 / 38.8 | 65 / 158 / 235 | 50.8 / 50.0 / 51.1 |',
+        '| MetaQA-1hop | 100.0 / 98.1 | 94.0 / 94.0 | 81.7 / 84.0 | 66.0 / 71.3 | 18 / 55 / 102 | 38.9 / 34.5 / 25.5 |',
+        '| MetaQA-2hop | 100.0 / 89.3 | 89.7 / 80.0 | 70.0 / 71.1 | 44.7 / 52.0 | 31 / 90 / 166 | 29.0 / 28.9 / 25.9 |',
+        '| MetaQA-3hop | 100.0 / 85.0 | 93.0 / 84.2 | 71.7 / 77.6 | 46.7 / 71.0 | 21 / 85 / 160 | 85.7 / 75.3 / 74.4 |',
         "",
         "## Reproduce",
         "",
