@@ -66,6 +66,10 @@ FORBIDDEN_KEYWORDS: frozenset[str] = frozenset({
 #: Function / procedure namespaces that can have side effects or reach outside the graph.
 FORBIDDEN_NAMESPACES: tuple[str, ...] = ("apoc", "dbms", "gds", "db", "algo", "genai")
 
+#: Longest query accepted: LLM-written Cypher is a few hundred characters; a runaway reply is
+#: refused instead of lexed.
+MAX_QUERY_CHARS = 20_000
+
 #: Characters allowed in code although their Unicode category is "control".
 _ALLOWED_CONTROL = frozenset("\t\n\r")
 #: Categories refused outside string literals and quoted names.
@@ -263,6 +267,8 @@ def check_read_only(query: str) -> str:
     """
     if not isinstance(query, str):
         raise _refuse(f"expected a string, got {type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise _refuse(f"longer than {MAX_QUERY_CHARS:,} characters")
     if not query.strip():
         raise _refuse("empty query")
     code = _check_reading(query)
