@@ -162,6 +162,26 @@ def test_matvecs_is_one_pass_of_matvec_per_vector():
         assert np.allclose(out[row], matvec(matrix, vectors[row]), atol=1e-5)
     with pytest.raises(ValueError, match="matvecs needs"):
         matvecs(matrix, vectors[:, :5])
+    into = np.empty((3, 5001), np.float32)
+    assert matvecs(matrix, vectors, out=into) is into and np.array_equal(into, out)
+    with pytest.raises(ValueError, match="out must be"):
+        matvecs(matrix, vectors, out=np.empty((2, 5001), np.float32))
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_scratch_buffers_are_reused_and_grow(search):
+    rng = np.random.default_rng(8)
+    matrix = rng.standard_normal((2000, 16)).astype(np.float32)
+    queries = rng.standard_normal((4, 16)).astype(np.float32)
+    index = search(matrix)
+    first = index.search(queries[:1], 10)
+    kept = index._scratch.arrays[0]
+    assert index.search(queries[:1], 10)[1].tolist() == first[1].tolist()
+    assert index._scratch.arrays[0] is kept  # no new (m, n) arrays per search
+    both = index.search(queries, 10)  # more query vectors: the buffers grow
+    assert index._scratch.arrays[0].shape[0] == 4
+    assert both[1][0].tolist() == first[1][0].tolist()
+    assert index.search(queries[2:3], 10)[1][0].tolist() == both[1][2].tolist()
 
 
 def test_bad_inputs_are_refused():

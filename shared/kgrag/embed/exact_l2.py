@@ -32,6 +32,7 @@ with three named nodes reads the matrix once, not three times.
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import Future
 from typing import Any
 
@@ -122,6 +123,18 @@ class _ExactL2:
         self.metric_error = 1.01 * gamma(self.dim + 2)
         #: rows read again in float32 by the last search, per query (for benchmarks)
         self.last_band_sizes: list[int] = []
+        self._scratch = threading.local()
+
+    def _buffers(self, m: int, count: int) -> list[np.ndarray]:
+        """``count`` float32 ``(m, n)`` scratch arrays, kept per thread between searches: a
+        fresh 10 MB-per-query array is paged in on first touch (page faults, ~15 ms per 60 MB),
+        which is as slow as the int8 scan itself."""
+        kept = getattr(self._scratch, "arrays", None)
+        if kept is None or len(kept) < count or kept[0].shape[0] < m:
+            rows = max(m, 0 if kept is None else kept[0].shape[0])
+            kept = self._scratch.arrays = [np.empty((rows, len(self)), dtype=np.float32)
+                                           for _ in range(count)]
+        return [a[:m] for a in kept[:count]]
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -171,7 +184,7 @@ class FlatL2Search(_ExactL2):
             self.sq_norms)))) * (1.0 + gamma(self.dim)) if len(self.vectors) else 0.0
 
     def _bounds(self, queries: np.ndarray) -> tuple[np.ndarray, None, np.ndarray]:
-        rank = matvecs(self.vectors, queries)  # (m, n) q.x in float32
+        rank = matvecs(self.vectors, queries, out=self._buffers(len(queries), 1)[0])  # q.x
         rank *= np.float32(-2.0)
         rank += self.sq_norms  # |x|^2 - 2 q.x, each a few float32 roundings from the real value
         q_norms = np.sqrt(np.einsum("ij,ij->i", queries.astype(np.float64),
@@ -250,8 +263,7 @@ class Int8L2Search(_ExactL2):
         q_norms = np.sqrt(np.einsum("ij,ij->i", approx, approx) * grow)
         q_errors = np.sqrt(np.einsum("ij,ij->i", exact - approx, exact - approx) * grow)
         m, n = len(queries), len(self)
-        lower = np.empty((m, n), dtype=np.float32)
-        upper = np.empty((m, n), dtype=np.float32)
+        lower, upper = self._buffers(m, 2)
         args = (self.codes, self.scales, self.sq_norms, self.norms, self.residuals,
                 self.row_sums, codes,
                 q_scales.astype(np.float64), q_norms, q_errors, lower, upper)

@@ -66,14 +66,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
-def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``matrix @ vector`` for a 2-D ``matrix`` and 1-D ``vector`` (see the module docs)."""
+def matvec(matrix: np.ndarray, vector: np.ndarray, *, out: np.ndarray | None = None
+           ) -> np.ndarray:
+    """``matrix @ vector`` for a 2-D ``matrix`` and 1-D ``vector`` (see the module docs);
+    ``out``: a contiguous array of ``len(matrix)`` to write into."""
     matrix = np.asarray(matrix)
     vector = np.asarray(vector)
     if matrix.ndim != 2 or vector.ndim != 1 or matrix.shape[1] != vector.shape[0]:
         raise ValueError(f"matvec needs (n, d) and (d,) arrays, got {matrix.shape} and "
                          f"{vector.shape}")
-    out = np.empty(matrix.shape[0], dtype=np.result_type(matrix, vector))
+    if out is None:
+        out = np.empty(matrix.shape[0], dtype=np.result_type(matrix, vector))
     workers = _workers()
     if matrix.size < PARALLEL_MIN_ELEMENTS or workers == 1:
         return np.einsum("ij,j->i", matrix, vector, out=out)
@@ -92,13 +95,14 @@ def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 BLOCK_BYTES = 1 << 20
 
 
-def matvecs(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+def matvecs(matrix: np.ndarray, vectors: np.ndarray, *, out: np.ndarray | None = None
+            ) -> np.ndarray:
     """``vectors @ matrix.T`` (shape ``(m, n)``) in ONE pass over ``matrix``'s rows.
 
     Each worker walks its row range in blocks of about :data:`BLOCK_BYTES` and scores a block
     against every vector while it is in cache, so ``m`` query vectors cost one read of the
     matrix instead of ``m`` (the matrix, not the arithmetic, is the bottleneck of a scan over
-    millions of rows).
+    millions of rows). ``out``: a C-contiguous ``(m, n)`` array to write into.
     """
     matrix = np.asarray(matrix)
     vectors = np.asarray(vectors)
@@ -106,9 +110,12 @@ def matvecs(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
         raise ValueError(f"matvecs needs (n, d) and (m, d) arrays, got {matrix.shape} and "
                          f"{vectors.shape}")
     n = matrix.shape[0]
-    out = np.empty((vectors.shape[0], n), dtype=np.result_type(matrix, vectors))
+    if out is None:
+        out = np.empty((vectors.shape[0], n), dtype=np.result_type(matrix, vectors))
+    elif out.shape != (vectors.shape[0], n) or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {(vectors.shape[0], n)} array")
     if len(vectors) == 1:
-        out[0] = matvec(matrix, vectors[0])
+        matvec(matrix, vectors[0], out=out[0])
         return out
     step = max(1, BLOCK_BYTES // max(1, matrix.shape[1] * matrix.itemsize))
     parts = _workers() if matrix.size * len(vectors) >= PARALLEL_MIN_ELEMENTS else 1
