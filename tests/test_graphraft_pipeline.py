@@ -222,3 +222,33 @@ def test_async_answer_matches_sync_and_awaits_the_llm(toy_kg, minilm):
     free = GraphRAFT(toy_kg, embedder=minilm, linker=sync.linker)
     assert [i.name for i in asyncio.run(free.aretrieve(QUESTION)).items] == \
            [i.name for i in free.retrieve(QUESTION).items]
+
+
+def test_query_over_budget_is_set_aside_and_the_llm_chooses_again(toy_kg, minilm):
+    """A selected query that exceeds the time budget (QueryTimeoutError on a database store)
+    does not fail the question: it leaves the list and the LLM picks again among the rest."""
+    import asyncio
+
+    from kgrag.errors import QueryTimeoutError
+
+    def run(async_: bool):
+        llm = FakeListChatModel(responses=["A: CYP3A4|strongyloidiasis", "1", "1"])
+        method = GraphRAFT(toy_kg, llm=llm, embedder=minilm, beam_width=1)
+        execute, first = method.backend.execute, []
+
+        def over_budget_once(pattern):
+            if not first:
+                first.append(pattern.text())
+                raise QueryTimeoutError("Cypher query: the server timed out")
+            return execute(pattern)
+
+        method.backend.execute = over_budget_once
+        result = asyncio.run(method.aretrieve(QUESTION)) if async_ else method.retrieve(QUESTION)
+        return result, first, llm
+
+    for async_ in (False, True):
+        result, first, _ = run(async_)
+        assert result.metadata["over_budget_queries"] == first
+        assert len(result.metadata["selected_queries"]) == 1
+        assert result.metadata["selected_queries"] != first
+        assert result.usage.calls == 3  # entities, choice, the choice again

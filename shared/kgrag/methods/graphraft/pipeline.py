@@ -30,6 +30,7 @@ no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence, cast
@@ -37,6 +38,7 @@ from typing import Any, Iterable, Sequence, cast
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, ScoredEntity, Usage
+from kgrag.errors import QueryBudgetError, QueryTimeoutError
 from kgrag.graph.base import GraphStore
 from kgrag.llm.base import llm_step, optional_llm, track_usage
 from kgrag.llm.parsing import split_items
@@ -58,6 +60,8 @@ from kgrag.methods.graphraft.selection import (
     EmbeddingSelector,
     QuerySelector,
 )
+
+log = logging.getLogger(__name__)
 
 NO_PATTERN = "No pattern"
 #: Node-name vectors a GraphRAFT instance remembers for context ordering (~0.3 GB at 384-d).
@@ -193,12 +197,41 @@ class GraphRAFT(KGMethod):
             self._name_vectors.update(zip(missing, vectors))
         return np.stack([self._name_vectors[n] for n in names]) @ question_vec
 
-    def assemble_context(self, question: str, selected: Sequence[Candidate]) -> list[RetrievedNode]:
-        """Nodes of the selected queries in rank order (similarity within a query), then top-up."""
+    def execute_selected(self, selected: Sequence[Candidate]
+                         ) -> tuple[list[tuple[Candidate, list[str]]], list[Candidate]]:
+        """``([(candidate, result names)], [candidates over budget])``.
+
+        A query that runs out of time on a database store (:class:`QueryTimeoutError`) or is
+        refused by the budgets (:class:`QueryBudgetError`) is a budget breach: it is set aside
+        instead of failing the question.
+        """
+        done: list[tuple[Candidate, list[str]]] = []
+        breached: list[Candidate] = []
+        for cand in selected:
+            try:
+                done.append((cand, self.backend.execute(cand.pattern)))
+            except (QueryTimeoutError, QueryBudgetError) as exc:
+                log.warning("GraphRAFT query %s over budget: %s", cand.pattern.text(), exc)
+                breached.append(cand)
+        return done, breached
+
+    def _after_breaches(self, cands: Sequence[Candidate], selected: Sequence[Candidate],
+                        breached: Sequence[Candidate]) -> list[Candidate]:
+        """Candidates the selector may choose from once more: neither chosen nor over budget."""
+        taken = {id(c) for c in selected} | {id(c) for c in breached}
+        return [c for c in cands if id(c) not in taken]
+
+    def assemble_context(self, question: str, selected: Sequence[Candidate],
+                         executed: Sequence[tuple[Candidate, list[str]]] | None = None
+                         ) -> list[RetrievedNode]:
+        """Nodes of the selected queries in rank order (similarity within a query), then top-up.
+
+        ``executed`` holds the selected queries' results when they already ran."""
         q = np.asarray(self.embedder.embed_query(question))
         nodes: dict[str, RetrievedNode] = {}
-        for cand in selected:
-            names = self.backend.execute(cand.pattern)
+        if executed is None:
+            executed = [(cand, self.backend.execute(cand.pattern)) for cand in selected]
+        for cand, names in executed:
             sims = self._similarities(q, names)
             pattern_text = cand.pattern.text()
             for i in np.argsort(-sims, kind="stable").tolist():
@@ -224,8 +257,15 @@ class GraphRAFT(KGMethod):
             cands = self.candidates(entities)
             picked = self.selector.select(question, cands, self.beam_width) if cands else []
             selected = [cands[i] for i in picked]
-            nodes = self.assemble_context(question, selected)
-        return self._result(question, mentions, entities, cands, selected, nodes, usage)
+            executed, breached = self.execute_selected(selected)
+            rest = self._after_breaches(cands, selected, breached) if breached else []
+            if rest:  # one more choice, among the queries that are neither chosen nor breached
+                again = self.selector.select(question, rest, len(breached))
+                more, over = self.execute_selected([rest[i] for i in again])
+                executed, breached = executed + more, breached + over
+            nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
+                            usage, breached)
 
     async def aretrieve(self, question: str) -> RetrievalResult:
         """Async :meth:`retrieve`: the LLM steps (L0, chat selection) await ``llm.acomplete``."""
@@ -249,12 +289,23 @@ class GraphRAFT(KGMethod):
                     picked = await asyncio.to_thread(self.selector.select, question, cands,
                                                      self.beam_width)
             selected = [cands[i] for i in picked]
-            nodes = self.assemble_context(question, selected)
-        return self._result(question, mentions, entities, cands, selected, nodes, usage)
+            executed, breached = self.execute_selected(selected)
+            rest = self._after_breaches(cands, selected, breached) if breached else []
+            if rest:
+                aselect = getattr(self.selector, "aselect", None)
+                again = (await aselect(question, rest, len(breached)) if aselect is not None
+                         else await asyncio.to_thread(self.selector.select, question, rest,
+                                                      len(breached)))
+                more, over = self.execute_selected([rest[i] for i in again])
+                executed, breached = executed + more, breached + over
+            nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
+                            usage, breached)
 
     def _result(self, question: str, mentions: list[str], entities: list[str],
                 cands: Sequence[Candidate], selected: Sequence[Candidate],
-                nodes: Sequence[RetrievedNode], usage: Usage) -> RetrievalResult:
+                nodes: Sequence[RetrievedNode], usage: Usage,
+                breached: Sequence[Candidate] = ()) -> RetrievalResult:
         items: list[RetrievedItem] = [
             ScoredEntity(n.name, n.similarity, source="query" if n.patterns != [NO_PATTERN] else "vector",
                          metadata={"patterns": list(n.patterns),
@@ -269,6 +320,7 @@ class GraphRAFT(KGMethod):
                 "num_candidates": len(cands),
                 "selected_queries": [c.pattern.text() for c in selected],
                 "selected_cypher": [self.backend.cypher(c.pattern) for c in selected],
+                "over_budget_queries": [c.pattern.text() for c in breached],
             },
         )
 
