@@ -66,3 +66,45 @@ def test_arbitrary_text_never_crashes_the_check(text):
         check_read_only(text)
     except UnsafeQueryError:
         pass
+
+
+# ------------------------------------------------------------- the lexer's comment / string forms
+from kgrag.graph.cypher_safety import code_tokens, tokenize_cypher  # noqa: E402
+
+
+@pytest.mark.parametrize("query, kinds", [
+    ("RETURN 1 // c\nRETURN", ["word", "number", "comment", "word"]),
+    ("RETURN 1 /* a\n* b */ x", ["word", "number", "comment", "word"]),
+    ("RETURN 'a\\'b' AS x", ["word", "string", "word", "word"]),
+    ('RETURN "a\\"b" AS x', ["word", "string", "word", "word"]),
+    ("RETURN 'a\\\\' AS x", ["word", "string", "word", "word"]),
+    ("RETURN '// no' AS x", ["word", "string", "word", "word"]),
+    ("RETURN '/* no' AS x", ["word", "string", "word", "word"]),
+    ("MATCH (n:`a``b`) RETURN n", ["word", "punct", "word", "punct", "name", "punct", "word",
+                                   "word"]),
+    ("RETURN $p, $`q r`", ["word", "param", "punct", "param"]),
+])
+def test_lexer_forms(query, kinds):
+    assert [t.kind for t in tokenize_cypher(query)] == kinds
+
+
+def test_line_comment_end_readings():
+    lf_only = code_tokens(tokenize_cypher("RETURN 1 //\rX\n", line_comment_ends="\n"))
+    cr_or_lf = code_tokens(tokenize_cypher("RETURN 1 //\rX\n", line_comment_ends="\r\n"))
+    assert [t.text for t in lf_only] == ["RETURN", "1"]
+    assert [t.text for t in cr_or_lf] == ["RETURN", "1", "X"]
+    assert is_read_only("RETURN 1 // c\r\nRETURN 2")  # CRLF: the same both ways (server errs)
+    assert not is_read_only("RETURN 1 //\rX")  # the readings differ: refused
+
+
+@pytest.mark.parametrize("query", ["RETURN 'a", "RETURN \"a\\\"", "RETURN /* a", "MATCH (`a)"])
+def test_unterminated_forms_are_refused(query):
+    with pytest.raises(UnsafeQueryError, match="unterminated"):
+        check_read_only(query)
+
+
+def test_original_text_is_returned():
+    for text in ("MATCH (n) WHERE n.name = 'Film²' RETURN n", "RETURN 'ﬁlm' AS x",
+                 "RETURN 'Cafe\u0301' AS x"):
+        assert check_read_only(text) == text
+    assert check_read_only("RETURN 1 AS x ; // done") == "RETURN 1 AS x  // done"
