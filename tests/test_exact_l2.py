@@ -13,7 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgrag.embed import matvec, matvecs
-from kgrag.embed.exact_l2 import FlatL2Search, Int8L2Search, int8_available, squared_distances
+from kgrag.embed.exact_l2 import (
+    FlatL2Search,
+    Int8L2Search,
+    int8_available,
+    squared_distances,
+    top_k_order,
+)
 
 needs_numba = pytest.mark.skipif(not int8_available(), reason="the int8 scan needs numba")
 
@@ -190,3 +196,13 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="dimension"):
         FlatL2Search(np.zeros((5, 3), np.float32)).search(np.zeros(4, np.float32), 2)
     assert FlatL2Search(np.zeros((5, 3), np.float32)).search(np.zeros((0, 3)), 2)[1].shape == (0, 2)
+
+
+@pytest.mark.parametrize("values", ["random", "ties", "zeros", "tiny"])
+def test_top_k_order_is_a_stable_sort(values):
+    rng = np.random.default_rng(12)
+    dist = {"random": rng.random(50_000), "ties": rng.integers(0, 30, 50_000),
+            "zeros": np.zeros(9000), "tiny": rng.random(7)}[values].astype(np.float32)
+    for k in (1, 5, len(dist) // 3, len(dist)):
+        want = np.lexsort((np.arange(len(dist)), dist))[:k]
+        assert top_k_order(dist, k).tolist() == want.tolist()

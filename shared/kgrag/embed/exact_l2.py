@@ -56,16 +56,18 @@ def gamma(n: int) -> float:
     return n * UNIT / (1.0 - n * UNIT)
 
 
-def squared_distances(matrix: np.ndarray, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+def squared_distances(matrix: np.ndarray, ids: np.ndarray, query: np.ndarray, *,
+                      parallel: bool = True) -> np.ndarray:
     """``|matrix[i] - query|^2`` (float32) for each id: the exact metric of both searches.
 
     Each row's value depends only on that row and ``query`` (the same routine, whichever other
     rows are asked for), so an identical row has an identical distance and ranking the band
-    agrees with ranking every row.
+    agrees with ranking every row. ``parallel=False``: one thread (for a caller that is
+    already running on the scans' pool).
     """
     ids = np.asarray(ids, dtype=np.int64)
     out = np.empty(len(ids), dtype=np.float32)
-    parts = workers() if len(ids) * matrix.shape[1] >= (1 << 21) else 1
+    parts = workers() if parallel and len(ids) * matrix.shape[1] >= (1 << 21) else 1
     bounds = np.linspace(0, len(ids), parts + 1).astype(np.int64)
 
     step = max(1, RESCORE_BYTES // max(1, matrix.shape[1] * 4))
@@ -158,20 +160,47 @@ class _ExactL2:
             return squared, ids
         lower, upper, margin = self._bounds(queries)
         upper = lower if upper is None else upper
-        grow = 1.0 + 1e-9  # the few float64 operations below
-        for row, q in enumerate(queries):
-            q_sq = float(np.dot(q.astype(np.float64), q.astype(np.float64)))
-            # every answer row's reported distance is <= limit ...
-            top = kth_smallest(upper[row], k) + margin[row]
-            limit = (q_sq + top) * (1.0 + self.metric_error) * grow
-            # ... and a row whose lower bound is above it cannot be in the answer
-            cut = (limit / (1.0 - self.metric_error)) * grow - q_sq + margin[row]
-            band = np.flatnonzero(lower[row] <= _round_up32(cut + abs(cut) * 1e-9))
-            self.last_band_sizes.append(len(band))
-            dist = squared_distances(self.vectors, band, q)
-            order = np.lexsort((band, dist))[:k]
+
+        def answer(row: int) -> int:
+            band = self._band(lower[row], upper[row], float(margin[row]), queries[row], k)
+            dist = squared_distances(self.vectors, band, queries[row], parallel=m == 1)
+            order = top_k_order(dist, k)  # band ids ascend: ties are broken by id
             ids[row], squared[row] = band[order], dist[order]
+            return len(band)
+
+        if m == 1:
+            self.last_band_sizes = [answer(0)]
+        else:  # the queries' selections and re-scorings side by side, one thread each
+            self.last_band_sizes = list(get_pool().map(answer, range(m)))
         return squared, ids
+
+    def _band(self, lower: np.ndarray, upper: np.ndarray, margin: float, query: np.ndarray,
+              k: int) -> np.ndarray:
+        """Ascending ids of the rows that can be among the ``k`` nearest of ``query``."""
+        grow = 1.0 + 1e-9  # the few float64 operations below
+        q64 = query.astype(np.float64)
+        q_sq = float(np.dot(q64, q64))
+        # every answer row's reported distance is <= limit ...
+        top = kth_smallest(upper, k) + margin
+        limit = (q_sq + top) * (1.0 + self.metric_error) * grow
+        # ... and a row whose lower bound is above it cannot be in the answer
+        cut = (limit / (1.0 - self.metric_error)) * grow - q_sq + margin
+        return np.flatnonzero(lower <= _round_up32(cut + abs(cut) * 1e-9))
+
+
+def top_k_order(dist: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest of the non-negative float32 ``dist``, ascending by
+    (value, position): the float's bits (order-preserving for non-negative floats) and the
+    position packed into one uint64 key, so numpy's fast unstable sort gives the stable order."""
+    if len(dist) < 2048 or dist.dtype != np.float32 or not (dist >= 0).all():
+        return np.lexsort((np.arange(len(dist)), dist))[:k]
+    key = dist.view(np.uint32).astype(np.uint64)
+    key <<= np.uint64(32)
+    key |= np.arange(len(dist), dtype=np.uint64)
+    if k < len(key):
+        key = np.partition(key, k - 1)[:k]
+    key.sort()
+    return (key & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
 class FlatL2Search(_ExactL2):
