@@ -526,19 +526,19 @@ class SubgraphSearch:
         index = None
         target = self.node_cost[step.dst]
         if target is not None:
-            ids = target.ids
             if self._domain_reads(target) <= self.refine_budget:
                 own, e, outer = self._domain_edges(target)
-                inner = ids[own]
                 rel_cost = self.rel_cost[step.edge]
-                if rel_cost is not None:
-                    keep = np.isfinite(rel_cost[kg.rels[e]])
-                    e, inner, outer = e[keep], inner[keep], outer[keep]
-                cost = np.zeros(len(e), dtype=np.float64)  # what _option_cost(s, e, inner) adds
-                if rel_cost is not None:
-                    cost += rel_cost[kg.rels[e]]
+                if rel_cost is not None:  # what _option_cost(s, e, inner) adds, term by term
+                    cost = rel_cost[kg.rels[e]]
+                    keep = np.isfinite(cost)
+                    if not keep.all():
+                        own, e, outer, cost = own[keep], e[keep], outer[keep], cost[keep]
+                else:
+                    cost = np.zeros(len(e), dtype=np.float64)
                 if step.new:
-                    cost += target.costs[own if rel_cost is None else own[keep]]
+                    cost = cost + target.costs[own]
+                inner = target.ids[own]
                 order = stable_argsort(outer)
                 index = (outer[order], e[order], inner[order], cost[order])
         self._reverse[s] = index
