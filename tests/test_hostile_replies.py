@@ -170,3 +170,12 @@ def test_ketrag_indexes_text_with_surrogates():
             "Ostbruck is a town\udfff in the north."]
     method = KETRAG.from_documents(docs, embedder=HashingEmbedder(), budget=0)
     assert method.retrieve("Where was Bruno Keller born\ud800?").items
+
+
+def test_ketrag_record_with_a_huge_integer_strength_is_clamped():
+    """Found by the adversarial hypothesis test: float() of a 4,000-digit int overflowed."""
+    from kgrag.methods.ketrag.parsing import parse_record_line
+
+    record = parse_record_line('["relation", "a", "r", "b", ' + "7" * 4000 + ', "d"]')
+    assert record.strength == 10.0
+    assert parse_record_line('["relation", "a", "r", "b", -' + "7" * 4000 + ', "d"]').strength == 1.0

@@ -103,6 +103,8 @@ def parse_record_line(line: str) -> EntityRecord | RelationRecord | str | None:
                 return None
         if isinstance(strength, bool) or not isinstance(strength, (int, float)):
             return None
+        if isinstance(strength, int):  # a 4,000-digit int overflows float(): clamp it first
+            strength = min(10, max(1, strength))
         if not math.isfinite(strength):  # NaN / infinity
             return None
         desc = value[5] if isinstance(value[5], str) else None
