@@ -45,8 +45,6 @@ import numpy as np
 
 NUM_LAYERS = 6
 DIM = 64
-#: up to this many edge types, messages are scaled per type segment; beyond, by one gather
-_SEGMENT_LOOP_MAX = 64
 #: meta-relations of the relation graph, in the checkpoint's embedding order
 META_RELATIONS = ("hh", "tt", "ht", "th")
 _PREFIX = "model.model."
@@ -128,7 +126,6 @@ class TypedAdjacency:
             shape=(len(slots), num_nodes), dtype=np.float32)
         self.slot_receiver = torch.from_numpy(slots % max(num_nodes, 1))
         slot_type = slots // max(num_nodes, 1)
-        self.slot_type = torch.from_numpy(slot_type)
         starts = np.searchsorted(slot_type, np.arange(num_types + 1))
         #: (type, first slot, end slot) of every type that has edges
         self.segments = [(t, int(starts[t]), int(starts[t + 1])) for t in range(num_types)
@@ -143,11 +140,8 @@ class TypedAdjacency:
 
         n, b, d = h.shape
         gathered = torch.from_numpy(self.matrix @ h.reshape(n, b * d).numpy()).view(-1, b, d)
-        if len(self.segments) <= _SEGMENT_LOOP_MAX:  # few types: scale each segment in place
-            for t, start, stop in self.segments:
-                gathered[start:stop].mul_(rel[:, t])
-        else:  # many types (hundreds of relations): one gather beats hundreds of small ops
-            gathered.mul_(rel.transpose(0, 1).index_select(0, self.slot_type))
+        for t, start, stop in self.segments:
+            gathered[start:stop].mul_(rel[:, t])
         return boundary.index_add(0, self.slot_receiver, gathered)
 
 
