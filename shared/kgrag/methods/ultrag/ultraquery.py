@@ -158,21 +158,24 @@ def relation_graph(heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, num_n
 
     n_types = 2 * num_relations
     src = np.concatenate([heads, tails]).astype(np.int64)
-    dst = np.concatenate([tails, heads]).astype(np.int64)
     typ = np.concatenate([rels, rels + num_relations]).astype(np.int64)
-    ones = np.ones(len(src), np.float32)
-    # incidence: E_head[v, a] = 1 when v is the head of some edge of type a (likewise tails)
-    e_head = sp.csr_matrix((ones, (src, typ)), shape=(num_nodes, n_types))
-    e_tail = sp.csr_matrix((ones, (dst, typ)), shape=(num_nodes, n_types))
+    # incidence: E_head[v, a] = 1 when v is the head of some edge of type a. With inverse
+    # edges the tails of type a are the heads of its inverse, so E_tail = E_head with the two
+    # halves of its columns swapped (P), and one product gives all four meta-relations:
+    # hh = E_h'E_h = M, tt = P'MP, ht = E_h'E_t = MP, th = P'M.
+    e_head = sp.csr_matrix((np.ones(len(src), np.float32), (src, typ)),
+                           shape=(num_nodes, n_types))
     e_head.data[:] = 1
-    e_tail.data[:] = 1
+    shared = (e_head.T @ e_head).tocoo()
+    swap = np.concatenate([np.arange(num_relations, n_types), np.arange(num_relations)])
     receivers, senders, types = [], [], []
-    for k, (left, right) in enumerate(((e_head, e_head), (e_tail, e_tail),
-                                       (e_head, e_tail), (e_tail, e_head))):
-        pairs = (left.T @ right).tocoo()
-        receivers.append(pairs.row.astype(np.int64))
-        senders.append(pairs.col.astype(np.int64))
-        types.append(np.full(len(pairs.row), k, np.int64))
+    for k, (rows, cols) in enumerate(((shared.row, shared.col),
+                                      (swap[shared.row], swap[shared.col]),
+                                      (shared.row, swap[shared.col]),
+                                      (swap[shared.row], shared.col))):
+        receivers.append(rows.astype(np.int64))
+        senders.append(cols.astype(np.int64))
+        types.append(np.full(len(rows), k, np.int64))
     return TypedAdjacency(np.concatenate(receivers), np.concatenate(senders),
                           np.concatenate(types), n_types, len(META_RELATIONS))
 
