@@ -88,7 +88,9 @@ def datasets(limit: int, seed: int, only: list[str] | None):
             if only and name not in only:
                 continue
             kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
-            yield name, kg, load_pathquestion(DATA / "pathquestion" / questions, limit=limit,
+            # every question, sampled after the ones whose topic is not in the KB are dropped
+            # (see ``incomplete``), so a PathQuestion set still gives ``limit`` questions
+            yield name, kg, load_pathquestion(DATA / "pathquestion" / questions, limit=None,
                                               seed=seed)
     if not only or any(n.startswith("MetaQA") for n in only):
         kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
@@ -133,6 +135,10 @@ def incomplete(args: argparse.Namespace) -> dict:
             targets = np.flatnonzero(scores > 0)
             if len(targets):
                 questions.append((query, topic, targets))
+        if len(questions) > args.limit:  # PathQuestion: a seeded sample of the usable ones
+            keep = np.random.default_rng(args.seed).choice(len(questions), args.limit,
+                                                            replace=False)
+            questions = [questions[i] for i in sorted(keep)]
         per_drop = {}
         for drop in DROPS:
             graph = damaged(kg, drop, args.seed)
