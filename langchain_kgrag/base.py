@@ -24,6 +24,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from kgrag.context.types import Answer, RetrievalResult
+from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod, positional_to_keywords
 from kgrag.methods.registry import MethodSpec, get_method
@@ -109,7 +110,11 @@ class KGRetriever(BaseRetriever):
                    **params: Any) -> Any:
         """Build the method over ``graph`` (``Method.from_graph``; ``params`` go to the method's
         constructor, except the retriever's own fields such as ``k`` or ``tags``, which the
-        method does not take itself)."""
+        method does not take itself). ``graph`` is any ``GraphStore``, or a LlamaIndex property
+        graph, LangChain ``GraphDocument`` s or a networkx graph (converted by
+        :func:`kgrag.graph.as_graph_store`)."""
+        if cls.method_spec().builds_from == "graph":
+            graph = as_graph_store(graph)
         return cls._build("from_graph", graph, args, llm, embedder, params)
 
     @classmethod

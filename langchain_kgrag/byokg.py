@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool
 from pydantic import ConfigDict
 
+from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.methods.byokg import GraphTools
 from kgrag.methods.byokg.tools import tool_specs
 from kgrag.methods.registry import get_method
@@ -46,7 +47,9 @@ class KGToolkit(BaseToolkit):
 
     @classmethod
     def from_graph(cls, graph: Any, linker: Any = None) -> "KGToolkit":
-        return cls(tools_core=GraphTools(graph, linker))
+        """The tools over ``graph`` (a ``GraphStore``, or a framework graph that
+        :func:`kgrag.graph.as_graph_store` converts)."""
+        return cls(tools_core=GraphTools(as_graph_store(graph), linker))
 
     def get_tools(self) -> list[BaseTool]:
         core = self.tools_core

@@ -43,6 +43,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from kgrag.context.metadata import item_id
 from kgrag.context.types import Answer, RetrievalResult
+from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod, positional_to_keywords
 from kgrag.methods.registry import MethodSpec, get_method
@@ -89,7 +90,12 @@ class _FromRegistry:
     @classmethod
     def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> Any:
-        """Build the method over ``graph`` (``Method.from_graph``) and wrap it."""
+        """Build the method over ``graph`` (``Method.from_graph``) and wrap it. ``graph`` is any
+        ``GraphStore``, or a LlamaIndex ``PropertyGraphIndex`` / ``PropertyGraphStore``,
+        LangChain ``GraphDocument`` s or a networkx graph (converted by
+        :func:`kgrag.graph.as_graph_store`)."""
+        if cls.method_spec().builds_from == "graph":
+            graph = as_graph_store(graph)
         return cls._build("from_graph", graph, args, llm, embedder, params)
 
     @classmethod

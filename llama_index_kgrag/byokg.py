@@ -7,6 +7,7 @@ from typing import Any
 from llama_index.core.tools import FunctionTool
 from pydantic import BaseModel, Field, create_model
 
+from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.methods.byokg import ByoKGRAG, GraphTools
 from kgrag.methods.byokg.tools import tool_specs
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
@@ -32,12 +33,13 @@ def graph_tools(graph_or_method: Any, linker: Any = None) -> list[FunctionTool]:
     """ByoKG-RAG's graph tools as LlamaIndex ``FunctionTool``s (Cypher only on Cypher stores),
     each argument described in the tool's ``fn_schema``.
 
-    Pass a graph (KnowledgeGraph / GraphStore) or a :class:`ByoKGRAG` (its linker is reused).
+    Pass a graph (a GraphStore, or a framework graph :func:`kgrag.graph.as_graph_store`
+    converts) or a :class:`ByoKGRAG` (its linker is reused).
     """
     if isinstance(graph_or_method, ByoKGRAG):
         core = GraphTools.from_method(graph_or_method)
     else:
-        core = GraphTools(graph_or_method, linker)
+        core = GraphTools(as_graph_store(graph_or_method), linker)
     return [
         FunctionTool.from_defaults(
             fn=getattr(core, spec.function), name=spec.name, description=spec.description,

@@ -10,6 +10,7 @@ from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError
+from kgrag.graph import as_graph_store
 from kgrag.graph.sources.langchain import document_id, from_graph_documents
 from kgrag.graph.sources.llama_index import from_llama_index
 
@@ -68,7 +69,9 @@ def test_store_read_through_the_public_api_gives_the_same_graph():
     assert public.annotations == direct.annotations
 
 
-def test_property_graph_index_with_a_scripted_extractor():
+def _property_graph_index():
+    """A real PropertyGraphIndex whose SimpleLLMPathExtractor reads two chunks with a scripted
+    LlamaIndex LLM (one triple each); the index and the LLM (its ``prompts``: what it was sent)."""
     from llama_index.core import PropertyGraphIndex
     from llama_index.core.embeddings import MockEmbedding
     from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
@@ -83,6 +86,11 @@ def test_property_graph_index_with_a_scripted_extractor():
     index = PropertyGraphIndex(nodes=chunks, kg_extractors=[extractor], llm=llm,
                                embed_model=MockEmbedding(embed_dim=8), embed_kg_nodes=False,
                                property_graph_store=SimplePropertyGraphStore())
+    return index, llm
+
+
+def test_property_graph_index_with_a_scripted_extractor():
+    index, llm = _property_graph_index()
     assert len(llm.prompts) == 2
     kg = KnowledgeGraph.from_llama_index(index)
     # LlamaIndex's default triplet parser capitalises each item ("Satoshi kon")
@@ -170,3 +178,75 @@ def test_simgrag_uses_the_sources_node_types(minilm):
     assert result.metadata["typed_nodes"] == ["UNKNOWN movie 1", "UNKNOWN person 1"]
     assert result.items[0].metadata["mapping"] == {"UNKNOWN movie 1": "Paprika",
                                                    "UNKNOWN person 1": "Satoshi Kon"}
+
+
+# ---------------------------------------------------------------- as_graph_store / from_graph
+def _triples(graph) -> list[tuple[str, str, str]]:
+    return sorted(t.as_tuple() for t in graph.triples())
+
+
+def test_as_graph_store_converts_each_framework_graph():
+    import networkx as nx
+
+    store, docs = _store(), _graph_documents()
+    assert isinstance(as_graph_store(store), KnowledgeGraph)
+    assert _triples(as_graph_store(store)) == _triples(from_llama_index(store))
+    index, _ = _property_graph_index()
+    assert _triples(as_graph_store(index)) == _triples(from_llama_index(index)) == [
+        ("Paprika", "Directed by", "Satoshi kon"), ("Satoshi kon", "Born in", "Sapporo")]
+    for given in (docs, tuple(docs)):
+        assert _triples(as_graph_store(given)) == _triples(from_graph_documents(docs))
+    assert _triples(as_graph_store(docs[0])) == [("Paprika", "DIRECTED_BY", "Satoshi Kon")]
+    assert as_graph_store(docs).annotations.node_types["Satoshi Kon"] == ["Person"]
+    nxg = nx.MultiDiGraph()
+    nxg.add_edge("Paprika", "Satoshi Kon", relation="directed_by")
+    assert _triples(as_graph_store(nxg)) == [("Paprika", "directed_by", "Satoshi Kon")]
+
+
+def test_as_graph_store_keeps_stores_and_rejects_what_is_no_graph():
+    kg = KnowledgeGraph.from_triples([("a", "r", "b")])
+    assert as_graph_store(kg) is kg
+
+    class NameLevelStore:  # part of the GraphStore protocol: methods use what they need
+        def list_relations(self):
+            return ["r"]
+
+    partial = NameLevelStore()
+    assert as_graph_store(partial) is partial
+    for junk in ("movies.tsv", [], [object()], [_graph_documents()[0], "x"], {"a": "b"},
+                 object(), None):
+        with pytest.raises(GraphFormatError, match="from_llama_index") as err:
+            as_graph_store(junk)
+        assert type(junk).__name__ in str(err.value)
+
+
+def test_methods_and_adapters_take_framework_graphs_in_from_graph(minilm):
+    """What the issue's new user tried: framework graphs straight into a method's or an
+    adapter's from_graph, each converted once and retrievable."""
+    from kgrag.methods.byokg import ByoKGRAG
+    from kgrag.methods.simgrag import SimGRAG
+    from langchain_kgrag import ByoKGRetriever, KGToolkit
+    from llama_index_kgrag import UltRAGQueryEngine, UltRAGRetriever
+
+    byokg = ByoKGRAG.from_graph(_store(), embedder=minilm)
+    assert isinstance(byokg.graph, KnowledgeGraph)
+    assert ("Paprika", "DIRECTED_BY", "Satoshi Kon") in _triples(byokg.graph)
+    sim = SimGRAG.from_graph(_graph_documents(), embedder=minilm)
+    result = sim.retrieve_pattern([("Satoshi Kon", "born in", "UNKNOWN city 1")])
+    assert result.items[0].triples[0].tail == "Sapporo"
+
+    retriever = ByoKGRetriever.from_graph(_graph_documents(), embedder=minilm)
+    assert ("Satoshi Kon", "BORN_IN", "Sapporo") in _triples(retriever.method.graph)
+    tools = {t.name: t for t in KGToolkit.from_graph(_store()).get_tools()}
+    assert "Satoshi Kon" in str(tools["kg_neighbors"].invoke({"entity": "Paprika"}))
+
+    engine = UltRAGQueryEngine.from_graph(_property_graph_index()[0], executor="symbolic",
+                                          linking="exact")
+    assert isinstance(engine.method.store, KnowledgeGraph)
+    answers = engine.method.execute('"Paprika" -> Directed by')
+    assert [e.name for e in answers] == ["Satoshi kon"]
+    with_store = UltRAGRetriever.from_graph(_store(), executor="symbolic", linking="exact")
+    assert [e.name for e in with_store.method.execute('"Paprika" -> DIRECTED_BY')] == [
+        "Satoshi Kon"]
+    with pytest.raises(GraphFormatError, match="from_graph_documents"):
+        ByoKGRetriever.from_graph("movies.tsv", embedder=minilm)

@@ -15,6 +15,8 @@ from kgrag.graph.falkordb import FalkorDBGraphStore  # database clients are impo
 from kgrag.graph.neo4j import Neo4jGraphStore
 from kgrag.graph.sources import langchain as _langchain_source  # noqa: F401 (registers)
 from kgrag.graph.sources import llama_index as _llama_index_source  # noqa: F401 (registers)
+from kgrag.graph.sources.coerce import as_graph_store
 
 __all__ = ["CypherRunner", "CypherStore", "Direction", "FalkorDBGraphStore", "GraphStore", "KnowledgeGraph", "Neo4jGraphStore",
-           "PathStep", "is_cypher_store", "normalize_name", "parse_relation_path", "runs_cypher"]
+           "PathStep", "as_graph_store", "is_cypher_store", "normalize_name", "parse_relation_path",
+           "runs_cypher"]

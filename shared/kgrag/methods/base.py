@@ -10,6 +10,12 @@ One constructor contract for all of them: a method over a graph is built with
 are keyword-only everywhere (passing them positionally still works, with a
 ``DeprecationWarning``; see :func:`keyword_only_llm`). The registry
 (:mod:`kgrag.methods.registry`) says which of the two a method uses.
+
+``from_graph`` takes the graph a user already has: a ``GraphStore``, or a LlamaIndex
+property graph, LangChain ``GraphDocument``\\ s or a networkx graph, converted by
+:func:`~kgrag.graph.sources.coerce.as_graph_store` (anything else: a ``GraphFormatError``
+naming the loaders). A method's constructor (``ByoKGRAG(graph, ...)``) takes a ``GraphStore``
+as it is: convert other graphs first, or use ``from_graph``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.errors import LLMNotConfiguredError
-from kgrag.graph.base import GraphStore
+from kgrag.graph.sources.coerce import as_graph_store
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,17 +78,20 @@ class KGMethod(ABC):
     name: ClassVar[str] = "method"
 
     @classmethod
-    def from_graph(cls: type[M], graph: GraphStore, *args: Any, llm: Any = None,
+    def from_graph(cls: type[M], graph: Any, *args: Any, llm: Any = None,
                    embedder: Any = None, **params: Any) -> M:
-        """The method over ``graph`` (a :class:`~kgrag.graph.memory.KnowledgeGraph` or any
-        :class:`~kgrag.graph.base.GraphStore`); ``params`` are the constructor's. Methods built
-        from text override this to say so (and offer :meth:`from_documents`)."""
+        """The method over ``graph`` (a :class:`~kgrag.graph.memory.KnowledgeGraph`, any
+        :class:`~kgrag.graph.base.GraphStore`, or a framework graph that
+        :func:`~kgrag.graph.sources.coerce.as_graph_store` converts); ``params`` are the
+        constructor's. Methods built from text override this to say so (and offer
+        :meth:`from_documents`)."""
         if args:  # the old positional llm / embedder
             given = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
             positional_to_keywords(f"{cls.__name__}.from_graph", args, ("llm", "embedder"),
                                    given)
             llm, embedder = given.get("llm"), given.get("embedder")
-        return cls(graph, llm=llm, embedder=embedder, **params)  # type: ignore[call-arg]
+        return cls(as_graph_store(graph), llm=llm, embedder=embedder,  # type: ignore[call-arg]
+                   **params)
 
     @classmethod
     def from_documents(cls: type[M], documents: Any, *, llm: Any = None, embedder: Any = None,
