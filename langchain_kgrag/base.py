@@ -27,7 +27,7 @@ from kgrag.context.types import Answer, RetrievalResult
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod, positional_to_keywords
-from kgrag.methods.registry import MethodSpec, get_method
+from kgrag.methods.registry import TOOL_QUESTION_DESCRIPTION, MethodSpec, get_method
 from langchain_kgrag.conversions import result_to_documents
 
 
@@ -42,8 +42,7 @@ def constructor_params(method_cls: Any) -> set[str]:
 class QuestionInput(BaseModel):
     """Arguments of a retriever's search tool."""
 
-    query: str = Field(description="The question to search the knowledge graph for, in plain "
-                                   "natural language, e.g. 'Who directed Tokyo Godfathers?'.")
+    query: str = Field(description=TOOL_QUESTION_DESCRIPTION)
 
 
 class KGRetriever(BaseRetriever):

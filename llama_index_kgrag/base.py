@@ -4,12 +4,15 @@
 run in an instrumentation span and emit ``RetrievalStartEvent`` / ``RetrievalEndEvent`` like
 LlamaIndex's own retrievers, and the LLM calls a method makes (through a LlamaIndex LLM) are
 nested inside that span. It is stateless: each node carries the question's usage (``usage_*``)
-and the method-level provenance (``retrieval``, JSON) in its flat metadata.
+and the method-level provenance (``retrieval``, JSON) in its flat metadata. Its
+``get_prompts()`` / ``update_prompts()`` (``PromptMixin``) are the method's prompts, and its
+``as_tool()`` is a ``RetrieverTool`` whose ``input`` argument is described.
 
 :class:`KGQueryEngine` is a ``RetrieverQueryEngine``: retrieval through the retriever (events,
 ``similarity_top_k``), then the ``node_postprocessors``, then the answer. Without a
 ``response_synthesizer`` the answer is the method's own answer step over the (post-processed)
-retrieval, with the method's prompts, which ``get_prompts()`` / ``update_prompts()`` expose;
+retrieval, with the method's prompts, which ``get_prompts()`` / ``update_prompts()`` expose
+(the retriever's, under the same names);
 with one, LlamaIndex's synthesizer answers over the nodes as in any ``RetrieverQueryEngine``.
 ``streaming=True`` returns a ``StreamingResponse`` (``AsyncStreamingResponse`` from
 ``aquery``) whose text arrives piece by piece.
@@ -40,13 +43,20 @@ from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayloa
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.tools import QueryEngineTool, RetrieverTool, ToolMetadata, ToolOutput
+from pydantic import BaseModel, Field
 
 from kgrag.context.metadata import item_id
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod, positional_to_keywords
-from kgrag.methods.registry import MethodSpec, get_method
+from kgrag.methods.registry import (
+    DEFAULT_TOOL_DESCRIPTION,
+    TOOL_QUESTION_DESCRIPTION,
+    MethodSpec,
+    get_method,
+)
 from llama_index_kgrag.conversions import result_to_nodes
 from llama_index_kgrag.settings import with_settings
 
@@ -64,6 +74,36 @@ def _capture() -> Iterator[list[RetrievalResult]]:
         yield _CAPTURED.get()  # type: ignore[misc]
     finally:
         _CAPTURED.reset(token)
+
+
+class QuestionToolInput(BaseModel):
+    """The argument of a kgrag retriever's tool (``as_tool``): LlamaIndex's ``input``,
+    described so an agent's LLM knows what to pass."""
+
+    input: str = Field(description=TOOL_QUESTION_DESCRIPTION)
+
+
+class QuestionEngineToolInput(BaseModel):
+    """The argument of a kgrag query engine's tool (``as_tool``), described."""
+
+    input: str = Field(description="The question to answer from the knowledge graph, in plain "
+                                   "natural language, e.g. 'Who directed Tokyo Godfathers?'.")
+
+
+class KGRetrieverTool(RetrieverTool):
+    """LlamaIndex's ``RetrieverTool`` whose ``input`` argument is the question itself: an agent
+    calls it as its ``fn_schema`` says (``input=...``), and ``RetrieverTool`` alone would
+    retrieve for the text ``"input is <question>"``."""
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        if not args and set(kwargs) == {"input"}:
+            args, kwargs = (kwargs["input"],), {}
+        return super().call(*args, **kwargs)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        if not args and set(kwargs) == {"input"}:
+            args, kwargs = (kwargs["input"],), {}
+        return await super().acall(*args, **kwargs)
 
 
 class _FromRegistry:
@@ -135,21 +175,19 @@ class _FromRegistry:
         raise NotImplementedError
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Any:
-        """A LlamaIndex tool over this wrapper (``RetrieverTool`` / ``QueryEngineTool``),
-        named and described by the method's registry entry unless given."""
+        """A LlamaIndex tool over this wrapper (a ``RetrieverTool`` -- :class:`KGRetrieverTool`
+        -- or a ``QueryEngineTool``), named and described by the method's registry entry unless
+        given; its ``input`` argument is described in the ``fn_schema``."""
         spec = self.method_spec() if self.method_name else None
         name = name or (spec.tool_name if spec else "knowledge_graph_search")
-        description = description or (spec.tool_description if spec else None)
+        description = description or (spec.tool_description if spec
+                                      else DEFAULT_TOOL_DESCRIPTION)
         if isinstance(self, BaseRetriever):
-            from llama_index.core.tools import RetrieverTool
-
-            return RetrieverTool.from_defaults(retriever=self, name=name,
-                                               description=description)
-        from llama_index.core.tools import QueryEngineTool
-
+            return KGRetrieverTool(retriever=self, metadata=ToolMetadata(
+                description=description, name=name, fn_schema=QuestionToolInput))
         assert isinstance(self, BaseQueryEngine)
-        return QueryEngineTool.from_defaults(query_engine=self, name=name,
-                                             description=description)
+        return QueryEngineTool(query_engine=self, metadata=ToolMetadata(
+            description=description, name=name, fn_schema=QuestionEngineToolInput))
 
 
 class KGRetriever(_FromRegistry, BaseRetriever):
@@ -187,6 +225,28 @@ class KGRetriever(_FromRegistry, BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(await self.method.aretrieve(query_bundle.query_str))
+
+    # ------------------------------------------------------------------ prompts (PromptMixin)
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        return {}
+
+    def _get_prompts(self) -> dict[str, Any]:
+        """The method's prompts (by name) as LlamaIndex ``PromptTemplate`` s: those its
+        retrieval sends (e.g. UltRAG's ``query``) and its answer step's."""
+        prompts = getattr(self.method, "prompts", None)
+        if prompts is None:
+            return {}
+        return {name: PromptTemplate(text) for name, text in prompts.templates().items()}
+
+    def _update_prompts(self, prompts_dict: dict[str, Any]) -> None:
+        """Replace method prompts by name (``PromptTemplate`` s or strings); a name or a
+        variable the method does not have raises ``ValueError``."""
+        prompts = getattr(self.method, "prompts", None)
+        if prompts is None:
+            if prompts_dict:
+                raise ValueError(f"{type(self.method).__name__} has no replaceable prompts")
+            return
+        prompts.update(prompts_dict)
 
     @property
     def last_result(self) -> RetrievalResult | None:
@@ -267,26 +327,21 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
         return cls(method=method, **own)
 
     # ------------------------------------------------------------------ prompts (PromptMixin)
+    # the method's prompts are the retriever's (it owns the method); the engine shows them under
+    # the same names, next to its synthesizer's
     def _get_prompt_modules(self) -> dict[str, Any]:
         if self._response_synthesizer is None:
             return {}
         return {"response_synthesizer": self._response_synthesizer}
 
     def _get_prompts(self) -> dict[str, Any]:
-        """The method's prompts (by name) as LlamaIndex ``PromptTemplate`` s."""
-        prompts = getattr(self.method, "prompts", None)
-        if prompts is None:
-            return {}
-        return {name: PromptTemplate(text) for name, text in prompts.templates().items()}
+        """The method's prompts, as the retriever's :meth:`KGRetriever._get_prompts`."""
+        return self.kg_retriever._get_prompts()
 
     def _update_prompts(self, prompts_dict: dict[str, Any]) -> None:
-        """Replace method prompts by name (``PromptTemplate`` s or strings)."""
-        prompts = getattr(self.method, "prompts", None)
-        if prompts is None:
-            if prompts_dict:
-                raise ValueError(f"{type(self.method).__name__} has no replaceable prompts")
-            return
-        prompts.update(prompts_dict)
+        """Replace method prompts by name, as the retriever's
+        :meth:`KGRetriever._update_prompts`."""
+        self.kg_retriever._update_prompts(prompts_dict)
 
     def with_retriever(self, retriever: BaseRetriever) -> RetrieverQueryEngine:
         if not isinstance(retriever, KGRetriever):

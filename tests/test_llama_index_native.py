@@ -85,6 +85,51 @@ def test_update_prompts_changes_the_prompt_the_llm_receives(kg):
         engine.update_prompts({"arbitration": PromptTemplate("{nodes}")})
 
 
+def test_the_retriever_owns_the_methods_prompts_and_the_engine_delegates(kg):
+    """get_prompts() / update_prompts() on the RETRIEVER (it was {} before): the prompt its
+    retrieval sends changes; a query engine over it shows and updates the same prompts."""
+    llm = WordStreamLLM(prompts=[])
+    retriever = UltRAGRetriever.from_graph(kg, llm=llm, linking="exact", executor="symbolic")
+    prompts = retriever.get_prompts()
+    assert {"query", "arbitration"} <= set(prompts)
+    assert isinstance(prompts["query"], PromptTemplate)
+    retriever.update_prompts({"query": PromptTemplate(
+        "WRITE ONE for {question}\nRelations: {relations}\nSeeds: {seeds}\n{rules}\n"
+        "Reply in <query></query>.")})
+    nodes = retriever.retrieve("Which Satoshi Kon film is about dreams?")
+    assert {n.node.metadata["entity"] for n in nodes} == {"Tokyo Godfathers", "Paprika",
+                                                          "Perfect Blue"}
+    assert "WRITE ONE for Which Satoshi Kon film is about dreams?\nRelations: " in llm.prompts[0]
+    engine = UltRAGQueryEngine(retriever)
+    assert engine.get_prompts()["query"].template.startswith("WRITE ONE for {question}")
+    engine.update_prompts({"arbitration": "CHOOSE for {question}:\n{candidates}"})
+    assert retriever.get_prompts()["arbitration"].template.startswith("CHOOSE for {question}")
+    with pytest.raises(ValueError, match="no prompt 'nope'"):
+        retriever.update_prompts({"nope": "x"})
+
+
+def test_as_tool_describes_its_input_and_passes_the_question_as_is(kg):
+    from llama_index.core.tools import QueryEngineTool, RetrieverTool
+
+    llm = WordStreamLLM(prompts=[])
+    retriever = UltRAGRetriever.from_graph(kg, llm=llm, linking="exact", executor="symbolic")
+    tool = retriever.as_tool()
+    assert isinstance(tool, RetrieverTool) and tool.metadata.name == "knowledge_graph_logical_query"
+    schema = tool.metadata.to_openai_tool()["function"]["parameters"]
+    assert schema["required"] == ["input"]
+    assert "question" in schema["properties"]["input"]["description"]
+    output = tool.call(input="Which Satoshi Kon film is about dreams?")  # as an agent calls it
+    assert "input is" not in llm.prompts[-1]
+    assert "Which Satoshi Kon film is about dreams?" in llm.prompts[-1]
+    assert "Paprika" in output.content
+    aoutput = asyncio.run(tool.acall(input="Which Satoshi Kon film is about dreams?"))
+    assert "input is" not in llm.prompts[-1] and "Paprika" in aoutput.content
+    engine_tool = UltRAGQueryEngine(retriever).as_tool()
+    assert isinstance(engine_tool, QueryEngineTool)
+    props = engine_tool.metadata.get_parameters_dict()["properties"]
+    assert "question" in props["input"]["description"]
+
+
 def test_a_streamed_answer_arrives_in_pieces(kg):
     engine = UltRAGQueryEngine.from_graph(kg, llm=WordStreamLLM(prompts=[]), linking="exact", executor="symbolic",
                                           streaming=True)

@@ -29,6 +29,13 @@ __all__ = ["METHODS", "MethodSpec", "get_method", "method_names", "register_meth
 #: The dataset families ``kgrag eval`` knows: knowledge-graph QA and text QA.
 KG_DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2h", "pq-3h")
 TEXT_DATASETS = ("musique", "hotpotqa")
+#: a search tool's description when the method's entry gives none
+DEFAULT_TOOL_DESCRIPTION = (
+    "Search the knowledge graph for facts relevant to a natural-language question. "
+    "Input: the question. Output: retrieved facts, one per line.")
+#: what both adapters' search tools say of their one argument, the question
+TOOL_QUESTION_DESCRIPTION = ("The question to search the knowledge graph for, in plain natural "
+                             "language, e.g. 'Who directed Tokyo Godfathers?'.")
 
 
 def _resolve(path: str) -> Any:
@@ -52,9 +59,7 @@ class MethodSpec:
     #: the retriever's search-tool name and description (LangChain ``as_search_tool``,
     #: LlamaIndex ``as_tool``)
     tool_name: str = "knowledge_graph_search"
-    tool_description: str = (
-        "Search the knowledge graph for facts relevant to a natural-language question. "
-        "Input: the question. Output: retrieved facts, one per line.")
+    tool_description: str = DEFAULT_TOOL_DESCRIPTION
     #: module adding ``kgrag <name> ...`` via ``register(subparsers)``; None: no own command
     command_module: str | None = None
     #: module whose ``demo_steps()`` extend ``kgrag demo``; None: no demo step
