@@ -271,7 +271,8 @@ def write_doc(summaries: list[dict]) -> None:
         "Each run writes `<out>/<method>__<dataset>__<mode>.jsonl` (one line per question: gold,",
         "ranked candidates, answer, context size, metrics, LLM calls/tokens, latency; appended and",
         "flushed per question, so an interrupted run resumes where it stopped) and the summary",
-        "`<...>.json`.",
+        "`<...>.json`; a run with `--param`s writes `<method>__<dataset>__<mode>__p<hash>.*`",
+        "instead, so it never resumes from records made with other parameters.",
         "",
         (f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
          f"Python {platform.python_version()}."),

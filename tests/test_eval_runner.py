@@ -8,6 +8,7 @@ packaged MiniLM (session fixture).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from kgrag.eval import runner as runner_module
@@ -107,6 +108,40 @@ def test_interrupted_run_resumes_without_duplicates(data_root, tmp_path, monkeyp
     assert again["metrics"] == summary["metrics"] and len(lines(jsonl)) == 6
 
 
+def test_a_rerun_with_other_params_does_not_reuse_the_records(data_root, tmp_path,
+                                                              monkeypatch):
+    """Issue 13's audit: --param executor=symbolic after an executor=neural run in the same
+    --out reported the neural numbers (records were keyed by question id only), and
+    executor=bogus 'succeeded'. Records are keyed by the run's parameters now."""
+    out = tmp_path / "out"
+    real = runner_module.build_question_runner
+    built = []
+
+    def recording(method, mode, resource, *, params=None, **kwargs):
+        built.append(dict(params or {}))
+        return real(method, mode, resource, params=params, **kwargs)
+
+    monkeypatch.setattr(runner_module, "build_question_runner", recording)
+
+    def run(**params):
+        return evaluate("ultrag", "pq-2h", mode="oracle", limit=10, out_dir=out,
+                        data_root=data_root, params=params, progress=False)
+
+    symbolic = run(executor="symbolic", linking="exact")
+    neural = run(executor="neural", linking="exact")
+    assert built == [{"executor": "symbolic", "linking": "exact"},
+                     {"executor": "neural", "linking": "exact"}]  # the second run ran too
+    assert symbolic["jsonl"] != neural["jsonl"]
+    assert len(lines(Path(symbolic["jsonl"]))) == len(lines(Path(neural["jsonl"]))) == 6
+    assert json.loads((out / (Path(neural["jsonl"]).stem + ".json")).read_text())["params"] == {
+        "executor": "'neural'", "linking": "'exact'"}
+    # the same parameters (in any order) resume from their own records: nothing runs again
+    again = run(linking="exact", executor="symbolic")
+    assert len(built) == 2 and again["metrics"] == symbolic["metrics"]
+    with pytest.raises(ValueError, match="bogus"):
+        run(executor="bogus", linking="exact")
+
+
 def test_read_records_cuts_a_torn_last_line(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"id": "a"}\n{"id": "b"}\n{"id": ', encoding="utf-8")
@@ -127,7 +162,9 @@ def test_llm_mode_with_a_scripted_chat_model(data_root, tmp_path):
     assert summary["metrics"]["hits@1"] == pytest.approx(100 * 5 / 6, abs=0.01)
     # the retrieval behind the answers found every gold country
     assert summary["metrics"]["answer_recall"] == 100.0
-    first = lines(tmp_path / "o" / "ultrag__pq-2h__llm.jsonl")[0]
+    jsonl = tmp_path / "o" / Path(summary["jsonl"]).name
+    assert jsonl.name.startswith("ultrag__pq-2h__llm__p")  # params={"linking": "exact"}
+    first = lines(jsonl)[0]
     assert first["answer"] == "Narnia" and first["metrics"]["f1"] == 0.0
 
 

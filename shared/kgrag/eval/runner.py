@@ -4,8 +4,12 @@
 line per question to ``<out_dir>/<method>__<dataset>__<mode>.jsonl`` (flushed after every line),
 then writes the summary ``<...>.json``. A rerun skips the question ids already in the JSONL, so
 an interrupted run resumes where it stopped; a half-written last line (killed mid-write) is cut
-off before appending. Change ``limit``/``seed``/parameters -> use another ``out_dir``: records
-are keyed by question id only.
+off before appending. A run with constructor ``params`` (``--param``) or a ``k`` other than 10
+writes ``<method>__<dataset>__<mode>__p<hash>.jsonl`` instead (:func:`run_stem`: a hash of the
+parameters' ``repr`` and ``k``), so runs with different parameters in one ``out_dir`` never
+share records; within a file records are keyed by question id (a question's record does not
+depend on ``limit`` / ``seed``). A different LLM or embedder is not part of the key: use
+another ``out_dir``.
 
 Per question (see :func:`score`): Hits@1, Hits@k and MRR when the method ranks answer
 candidates; answer recall of the retrieved context always (entity names, or the context text for
@@ -19,6 +23,7 @@ current folder or beside the checkout; see :func:`default_data_root`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -343,16 +348,41 @@ def markdown_table(summaries: list[dict[str, Any]], k: int = 10) -> str:
 
 
 # ---------------------------------------------------------------------- evaluate
+DEFAULT_K = 10
+
+
+def run_stem(method_name: str, dataset_name: str, mode: str, params: Mapping[str, Any] | None,
+             k: int = DEFAULT_K) -> str:
+    """The file stem of a run's records and summary: ``<method>__<dataset>__<mode>``, plus
+    ``__p<10 hex digits>`` (a hash of the parameters' ``repr`` and ``k``) when the run has
+    parameters or a non-default ``k`` -- so a rerun resumes only from records made with the
+    same parameters.
+
+    >>> run_stem("ultrag", "pq-2h", "oracle", None)
+    'ultrag__pq-2h__oracle'
+    >>> run_stem("ultrag", "pq-2h", "oracle", {"executor": "symbolic"}) != run_stem(
+    ...     "ultrag", "pq-2h", "oracle", {"executor": "neural"})
+    True
+    """
+    stem = f"{method_name}__{dataset_name}__{mode}"
+    if not params and k == DEFAULT_K:
+        return stem
+    key = json.dumps({"params": {name: repr(value) for name, value in (params or {}).items()},
+                      "k": k}, sort_keys=True, ensure_ascii=True)
+    return f"{stem}__p{hashlib.sha1(key.encode('ascii')).hexdigest()[:10]}"
+
+
 def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "oracle",
              llm: Any = None,
              limit: int | None = 500, seed: int = 0, out_dir: str | os.PathLike[str] = "eval-out",
              data_root: str | os.PathLike[str] | None = None, embedder: Any = None,
              cache_dir: str | os.PathLike[str] | None = None, params: dict | None = None,
-             k: int = 10, progress: bool = True) -> dict[str, Any]:
+             k: int = DEFAULT_K, progress: bool = True) -> dict[str, Any]:
     """Run ``method_name`` on a seeded sample of ``dataset_name``; write JSONL + summary JSON.
 
-    Returns the summary (also written to ``<out_dir>/<method>__<dataset>__<mode>.json``, with
-    its markdown table row under ``"markdown_row"``). ``embedder``: any embedder (``None`` =
+    Returns the summary (also written to ``<out_dir>/<stem>.json``, :func:`run_stem`:
+    ``<method>__<dataset>__<mode>`` without parameters, with its markdown table row under
+    ``"markdown_row"``). ``embedder``: any embedder (``None`` =
     packaged MiniLM); ``cache_dir`` keeps its name embeddings on disk. ``params`` go to the
     method's constructor (KET-RAG: index or retrieval parameters).
     """
@@ -377,7 +407,7 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
                          f"{spec.name} does not have; use llm-free or llm")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{method_name}__{dataset_name}__{mode}"
+    stem = run_stem(method_name, dataset_name, mode, params, k)
     jsonl = out / f"{stem}.jsonl"
     done = {r["id"] for r in read_records(jsonl)}
     todo = [ex for ex in examples if ex.id not in done]
