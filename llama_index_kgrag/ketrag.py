@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgrag.methods.base import positional_to_keywords
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
@@ -30,25 +31,29 @@ def vector_store_index_documents(index: Any) -> list[dict[str, Any]]:
     return out
 
 
-class KETRAGRetriever(KGRetriever):
+class _FromVectorStoreIndex:
+    """``from_vector_store_index``, written once for the retriever and the query engine."""
+
+    @classmethod
+    def from_vector_store_index(cls, index: Any, *args: Any, llm: Any = None,
+                                embedder: Any = None, **params: Any) -> Any:
+        """KET-RAG over the nodes of a ``VectorStoreIndex`` docstore
+        (:func:`vector_store_index_documents`), wrapped like ``from_documents``; ``llm`` and
+        ``embedder`` are keyword-only (positionally: a ``DeprecationWarning``)."""
+        given = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
+        positional_to_keywords(f"{cls.__name__}.from_vector_store_index", args,
+                               ("llm", "embedder"), given)
+        build: Any = cls
+        return build.from_documents(vector_store_index_documents(index), **given, **params)
+
+
+class KETRAGRetriever(_FromVectorStoreIndex, KGRetriever):
     """LlamaIndex ``BaseRetriever`` over :class:`kgrag.methods.ketrag.KETRAG`."""
 
     method_name = "ketrag"
 
-    @classmethod
-    def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
-                                **params: Any) -> KETRAGRetriever:
-        return cls.from_documents(vector_store_index_documents(index), llm=llm,
-                                  embedder=embedder, **params)
 
-
-class KETRAGQueryEngine(KGQueryEngine):
+class KETRAGQueryEngine(_FromVectorStoreIndex, KGQueryEngine):
     """LlamaIndex query engine: KET-RAG two-channel retrieval plus its answer prompt."""
 
     method_name = "ketrag"
-
-    @classmethod
-    def from_vector_store_index(cls, index: Any, llm: Any = None, embedder: Any = None,
-                                **params: Any) -> KETRAGQueryEngine:
-        return cls.from_documents(vector_store_index_documents(index), llm=llm,
-                                  embedder=embedder, **params)
