@@ -467,8 +467,9 @@ def test_falkordb_server_also_refuses_writes_in_read_queries(db_graphs):
 
 
 # ---------------------------------------------------------------------- faults
-# ~30 s. run_cypher refuses it (a range() this large is over the budget, see
-# test_cypher_budgets.py), so these fault tests send it through the stores' trusted _read.
+# ~30 s. run_cypher refuses it (a range() this large is over the budget, see the budget
+# tests in test_cypher_corpus.py), so these fault tests send it through the stores' trusted
+# _read.
 LONG_QUERY = "UNWIND range(1, 300000000) AS x RETURN count(x) AS c"
 
 
