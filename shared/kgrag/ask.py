@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kgrag.commands.common import load_factory
+from kgrag.commands.common import add_command, in_rank_order, load_factory
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import KgragError
 
@@ -91,6 +91,14 @@ def _check_method_inputs(method: str, pattern: str | None, query: str | None) ->
         parse_query(query)
 
 
+def ranked(result: Any) -> Any:
+    """``result`` with its items in rank order (:func:`~kgrag.commands.common.in_rank_order`):
+    what ``kgrag ask`` prints and draws."""
+    import dataclasses
+
+    return dataclasses.replace(result, items=in_rank_order(result.items))
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     from kgrag.commands.common import graph_from_args
 
@@ -98,13 +106,18 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise KgragError("--top must be at least 1")
     if args.show and not args.show.lower().endswith((".png", ".html", ".htm")):
         raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
+    if args.pattern and args.method != "simgrag":
+        raise KgragError("--pattern is SimGRAG's query pattern: use it with --method simgrag")
+    if args.query and args.method != "ultrag":
+        raise KgragError("--query is UltRAG's logical query: use it with --method ultrag")
     _check_method_inputs(args.method, args.pattern, args.query)  # before the graph and model
     kg = graph_from_args(args)
-    result = retrieve(kg, args.question, args.method, llm=load_factory(args.llm, "--llm"),
-                      pattern=args.pattern, query=args.query, top=args.top)
+    result = ranked(retrieve(kg, args.question, args.method,
+                             llm=load_factory(args.llm, "--llm"), pattern=args.pattern,
+                             query=args.query, top=args.top))
     print(f"question: {result.question}")
     print(f"method: {result.method}  items: {len(result.items)}  "
-          f"LLM calls: {result.usage.calls}")
+          f"LLM calls: {result.usage.calls}  (best first)")
     if result.metadata.get("error"):
         print(f"error: {result.metadata['error']}")
     for rank, item in enumerate(result.items[: args.top], start=1):
@@ -121,21 +134,39 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     return 0
 
+
 def register(subparsers: Any) -> None:
     from kgrag.commands.common import add_graph_arguments
 
-    parser = subparsers.add_parser(
-        "ask", help="retrieve for one question with a method; optionally draw it",
-        description=__doc__.split("\n\n")[0].replace("``", ""))
+    parser = add_command(
+        subparsers, "ask", help="retrieve for one question with a method; optionally draw it",
+        description="""
+            One retrieval for a question with one method, printed best first and optionally
+            drawn to a PNG or HTML file. Without an LLM every method runs offline: byokg and
+            graphraft in their LLM-free modes (question n-grams linked to the graph);
+            simgrag needs the query pattern an LLM would write (--pattern), ultrag the
+            logical query (--query).
+
+            --llm package.module:factory names a function returning a LangChain chat model
+            or a LlamaIndex LLM; with it, SimGRAG and UltRAG write their own pattern / query
+            and ByoKG-RAG and GraphRAFT run their LLM modes.""",
+        examples=['kgrag ask examples/data/movies.tsv "Who directed Tokyo Godfathers?" '
+                  "--method graphraft --top 5",
+                  'kgrag ask examples/data/movies.tsv "Who directed Paprika?" --method ultrag '
+                  "--query '\"Paprika\" -> directed_by' --show paprika.html"])
     add_graph_arguments(parser)
-    parser.add_argument("question")
+    parser.add_argument("question", metavar="QUESTION", help="the question, in words")
     parser.add_argument("--method", choices=graph_methods(), default="byokg",
                         help="retrieval method (default byokg)")
     parser.add_argument("--show", metavar="FILE",
                         help="draw the retrieval to FILE (.png or .html)")
-    parser.add_argument("--pattern", help="SimGRAG query pattern (list of triples) instead of "
-                                          "an LLM")
-    parser.add_argument("--query", help="UltRAG logical query (DSL) instead of an LLM")
-    parser.add_argument("--llm", help="package.module:factory returning an LLM")
+    parser.add_argument("--pattern", help="SimGRAG query pattern (a list of triples) instead of "
+                                          "an LLM, e.g. '[(\"UNKNOWN film 1\", "
+                                          "\"directed_by\", \"Satoshi Kon\")]'")
+    parser.add_argument("--query", help="UltRAG logical query (DSL) instead of an LLM, e.g. "
+                                        "'\"Japan\" -> country_of_inv'")
+    parser.add_argument("--llm", metavar="MODULE:FACTORY",
+                        help="package.module:factory returning a LangChain chat model or a "
+                             "LlamaIndex LLM")
     parser.add_argument("--top", type=int, default=10, help="items printed and drawn (default 10)")
     parser.set_defaults(func=_cmd_ask)

@@ -28,10 +28,19 @@ import sys
 from typing import Any, Callable, Iterator, Sequence
 
 from kgrag._version import __version__
-from kgrag.commands.common import add_graph_arguments, graph_from_args, load_factory, open_graph
+from kgrag.commands.common import (
+    CommandParser,
+    add_command,
+    add_graph_arguments,
+    graph_from_args,
+    in_rank_order,
+    load_factory,
+    open_graph,
+)
 from kgrag.errors import KgragError
 
-__all__ = ["COMMAND_MODULES", "build_parser", "load_factory", "main", "open_graph"]
+__all__ = ["COMMAND_MODULES", "OTHER_EMBEDDING_COMMANDS", "build_parser", "embedding_commands",
+           "load_factory", "main", "open_graph"]
 
 #: Dotted paths of modules that add subcommands through ``register(subparsers)``, besides the
 #: registered methods' own (:mod:`kgrag.methods.registry`, ``command_module``).
@@ -41,10 +50,11 @@ COMMAND_MODULES: list[str] = [
     "kgrag.ask",
 ]
 
-#: Commands that embed names or texts; each of them (and each of its sub-commands) gets
-#: ``--cache-dir`` / ``--no-cache`` from :func:`add_cache_arguments` when it is built.
-EMBEDDING_COMMANDS: tuple[str, ...] = ("link", "simgrag", "ultrag", "byokg", "graphraft", "ask",
-                                       "eval")
+#: Commands that embed names or texts and are not a method's own command; each of them (and
+#: each of its sub-commands) gets ``--cache-dir`` / ``--no-cache`` from
+#: :func:`add_cache_arguments`. A method's command gets them from its registry entry
+#: (``MethodSpec.embeds``); :func:`embedding_commands` lists both.
+OTHER_EMBEDDING_COMMANDS: tuple[str, ...] = ("link", "ask", "eval")
 
 
 def command_modules() -> list[str]:
@@ -53,6 +63,21 @@ def command_modules() -> list[str]:
 
     registered = [spec.command_module for spec in METHODS.values() if spec.command_module]
     return list(dict.fromkeys(registered + COMMAND_MODULES))
+
+
+def embedding_commands() -> tuple[str, ...]:
+    """The commands that get the embedding-cache flags: every registered method whose entry says
+    ``embeds=True`` (its command is ``kgrag <name>``), then :data:`OTHER_EMBEDDING_COMMANDS`."""
+    from kgrag.methods.registry import METHODS
+
+    methods = [spec.name for spec in METHODS.values() if spec.embeds and spec.command_module]
+    return tuple(dict.fromkeys(methods + list(OTHER_EMBEDDING_COMMANDS)))
+
+
+def __getattr__(name: str) -> object:  # EMBEDDING_COMMANDS stays readable, from the registry
+    if name == "EMBEDDING_COMMANDS":
+        return embedding_commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
@@ -86,9 +111,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _register_info(subparsers: Any) -> None:
-    parser = subparsers.add_parser("info", help="counts and relation histogram of a graph",
-                                   description="Counts, duplicate and self-loop statistics and "
-                                               "the relation histogram of a graph.")
+    parser = add_command(
+        subparsers, "info", help="counts and relation histogram of a graph",
+        description="Counts, duplicate and self-loop statistics and the relation histogram of "
+                    "a graph.",
+        examples=["kgrag info examples/data/movies.tsv --top 5"])
     _add_graph_arguments(parser)
     parser.add_argument("--top", type=int, default=20,
                         help="relations to list, most frequent first (0 = all; default 20)")
@@ -104,7 +131,8 @@ def _cmd_link(args: argparse.Namespace) -> int:
     kg = _graph_from_args(args)
     linker_cls = RelationLinker if args.relations else EntityLinker
     linker = linker_cls.from_graph(kg, mode=args.mode, top_m=args.top_k)
-    for mention, links in zip(args.mentions, linker.link_many(args.mentions, args.top_k)):
+    for mention, found in zip(args.mentions, linker.link_many(args.mentions, args.top_k)):
+        links = in_rank_order(found)
         print(f"{mention!r}:")
         if not links:
             print("  (no match)")
@@ -115,12 +143,14 @@ def _cmd_link(args: argparse.Namespace) -> int:
 
 
 def _register_link(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "link", help="link mentions to graph entities (or relations)",
-        description="Top-k entity links with scores. Exact and alias matches come first, then "
-                    "the top-k of the mode: fuzzy (rapidfuzz), dense (packaged MiniLM "
-                    "embeddings + FAISS; the graph's name vectors are embedded once and then "
-                    "read from the embedding cache) or hybrid (both).")
+    parser = add_command(
+        subparsers, "link", help="link mentions to graph entities (or relations)",
+        description="Top-k entity links with scores, best first. Exact and alias matches come "
+                    "first, then the top-k of the mode: fuzzy (rapidfuzz), dense (packaged "
+                    "MiniLM embeddings + FAISS; the graph's name vectors are embedded once and "
+                    "then read from the embedding cache) or hybrid (both).",
+        examples=['kgrag link examples/data/movies.tsv "tokyo godfather" "Kurosawa"',
+                  'kgrag link examples/data/movies.tsv director --relations --top-k 2'])
     _add_graph_arguments(parser)
     parser.add_argument("mentions", metavar="MENTION", nargs="+", help="text to link")
     parser.add_argument("--top-k", type=int, default=3, help="links per mention (default 3)")
@@ -141,14 +171,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _register_demo(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "demo", help="run the offline demo on the bundled movie graph",
-        description="Loads the bundled movie graph (about 350 triples, shipped with the "
-                    "package) and runs every method's LLM-free mode on it: linking, relation "
-                    "paths, shortest paths, SimGRAG patterns, UltRAG queries, KET-RAG's keyword "
-                    "channel. Offline: no LLM, no model download.")
+    from kgrag.methods.registry import METHODS
+
+    with_steps = ", ".join(spec.name for spec in METHODS.values() if spec.demo_module)
+    parser = add_command(
+        subparsers, "demo", help="run the offline demo on the bundled movie graph",
+        description="Loads the bundled movie graph (a few hundred triples, shipped with the "
+                    "package) and walks through it: entity linking, a question answered by "
+                    "linking and one hop, relation paths and shortest paths, then one LLM-free "
+                    f"step of each method that has one ({with_steps}). Offline: no LLM, no "
+                    "model download, no API key.",
+        examples=["kgrag demo", "kgrag demo --data my_triples.tsv"])
     parser.add_argument("--data", default=None,
-                        help="another triples file to run the demo on (default: bundled)")
+                        help="another triples file to run the demo on (default: "
+                             "$KGRAG_DEMO_DATA, else the bundled movies.tsv)")
     parser.set_defaults(func=_cmd_demo)
 
 
@@ -166,7 +202,7 @@ def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
                  "$KGRAG_CACHE_DIR or the user cache directory; safe to delete)")
     if "--no-cache" not in known:
         parser.add_argument("--no-cache", action="store_true",
-                            help="neither read nor write cached name vectors (embed again)")
+                            help="neither read nor write cached vectors (embed again)")
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -175,6 +211,23 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
         return [parser]
     return [leaf for action in nested for sub in action.choices.values()
             for leaf in _leaf_parsers(sub)]
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """kgrag's log warnings on stderr while a command runs (``kgrag: warning: ...``), whatever
+    the process's logging setup; removed afterwards (``main`` may run again in one process)."""
+    import logging
+
+    logger = logging.getLogger("kgrag")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("kgrag: warning: %(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 @contextlib.contextmanager
@@ -192,6 +245,8 @@ def _embedding_setup(args: argparse.Namespace) -> Iterator[None]:
     logger = logging.getLogger("kgrag.embed")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("kgrag: %(message)s"))
+    # the notes only: warnings reach stderr once, through _warnings_to_stderr
+    handler.addFilter(lambda record: record.levelno < logging.WARNING)
     level = logger.level
     configure_cache(getattr(args, "cache_dir", None), enabled=not args.no_cache)
     logger.addHandler(handler)
@@ -208,19 +263,26 @@ def _embedding_setup(args: argparse.Namespace) -> Iterator[None]:
 # ---------------------------------------------------------------------- entry point
 def build_parser() -> argparse.ArgumentParser:
     """The full parser: core commands, then every module of :func:`command_modules`."""
-    parser = argparse.ArgumentParser(
-        prog="kgrag", description="Knowledge-graph RAG methods for LangChain and LlamaIndex.")
-    parser.add_argument("--version", action="version", version=f"kgrag {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = CommandParser(
+        prog="kgrag", description="Knowledge-graph RAG methods for LangChain and LlamaIndex.",
+        epilog="Run 'kgrag COMMAND --help' for a command's options. Commands that embed keep "
+               "the vectors in the embedding cache ($KGRAG_CACHE_DIR or the user cache "
+               "directory; --cache-dir / --no-cache).")
+    parser.add_argument("--version", action="version", version=f"kgrag {__version__}",
+                        help="print the version and exit")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       title="commands")
     subparsers.required = True
     for register in CORE_COMMANDS:
         register(subparsers)
     for module_path in command_modules():
         importlib.import_module(module_path).register(subparsers)
+    embedding = embedding_commands()
     for name, command in subparsers.choices.items():
-        if name in EMBEDDING_COMMANDS:
-            for leaf in _leaf_parsers(command):
+        for leaf in _leaf_parsers(command):
+            if name in embedding:
                 add_cache_arguments(leaf)
+            leaf.set_defaults(cli_prog=leaf.prog)  # "kgrag ketrag ask": the error prefix
     return parser
 
 
@@ -231,14 +293,20 @@ def _describe(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 usage or input error)."""
+    """Run the command line; returns the exit status (0 ok, 2 usage or input error).
+
+    Every user error ends the same way as argparse's own: one line ``kgrag COMMAND: error:
+    ...`` on stderr and status 2. kgrag's warnings (a graph file without triples, skipped
+    lines...) are shown on stderr as ``kgrag: warning: ...``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    prog = getattr(args, "cli_prog", f"kgrag {args.command}")
     try:
-        with _embedding_setup(args):
+        with _warnings_to_stderr(), _embedding_setup(args):
             status = args.func(args)
     except (KgragError, FileNotFoundError) as exc:
-        print(f"kgrag {args.command}: error: {_describe(exc)}", file=sys.stderr)
+        print(f"{prog}: error: {_describe(exc)}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         print("kgrag: interrupted", file=sys.stderr)

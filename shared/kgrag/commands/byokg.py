@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kgrag.commands.common import add_command, add_graph_arguments, graph_from_args
+from kgrag.errors import ConfigurationError
 from kgrag.methods.byokg.pipeline import ByoKGRAG
 
 
@@ -26,13 +28,15 @@ def scripted_linker(entities: list[str], paths: list[str], answers: list[str]) -
 
 
 def _cmd_byokg(args: argparse.Namespace) -> int:
-    from kgrag.commands.common import graph_from_args
-
+    for option, value in (("--top", args.top), ("--lines", args.lines)):
+        if value < 1:
+            raise ConfigurationError(f"{option} must be at least 1")
     kg = graph_from_args(args)
+    cache_dir = None if args.no_cache else args.cache_dir
     if args.entity or args.path or args.answer:
         method = ByoKGRAG(kg, llm=scripted_linker(args.entity, args.path, args.answer),
                           linking_mode=args.linking, triplet_retrieval="none", text_top_k=0,
-                          iterations=1, cache_dir=args.cache_dir)
+                          iterations=1, cache_dir=cache_dir)
         result = method.retrieve(args.question)
         log = result.metadata["iterations"][0]
         print(f"linked entities: {log['linked_entities']}")
@@ -41,7 +45,7 @@ def _cmd_byokg(args: argparse.Namespace) -> int:
             note = " (prefix only)" if followed["partial"] else ""
             print(f"path {followed['metapath']!r}: {followed['walks']} walk(s){note}")
     else:
-        method = ByoKGRAG(kg, linking_mode=args.linking, cache_dir=args.cache_dir)
+        method = ByoKGRAG(kg, linking_mode=args.linking, cache_dir=cache_dir)
         result = method.retrieve(args.question)
         print(f"entities in the question: {result.metadata['entities']}")
         print(f"answer candidates: {result.metadata['answer_candidates'][:args.top]}")
@@ -52,21 +56,40 @@ def _cmd_byokg(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.commands.common import add_graph_arguments
+    parser = add_command(
+        subparsers, "byokg", help="ByoKG-RAG retrieval without an LLM",
+        description="""
+            ByoKG-RAG retrieval without an LLM: question n-grams are linked to entities,
+            triples are scored against the question text, 2-hop paths are followed, and the
+            answer candidates are ranked.
 
-    parser = subparsers.add_parser(
-        "byokg", help="ByoKG-RAG retrieval without an LLM",
-        description="LLM-free ByoKG-RAG retrieval, or one iteration with KG-Linker artifacts "
-                    "given on the command line (--entity/--path/--answer).")
+            With --entity / --path / --answer, the artifacts a KG-Linker (the LLM) would
+            write are given on the command line instead, and one ByoKG-RAG iteration runs
+            with them (linking, relation paths, shortest paths), so the graph tools can be
+            tried without an LLM.""",
+        examples=['kgrag byokg examples/data/movies.tsv "Who directed Tokyo Godfathers?" '
+                  "--linking fuzzy",
+                  'kgrag byokg examples/data/movies.tsv "Where was the director of Tokyo '
+                  'Godfathers born?" --entity "Tokyo Godfathers" --path "directed_by -> '
+                  'born_in" --linking fuzzy'])
     add_graph_arguments(parser)
-    parser.add_argument("question")
-    parser.add_argument("--entity", action="append", default=[], help="a question entity")
-    parser.add_argument("--path", action="append", default=[], help="a relation path 'r1 -> r2'")
-    parser.add_argument("--answer", action="append", default=[], help="a draft answer")
-    parser.add_argument("--linking", choices=("fuzzy", "dense", "hybrid"), default="hybrid")
-    parser.add_argument("--cache-dir", default=None, help="cache name embeddings here")
-    parser.add_argument("--top", type=int, default=10, help="answer candidates shown")
-    parser.add_argument("--lines", type=int, default=30, help="context lines shown")
+    parser.add_argument("question", metavar="QUESTION", help="the question, in words")
+    parser.add_argument("--entity", action="append", default=[],
+                        help="a question entity, as a KG-Linker would write it (repeatable)")
+    parser.add_argument("--path", action="append", default=[],
+                        help="a relation path 'r1 -> r2' to follow from the entities "
+                             "(repeatable)")
+    parser.add_argument("--answer", action="append", default=[],
+                        help="a draft answer to link to the graph (repeatable)")
+    parser.add_argument("--linking", choices=("fuzzy", "dense", "hybrid"), default="hybrid",
+                        help="entity linking: fuzzy (rapidfuzz, instant), dense (MiniLM "
+                             "embeddings) or hybrid (both; default)")
+    parser.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="embedding cache: name vectors and the ONNX export of the model "
+                             "(default: $KGRAG_CACHE_DIR or the user cache directory)")
+    parser.add_argument("--top", type=int, default=10,
+                        help="answer candidates shown (default 10)")
+    parser.add_argument("--lines", type=int, default=30, help="context lines shown (default 30)")
     parser.set_defaults(func=_cmd_byokg)
 
 

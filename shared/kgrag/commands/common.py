@@ -1,15 +1,77 @@
-"""Helpers every ``kgrag`` subcommand shares: graph arguments and user factories."""
+"""Helpers every ``kgrag`` subcommand shares: building a parser whose help reads as plain text,
+graph arguments, user factories, deprecated flag aliases and printing items in rank order."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from typing import Any
+import math
+import sys
+import textwrap
+from typing import Any, Iterable, Sequence
 
 from kgrag.errors import ConfigurationError
 from kgrag.graph.files import open_graph
 
-__all__ = ["add_graph_arguments", "graph_from_args", "load_factory", "open_graph"]
+__all__ = ["CommandParser", "DeprecatedAlias", "PlainHelpFormatter", "add_command", "add_graph_arguments", "graph_from_args",
+           "in_rank_order", "load_factory", "open_graph"]
+
+class PlainHelpFormatter(argparse.HelpFormatter):
+    """Help text as written: descriptions and epilogs are dedented, each paragraph of
+    unindented lines is re-wrapped to the terminal, and indented lines (command examples) are
+    kept verbatim, where argparse's default formatter would run them into one line. Lines are
+    never broken at a hyphen, so option names (``--password-env``) stay whole."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines: list[str] = []
+        prose: list[str] = []
+
+        def flush() -> None:
+            if prose:
+                lines.extend(textwrap.wrap(" ".join(prose), width, initial_indent=indent,
+                                           subsequent_indent=indent, break_on_hyphens=False))
+                prose.clear()
+
+        for line in textwrap.dedent(text).strip("\n").splitlines():
+            if not line.strip():
+                flush()
+                lines.append("")
+            elif line[0].isspace():
+                flush()
+                lines.append(indent + line.rstrip())
+            else:
+                prose.extend(line.split())
+        flush()
+        return "\n".join(lines)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # never "--password-" / "env": option names and "llm-free" stay whole
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The ``kgrag`` parsers: :class:`PlainHelpFormatter` unless told otherwise. Subcommand
+    parsers are made with the parent's class, so every command gets it, including commands
+    added by other modules' ``register(subparsers)``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", PlainHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def add_command(subparsers: Any, name: str, *, help: str, description: str,
+                examples: Sequence[str] = (), notes: str = "") -> argparse.ArgumentParser:
+    """``subparsers.add_parser(name, ...)`` with ``examples`` (command lines, shown verbatim
+    under "examples:") and ``notes`` (a paragraph after them) as its epilog. ``description``
+    is plain text in paragraphs: no Sphinx/RST markup, ``--help`` is read in a terminal
+    (tests/test_cli_help.py checks every parser)."""
+    epilog = ""
+    if examples:
+        epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    if notes:
+        epilog += ("\n\n" if epilog else "") + notes
+    return subparsers.add_parser(name, help=help, description=description,
+                                 epilog=epilog or None)
 
 
 def load_factory(spec: str | None, option: str = "--llm") -> Any:
@@ -35,7 +97,8 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("graph", metavar="GRAPH",
                         help="triples file (CSV/TSV/pipe) or a saved graph directory")
     parser.add_argument("--sep", default=None,
-                        help="field separator of a triples file (default: detected)")
+                        help="field separator of a triples file (default: detected; 'tab' or "
+                             "'\\t' for a tab)")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="malformed lines: stop with an error (default) or skip and count")
 
@@ -44,4 +107,47 @@ def graph_from_args(args: argparse.Namespace) -> Any:
     """The graph named by :func:`add_graph_arguments`' arguments."""
     # a tab is hard to type in a shell: accept "\t" and "tab" for it
     sep = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep) if args.sep else None
-    return open_graph(args.graph, sep=sep, on_error=args.on_error)
+    return open_graph(args.graph, sep=sep, on_error=getattr(args, "on_error", "raise"))
+
+
+class DeprecatedAlias(argparse.Action):
+    """A flag kept for old command lines: sets ``dest`` like its replacement and says, on
+    stderr, which flag to use instead (``replacement=`` names it)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, replacement: str,
+                 help: str | None = None, **kwargs: Any) -> None:
+        self.replacement = replacement
+        super().__init__(option_strings, dest, nargs=0, default=False,
+                         help=help or f"deprecated alias of {replacement}", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog}: warning: {option_string} is deprecated; use {self.replacement}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, True)
+
+
+def _score(item: Any) -> float | None:
+    score = getattr(item, "score", None)
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+        return None  # a NaN would make the sort order arbitrary
+    return float(score)
+
+
+def in_rank_order(items: Iterable[Any]) -> list[Any]:
+    """``items`` best first, as the command line prints them: by ``score`` descending (every
+    kgrag score is higher-is-better), ties in their given order, unscored items after the
+    scored ones. Items of different kinds (entities, triples, paths) are scored on different
+    scales, so each kind is ranked on its own, the kinds in the order they first appear. A
+    method's own order (GraphRAFT keeps its context grouped by query) is for its answer
+    prompt; a reader of a ranked list expects the ranking."""
+    groups: dict[type, list[tuple[int, Any]]] = {}
+    for position, item in enumerate(items):
+        groups.setdefault(type(item), []).append((position, item))
+    ranked: list[Any] = []
+    for group in groups.values():
+        scored = [(p, item) for p, item in group if _score(item) is not None]
+        scored.sort(key=lambda pair: (-(_score(pair[1]) or 0.0), pair[0]))
+        ranked += [item for _, item in scored]
+        ranked += [item for _, item in group if _score(item) is None]
+    return ranked

@@ -13,27 +13,36 @@ import argparse
 import json
 from typing import Any
 
+from kgrag.commands.common import (
+    DeprecatedAlias,
+    add_command,
+    add_graph_arguments,
+    graph_from_args,
+)
 from kgrag.context.types import ScoredEntity
+from kgrag.errors import ConfigurationError
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from kgrag.commands.common import graph_from_args
     from kgrag.embed import CachedEmbedder, as_embedder
     from kgrag.methods.graphraft.pipeline import GraphRAFT
     from kgrag.methods.graphraft.training import export_training_data, read_qa_pairs
 
-    if args.limit is not None and args.limit < 1:
-        raise SystemExit("--limit must be at least 1")
+    for option, value in (("--limit", args.limit), ("--queries", args.queries),
+                          ("--max-nodes", args.max_nodes)):
+        if value is not None and value < 1:
+            raise ConfigurationError(f"{option} must be at least 1")
     pairs = read_qa_pairs(args.qa_file, limit=args.limit, seed=args.seed)
     if not pairs:
-        raise SystemExit(f"{args.qa_file} holds no questions")
+        raise ConfigurationError(f"{args.qa_file} holds no questions")
     kg = graph_from_args(args)
     embedder = as_embedder(None)
-    if args.cache_dir:
+    if args.cache_dir and not args.no_cache:
         embedder = CachedEmbedder(embedder, args.cache_dir, min_texts=100)
     method = GraphRAFT(kg, embedder=embedder, max_nodes=args.max_nodes)
     counts = export_training_data(method, pairs, args.out_dir, queries_per_context=args.queries,
-                                  alpha=args.alpha, seed=args.seed, progress=not args.quiet)
+                                  alpha=args.alpha, seed=args.seed,
+                                  progress=not args.no_progress)
     print(json.dumps(counts))
     print(f"wrote {args.out_dir}/selector.jsonl ({counts['kept']} records), "
           f"{args.out_dir}/answer.jsonl ({counts['answer_records']} records)")
@@ -41,33 +50,53 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.commands.common import add_graph_arguments
-
-    parser = subparsers.add_parser("graphraft", help="GraphRAFT tools (training-data export)",
-                                   description=__doc__.split("\n\n")[1])
-    commands = parser.add_subparsers(dest="graphraft_command", metavar="COMMAND")
+    parser = add_command(
+        subparsers, "graphraft", help="GraphRAFT tools (training-data export)",
+        description="GraphRAFT tools. export-training-data synthesises the fine-tuning data of "
+                    "GraphRAFT (paper section 4.1) from question/answer pairs alone.",
+        examples=["kgrag graphraft export-training-data GRAPH QA_FILE OUT_DIR --limit 100"])
+    commands = parser.add_subparsers(dest="graphraft_command", metavar="COMMAND",
+                                     title="commands")
     commands.required = True
-    export = commands.add_parser(
-        "export-training-data", help="fine-tuning data for the query selector and answer model",
-        description="Label each question with its best candidate query (no LLM when the QA file "
-                    "names the entities; otherwise question n-grams are linked) and write "
-                    "selector.jsonl / answer.jsonl in chat format.")
+    export = add_command(
+        commands, "export-training-data",
+        help="fine-tuning data for the query selector and answer model",
+        description="""
+            Synthesises GraphRAFT's fine-tuning data from question/answer pairs alone: every
+            candidate query around each question's entities is executed; the best one (most
+            gold answers hit, then fewest results; recall 1, precision at least 0.1) becomes
+            the query selector's label, and a context for the answer model is assembled. No
+            LLM is needed when the QA file names the entities; otherwise question n-grams are
+            linked to the graph.
+
+            Writes selector.jsonl and answer.jsonl (chat format) and summary.json into
+            OUT_DIR.""",
+        examples=["kgrag graphraft export-training-data examples/data/movies.tsv qa.jsonl "
+                  "out/ --limit 100 --no-progress"])
     add_graph_arguments(export)
     export.add_argument("qa_file", metavar="QA_FILE",
                         help="JSONL of {question, answers, entities?} or MetaQA lines "
                              "'question with [topic]<TAB>answer1|answer2'")
     export.add_argument("out_dir", metavar="OUT_DIR", help="directory for the JSONL files")
     export.add_argument("--limit", type=int, default=None,
-                        help="a seeded random sample of N questions")
-    export.add_argument("--seed", type=int, default=0)
+                        help="a seeded random sample of N questions (default: all)")
+    export.add_argument("--seed", type=int, default=0,
+                        help="seed of the --limit sample and of the context sampling "
+                             "(default 0)")
     export.add_argument("--queries", type=int, default=5,
                         help="candidate queries sampled per answer-model context (paper repo: 5)")
     export.add_argument("--alpha", type=float, default=0.1,
                         help="rank sampling exponent; small favours top ranks (paper repo: 0.1)")
-    export.add_argument("--max-nodes", type=int, default=20, help="context size in nodes")
-    export.add_argument("--cache-dir", default=None,
-                        help="cache node-name embeddings here as .npy (reused across runs)")
-    export.add_argument("--quiet", action="store_true", help="no progress bar")
+    export.add_argument("--max-nodes", type=int, default=20,
+                        help="context size in nodes (default 20)")
+    export.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="embedding cache: node-name vectors (reused across runs) and the "
+                             "ONNX export of the model (default: $KGRAG_CACHE_DIR or the user "
+                             "cache directory)")
+    export.add_argument("--no-progress", action="store_true", help="no progress bar")
+    export.add_argument("--quiet", action=DeprecatedAlias, dest="no_progress",
+                        replacement="--no-progress",
+                        help="deprecated alias of --no-progress")
     export.set_defaults(func=_cmd_export)
 
 

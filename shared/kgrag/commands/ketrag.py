@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kgrag.commands.common import load_factory
+from kgrag.commands.common import add_command, load_factory
 from kgrag.context.types import Chunk
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -118,34 +118,75 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("ketrag", help="KET-RAG: index documents, ask questions")
-    sub = parser.add_subparsers(dest="ketrag_command", metavar="SUBCOMMAND")
+    parser = add_command(
+        subparsers, "ketrag", help="KET-RAG: index documents, ask questions",
+        description="KET-RAG over your own documents: 'index' builds the index from a folder of "
+                    "text files, 'ask' retrieves from it (and answers, with an LLM).",
+        examples=["kgrag ketrag index docs/ --out docs.ketrag",
+                  'kgrag ketrag ask docs.ketrag "Who founded the company?"'])
+    sub = parser.add_subparsers(dest="ketrag_command", metavar="SUBCOMMAND", title="commands")
     sub.required = True
 
-    index = sub.add_parser("index", help="index a folder of .txt/.md files")
+    index = add_command(
+        sub, "index", help="index a folder of .txt/.md files",
+        description="""
+            Reads every .txt / .md file under DIR (or one file), builds the KET-RAG index
+            with progress bars, saves it (default DIR.ketrag) and prints its size and
+            indexing cost, including the projection to full extraction (beta = 1).
+
+            Without --llm it builds the LLM-free keyword-only index (beta = 0). --llm
+            package.module:factory names a function returning a LangChain chat model or a
+            LlamaIndex LLM (for example one that builds ChatOpenAI); --embedder likewise
+            names an embedder factory (default: the packaged all-MiniLM-L6-v2). LLM replies
+            are cached (default OUT.cache) so an interrupted run resumes.""",
+        examples=["kgrag ketrag index docs/ --no-progress",
+                  "kgrag ketrag index docs/ --llm mymodels:chat --budget 0.8"])
     index.add_argument("directory", metavar="DIR", help="folder of text files (or one file)")
     index.add_argument("--out", help="index directory to write (default: DIR.ketrag)")
-    index.add_argument("--llm", help="module:factory returning a LangChain/LlamaIndex LLM")
-    index.add_argument("--embedder", help="module:factory returning an embedder (LangChain, "
-                       "LlamaIndex or kgrag); default: the packaged all-MiniLM-L6-v2")
+    index.add_argument("--llm", metavar="MODULE:FACTORY",
+                       help="package.module:factory returning a LangChain/LlamaIndex LLM")
+    index.add_argument("--embedder", metavar="MODULE:FACTORY",
+                       help="package.module:factory returning an embedder (LangChain, "
+                            "LlamaIndex or kgrag); default: the packaged all-MiniLM-L6-v2")
     index.add_argument("--budget", type=float, default=None,
                        help="beta, share of chunks sent to the LLM (default 0.8 with --llm, else 0)")
-    index.add_argument("--chunk-size", type=int, default=1200, help="l, tokens per chunk")
-    index.add_argument("--splits", type=int, default=3, help="m, halvings into sub-chunks")
-    index.add_argument("-k", type=int, default=2, help="lexical and semantic KNN neighbours")
-    index.add_argument("--workers", type=int, default=4, help="concurrent LLM calls")
-    index.add_argument("--cache-dir", help="LLM reply cache (default: <out>.cache)")
+    index.add_argument("--chunk-size", type=int, default=1200,
+                       help="l, tokens per chunk (default 1200)")
+    index.add_argument("--splits", type=int, default=3,
+                       help="m, halvings into sub-chunks (default 3)")
+    index.add_argument("-k", type=int, default=2,
+                       help="lexical and semantic KNN neighbours per chunk (default 2)")
+    index.add_argument("--workers", type=int, default=4,
+                       help="concurrent LLM calls (default 4)")
+    index.add_argument("--cache-dir", metavar="DIR",
+                       help="cache folder: the LLM replies (llm_cache.jsonl, so an interrupted "
+                            "run resumes) and the embedding cache (default: LLM replies in "
+                            "OUT.cache, embeddings in $KGRAG_CACHE_DIR or the user cache "
+                            "directory)")
+    index.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write cached vectors (embed again); LLM replies "
+                            "are still cached, so an interrupted run still resumes")
     index.add_argument("--no-progress", action="store_true", help="hide progress bars")
     index.set_defaults(func=_cmd_index)
 
-    ask = sub.add_parser("ask", help="retrieve (and answer with --llm) from a saved index")
+    ask = add_command(
+        sub, "ask", help="retrieve (and answer with --llm) from a saved index",
+        description="Prints the context KET-RAG retrieves for the question from a saved index "
+                    "(no LLM), or the answer when --llm is given.",
+        examples=['kgrag ketrag ask docs.ketrag "Where was Ada Lovelace born?" --json'])
     ask.add_argument("index", metavar="INDEX", help="index directory written by 'index'")
-    ask.add_argument("question")
-    ask.add_argument("--llm", help="module:factory returning a LangChain/LlamaIndex LLM")
-    ask.add_argument("--embedder", help="module:factory of the embedder the index was built with")
-    ask.add_argument("--context-tokens", type=int, default=None, help="L (default 12000)")
-    ask.add_argument("--graph-share", type=float, default=None, help="lambda (default 0.5)")
-    ask.add_argument("--show-context", action="store_true", help="print the context too")
+    ask.add_argument("question", metavar="QUESTION", help="the question, in words")
+    ask.add_argument("--llm", metavar="MODULE:FACTORY",
+                     help="package.module:factory returning a LangChain/LlamaIndex LLM")
+    ask.add_argument("--embedder", metavar="MODULE:FACTORY",
+                     help="package.module:factory of the embedder the index was built with")
+    ask.add_argument("--context-tokens", type=int, default=None,
+                     help="L, the context budget in tokens (default 12000)")
+    ask.add_argument("--graph-share", type=float, default=None,
+                     help="lambda, the share of the context for the graph channel (default "
+                          "0.5)")
+    ask.add_argument("--show-context", action="store_true",
+                     help="with --llm: print the context too")
     ask.add_argument("--json", action="store_true", help="machine-readable output")
     ask.set_defaults(func=_cmd_ask)
 

@@ -16,8 +16,14 @@ import argparse
 import json
 from typing import Any
 
-from kgrag.commands.common import load_factory
-from kgrag.errors import LLMOutputError
+from kgrag.commands.common import (
+    add_command,
+    add_graph_arguments,
+    graph_from_args,
+    in_rank_order,
+    load_factory,
+)
+from kgrag.errors import ConfigurationError, LLMOutputError
 from kgrag.methods.simgrag.pattern import Pattern, PatternError
 
 
@@ -25,7 +31,7 @@ def _print_result(result: Any, out: Any = print) -> None:
     out(f"pattern: {result.metadata['pattern']}")
     if not result.items:
         out("no matching subgraph")
-    for i, sub in enumerate(result.items, 1):
+    for i, sub in enumerate(in_rank_order(result.items), 1):
         triples = ", ".join(f"({t.head}, {t.relation}, {t.tail})" for t in sub.triples)
         out(f"graph [{i}] GSD {sub.metadata['gsd']:.3f}: {triples}")
     out(f"vector search {1000 * result.metadata['vector_search_seconds']:.1f} ms, matching "
@@ -43,17 +49,28 @@ def _parse_pattern(text: str) -> Pattern:
     return Pattern.from_triples(triples)
 
 
-def _cmd_simgrag(args: argparse.Namespace) -> int:
-    from kgrag.commands.common import open_graph
-    from kgrag.methods.simgrag import SimGRAG
-
+def _check_args(args: argparse.Namespace) -> Pattern | None:
+    """Every argument check that needs neither the graph nor a model (milliseconds); the
+    parsed ``--pattern``, if given."""
     if not args.pattern and not args.question:
         raise PatternError("give --pattern (no LLM) or --question with --llm")
-    pattern = _parse_pattern(args.pattern) if args.pattern else None  # before anything slow
+    if args.answer and not args.question:
+        raise ConfigurationError("--answer needs the --question to answer")
+    if (args.answer or not args.pattern) and not args.llm:
+        raise ConfigurationError("--question without --pattern, and --answer, need --llm "
+                                 "package.module:factory (without an LLM, give --pattern)")
+    pattern = _parse_pattern(args.pattern) if args.pattern else None
     for option in ("k", "k_nodes", "k_relations"):
         if getattr(args, option) != "auto" and getattr(args, option) < 1:
             raise PatternError(f"--{option.replace('_', '-')} must be at least 1")
-    kg = open_graph(args.graph, sep={"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep))
+    return pattern
+
+
+def _cmd_simgrag(args: argparse.Namespace) -> int:
+    from kgrag.methods.simgrag import SimGRAG
+
+    pattern = _check_args(args)  # before anything slow
+    kg = graph_from_args(args)
     choices: dict[str, bool | str] = {"yes": True, "no": False, "prefer": "prefer"}
     injective = choices[args.injective]
     method = SimGRAG(kg, llm=load_factory(args.llm, "--llm"),
@@ -61,35 +78,69 @@ def _cmd_simgrag(args: argparse.Namespace) -> int:
                      k_nodes=args.k_nodes, k_relations=args.k_relations, injective=injective,
                      task=args.task)
     if pattern is not None:
-        _print_result(method.retrieve_pattern(pattern))
+        result = method.retrieve_pattern(pattern, args.question or "")
+        _print_result(result)
+        if args.answer:
+            _print_answer(method.answer_from(args.question, result))
         return 0
     if args.answer:
         answer = method.answer(args.question)
         _print_result(answer.retrieval)
-        print(answer.text)
-        print(json.dumps({"answers": answer.answers, "usage": answer.usage.as_dict()}))
+        _print_answer(answer)
         return 0
     _print_result(method.retrieve(args.question))
     return 0
 
 
+def _print_answer(answer: Any) -> None:
+    print(answer.text)
+    print(json.dumps({"answers": answer.answers, "usage": answer.usage.as_dict()}))
+
+
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "simgrag", help="SimGRAG: top-k subgraphs most similar to a pattern",
-        description=__doc__.split("\n\n")[0])
-    parser.add_argument("graph", metavar="GRAPH", help="triples file or saved graph directory")
-    parser.add_argument("--sep", default=None, help="field separator of a triples file")
-    parser.add_argument("--pattern", help='triples, e.g. \'[("A", "r", "UNKNOWN x 1")]\'')
-    parser.add_argument("--question", help="a question (needs --llm)")
-    parser.add_argument("--answer", action="store_true", help="also answer (needs --llm)")
-    parser.add_argument("--llm", help="package.module:factory returning an LLM")
-    parser.add_argument("--embedder", help="package.module:factory (default: packaged MiniLM)")
-    parser.add_argument("--k", type=int, default=3)
-    parser.add_argument("--k-nodes", type=int, default=16)
+    parser = add_command(
+        subparsers, "simgrag", help="SimGRAG: top-k subgraphs most similar to a pattern",
+        description="""
+            SimGRAG retrieval: the k subgraphs of the graph closest to a query pattern by
+            Graph Semantic Distance (lower is closer), best first.
+
+            Without an LLM, give the pattern yourself with --pattern: a list of
+            (head, relation, tail) triples where unknown entities are named "UNKNOWN <type>
+            <n>". It is parsed as a Python/JSON literal, never evaluated as code. With
+            --llm package.module:factory (a function returning a LangChain chat model or a
+            LlamaIndex LLM) and --question, the LLM writes the pattern; with --answer it also
+            answers from the retrieved subgraphs.""",
+        examples=["kgrag simgrag examples/data/movies.tsv --pattern "
+                  "'[(\"UNKNOWN film 1\", \"directed_by\", \"Satoshi Kon\"), "
+                  "(\"UNKNOWN film 1\", \"has_genre\", \"Thriller\")]'",
+                  "kgrag simgrag GRAPH --question 'Who directed Paprika?' --llm mymodels:chat "
+                  "--answer"])
+    add_graph_arguments(parser)
+    parser.add_argument("--pattern", help='the query pattern, a list of triples, e.g. '
+                                          '\'[("UNKNOWN film 1", "directed_by", "Satoshi Kon")]\'')
+    parser.add_argument("--question", help="a question; the LLM writes the pattern (needs --llm)")
+    parser.add_argument("--answer", action="store_true",
+                        help="also answer the question from the subgraphs (needs --llm)")
+    parser.add_argument("--llm", metavar="MODULE:FACTORY",
+                        help="package.module:factory returning a LangChain chat model or a "
+                             "LlamaIndex LLM")
+    parser.add_argument("--embedder", metavar="MODULE:FACTORY",
+                        help="package.module:factory returning an embedder (default: the "
+                             "packaged all-MiniLM-L6-v2)")
+    parser.add_argument("--k", type=int, default=3,
+                        help="subgraphs to return, best first (default 3)")
+    parser.add_argument("--k-nodes", type=int, default=16,
+                        help="nearest graph entities per named pattern entity (default 16)")
     parser.add_argument("--k-relations", type=_k_relations, default="auto",
-                        help="nearest relations per pattern relation, or 'auto' (all up to 512)")
-    parser.add_argument("--injective", choices=("yes", "no", "prefer"), default="prefer")
-    parser.add_argument("--task", choices=("qa", "fact"), default="qa")
+                        help="nearest relations per pattern relation, or 'auto' (all up to 512; "
+                             "default)")
+    parser.add_argument("--injective", choices=("yes", "no", "prefer"), default="prefer",
+                        help="yes: a graph entity matches at most one pattern entity; no: "
+                             "reuse allowed; prefer (default): the best one-to-one match first, "
+                             "then the best reusing one")
+    parser.add_argument("--task", choices=("qa", "fact"), default="qa",
+                        help="the paper's prompts: qa (question answering, default) or fact "
+                             "(fact verification)")
     parser.set_defaults(func=_cmd_simgrag)
 
 

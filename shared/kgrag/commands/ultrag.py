@@ -11,13 +11,32 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kgrag.commands.common import add_command, add_graph_arguments, graph_from_args, in_rank_order
+from kgrag.errors import ConfigurationError
+
 DEMO_QUERY = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """The checks that need neither the graph nor the executor (milliseconds)."""
+    if not args.query and not args.prompt:
+        raise ConfigurationError("give a QUERY to execute, or --prompt QUESTION")
+    if args.query and args.prompt:
+        raise ConfigurationError("give either a QUERY to execute or --prompt QUESTION, not both")
+    if args.top < 1:
+        raise ConfigurationError("--top must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        raise ConfigurationError("--threads must be at least 1")
+    if args.query:
+        from kgrag.methods.ultrag.query import parse_query
+
+        parse_query(args.query)  # a malformed query fails before the graph is read
+
+
 def _cmd_ultrag(args: argparse.Namespace) -> int:
-    from kgrag.commands.common import graph_from_args
     from kgrag.methods.ultrag.pipeline import UltRAG
 
+    _check_args(args)
     kg = graph_from_args(args)
     method = UltRAG(kg, linking=args.linking, projection=args.projection, logic=args.logic,
                     top_k=args.top, executor=args.executor, threads=args.threads,
@@ -25,11 +44,9 @@ def _cmd_ultrag(args: argparse.Namespace) -> int:
     if args.prompt:
         print(method.query_prompt(args.prompt))
         return 0
-    if not args.query:
-        raise SystemExit("give a QUERY to execute, or --prompt QUESTION")
     execution = method.run(args.query)
     print(f"query: {execution.query_text}")
-    ranked = method.ranked(execution.scores)
+    ranked = in_rank_order(method.ranked(execution.scores))
     print(f"{int((execution.scores != 0).sum())} entities with non-zero membership; top "
           f"{len(ranked)}:")
     for entity in ranked:
@@ -38,31 +55,45 @@ def _cmd_ultrag(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.commands.common import add_graph_arguments
+    parser = add_command(
+        subparsers, "ultrag", help="execute an UltRAG logical query (no LLM)",
+        description=f"""
+            Execute a logical query over the whole graph and print the entities by fuzzy
+            membership, best first. A query names entities in double quotes and follows
+            relations with ->; AND(...), OR(...) and NOT(...) combine branches; a relation
+            ending in _inv is followed backwards. Example: {DEMO_QUERY}
 
-    parser = subparsers.add_parser(
-        "ultrag", help="execute an UltRAG logical query (no LLM)",
-        description="Execute a logical query such as 'AND(\"Animation\" -> has_genre_inv, "
-                    "\"Japan\" -> country_of_inv) -> directed_by' over the whole graph and print "
-                    "the entities by fuzzy membership.")
+            --executor neural (default) runs UltraQuery, the paper's neural executor, with
+            its checkpoint shipped in the package (offline, CPU); --executor symbolic runs
+            exact fuzzy traversal. --prompt QUESTION prints the query-generation prompt an
+            LLM would receive instead of executing anything.""",
+        examples=[f"kgrag ultrag examples/data/movies.tsv '{DEMO_QUERY}' --top 4",
+                  "kgrag ultrag examples/data/movies.tsv '\"Paprika\" -> directed_by' "
+                  "--executor symbolic",
+                  "kgrag ultrag examples/data/movies.tsv --prompt 'Who directed Paprika?'"])
     add_graph_arguments(parser)
-    parser.add_argument("query", nargs="?", help="DSL or BetaE tuple query")
+    parser.add_argument("query", metavar="QUERY", nargs="?",
+                        help="the logical query: DSL as above, or a BetaE tuple "
+                             "(required unless --prompt is given)")
     parser.add_argument("--prompt", metavar="QUESTION",
                         help="print the query-generation prompt for QUESTION instead")
-    parser.add_argument("--top", type=int, default=20, help="entities shown")
+    parser.add_argument("--top", type=int, default=20, help="entities shown (default 20)")
     parser.add_argument("--linking", choices=("exact", "dense"), default="exact",
-                        help="how quoted mentions are resolved (dense = Eq. 2 over MiniLM)")
+                        help="how quoted entity names are resolved: exact (default) or dense "
+                             "(nearest name by MiniLM embedding, the paper's Eq. 2)")
     parser.add_argument("--executor", choices=("neural", "symbolic"), default="neural",
                         help="neural = UltraQuery with the packaged checkpoint (the paper's "
                              "executor, default); symbolic = exact fuzzy traversal")
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads for the neural executor")
-    parser.add_argument("--weights", default=None,
+                        help="torch threads for the neural executor (default: torch's)")
+    parser.add_argument("--weights", metavar="FILE", default=None,
                         help="another UltraQuery checkpoint (.npz, same layout)")
     parser.add_argument("--projection", choices=("max", "noisy_or", "sum"), default="max",
-                        help="symbolic projection")
+                        help="symbolic executor: how memberships combine over a relation's "
+                             "edges (default max)")
     parser.add_argument("--logic", choices=("product", "godel", "lukasiewicz"),
-                        default="product")
+                        default="product",
+                        help="fuzzy logic of AND / OR, both executors (default product)")
     parser.set_defaults(func=_cmd_ultrag)
 
 

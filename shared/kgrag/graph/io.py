@@ -128,6 +128,8 @@ class TripleReader:
                 raise GraphFormatError(f"not {self.encoding} text ({exc.reason})",
                                        path=self.path) from exc
             if not first.strip():
+                log.warning("%s holds no triples (the file is empty): the graph has no edges",
+                            self.path)
                 return  # empty file: an empty graph
             sep = self.sep or sniff_separator(first)
             fh.seek(0)
@@ -141,6 +143,7 @@ class TripleReader:
             cols = self._resolve_columns(None)
             expected = 3 if self.columns is None else None
             header_pending = self.header is not False
+            yielded = 0
             try:
                 for row in reader:
                     line = reader.line_num
@@ -177,6 +180,7 @@ class TripleReader:
                             raise GraphFormatError(problem, path=self.path, line=line)
                         self.skipped += 1
                         continue
+                    yielded += 1
                     yield h, r, t
             except csv.Error as exc:
                 raise GraphFormatError(str(exc), path=self.path, line=reader.line_num) from exc
@@ -184,6 +188,10 @@ class TripleReader:
                 raise GraphFormatError(f"not {self.encoding} text ({exc.reason})", path=self.path) from exc
         if self.skipped:
             log.warning("skipped %d malformed line(s) in %s", self.skipped, self.path)
+        if not yielded:
+            what = ("every line was malformed and skipped" if self.skipped else
+                    "only a header row" if self.header_row else "no data rows")
+            log.warning("%s holds no triples (%s): the graph has no edges", self.path, what)
 
     def _resolve_columns(self, header_row: Sequence[str] | None) -> tuple[int, int, int]:
         if self.columns is None:

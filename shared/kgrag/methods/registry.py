@@ -62,6 +62,9 @@ class MethodSpec:
     tool_description: str = DEFAULT_TOOL_DESCRIPTION
     #: module adding ``kgrag <name> ...`` via ``register(subparsers)``; None: no own command
     command_module: str | None = None
+    #: whether ``kgrag <name>`` (every subcommand of it) embeds names or texts: then the command
+    #: line gives it ``--cache-dir`` / ``--no-cache`` for the shared embedding cache
+    embeds: bool = False
     #: module whose ``demo_steps()`` extend ``kgrag demo``; None: no demo step
     demo_module: str | None = None
     #: ``kgrag eval``: the modes it runs and the datasets it applies to. ``llm-free`` calls
@@ -142,7 +145,7 @@ register_method(MethodSpec(
     tool_description=(
         "Retrieve knowledge-graph facts (triples, relation paths, query results) that answer a "
         "natural-language question. Input: the question."),
-    command_module="kgrag.commands.byokg", demo_module="kgrag.commands.byokg",
+    command_module="kgrag.commands.byokg", embeds=True, demo_module="kgrag.commands.byokg",
     eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:byokg_runner"))
 register_method(MethodSpec(
     name="simgrag", cls="kgrag.methods.simgrag:SimGRAG",
@@ -151,7 +154,7 @@ register_method(MethodSpec(
         "Find the knowledge-graph subgraphs that best match the facts a question asks about "
         "(SimGRAG). Input: a natural-language question. Output: small sets of "
         "(head, relation, tail) facts, closest match first."),
-    command_module="kgrag.commands.simgrag", demo_module="kgrag.commands.simgrag",
+    command_module="kgrag.commands.simgrag", embeds=True, demo_module="kgrag.commands.simgrag",
     eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:simgrag_runner"))
 register_method(MethodSpec(
     name="ultrag", cls="kgrag.methods.ultrag:UltRAG",
@@ -160,7 +163,7 @@ register_method(MethodSpec(
         "Answer a question by running a logical query (relation projections and intersections) "
         "over the whole knowledge graph (UltRAG). Input: a natural-language question. Output: "
         "candidate answer entities with membership scores, best first."),
-    command_module="kgrag.commands.ultrag", demo_module="kgrag.commands.ultrag",
+    command_module="kgrag.commands.ultrag", embeds=True, demo_module="kgrag.commands.ultrag",
     eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:ultrag_runner"))
 register_method(MethodSpec(
     name="graphraft", cls="kgrag.methods.graphraft.pipeline:GraphRAFT",
@@ -168,7 +171,7 @@ register_method(MethodSpec(
     tool_description=(
         "Find knowledge-graph entities that answer a question by running the best-matching "
         "graph queries around the entities it mentions. Input: the question."),
-    command_module="kgrag.commands.graphraft", demo_module="kgrag.commands.graphraft",
+    command_module="kgrag.commands.graphraft", embeds=True, demo_module="kgrag.commands.graphraft",
     eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:graphraft_runner",
     ask_top_param="max_nodes"))
 register_method(MethodSpec(
@@ -178,5 +181,5 @@ register_method(MethodSpec(
         "Search the indexed documents for context relevant to a question (KET-RAG): facts from "
         "a knowledge-graph skeleton of the key passages plus keyword-matched text passages. "
         "Input: the question. Output: entities, relationships and passages."),
-    command_module="kgrag.commands.ketrag", demo_module="kgrag.commands.ketrag_demo",
+    command_module="kgrag.commands.ketrag", embeds=True, demo_module="kgrag.commands.ketrag_demo",
     eval_modes=("llm-free", "llm"), eval_runner="kgrag.eval.harness:ketrag_runner"))

@@ -53,9 +53,14 @@ log = logging.getLogger(__name__)
 
 
 def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
+    """``embedder``'s vectors of ``texts`` through the shared on-disk embedding cache
+    (:mod:`kgrag.embed.store`: ``kgrag ketrag index --cache-dir`` / ``--no-cache``), so indexing
+    the same texts with the same model again reads them back instead of embedding again."""
+    from kgrag.embed.store import embed_cached
+
     if not texts:
         return np.zeros((0, int(embedder.dimension)), dtype=np.float32)
-    vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+    vectors = embed_cached(embedder, texts, kind="ketrag")
     if vectors.shape[0] != len(texts):
         raise ValueError("the embedder returned the wrong number of vectors")
     return vectors
