@@ -4,8 +4,9 @@
 and query engines treat it like any hosted model) whose replies come from a script: a list of
 ``replies`` used in order, or a ``responder(prompt) -> str`` function. It records every prompt,
 reports ``usage`` token counts in the response's ``raw`` the way hosted models do, and streams
-its reply word by word. When the script runs out it raises :class:`ScriptExhausted` (an
-``IndexError``) naming the prompt it could not answer.
+its reply word by word. When the script runs out it raises :class:`ScriptExhausted` (a
+:class:`kgrag.errors.LLMCallError`, and an ``IndexError``) naming the prompt it could not
+answer -- the typed error every method raises for an exhausted model.
 
 >>> llm = ScriptedLLM(replies=["Paris"])
 >>> llm.complete("Capital of France?").text, llm.prompts
@@ -22,11 +23,14 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field
 
+from kgrag.errors import LLMCallError
+
 __all__ = ["ScriptExhausted", "ScriptedLLM", "scripted_llm"]
 
 
-class ScriptExhausted(IndexError):
-    """The scripted LLM was asked more often than it has replies."""
+class ScriptExhausted(LLMCallError, IndexError):
+    """The scripted LLM was asked more often than it has replies (an exhausted model: an
+    :class:`~kgrag.errors.LLMCallError`, as LangChain's fakes are turned into by kgrag)."""
 
 
 class ScriptedLLM(CustomLLM):

@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
+import inspect
 import threading
 from contextlib import ExitStack, contextmanager
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
 
 from kgrag.context.types import Usage
-from kgrag.errors import LLMNotConfiguredError
+from kgrag.errors import LLMCallError, LLMNotConfiguredError
 from kgrag.text.clean import replace_lone_surrogates as _clean
 
+#: the message of a missing LLM; callers append what the method can do without one (its
+#: LLM-free mode, ``execute()``, ``retrieve_pattern()``, ``budget=0`` ...), which differs
 NO_LLM_HELP = (
     "{what} needs an LLM and none was configured. Pass llm= with any LangChain chat model "
-    "(e.g. ChatOpenAI, ChatBedrock, ChatOllama) or LlamaIndex LLM, or use the method's LLM-free mode."
+    "(e.g. ChatOpenAI, ChatBedrock, ChatOllama) or LlamaIndex LLM."
 )
 
 
@@ -183,8 +187,66 @@ def track_usage(*llms: Any) -> Iterator[Usage]:
                 total.add(scope)
 
 
+def exhausted_error() -> LLMCallError:
+    """The typed error of a model that ran out of replies.
+
+    A ``StopIteration`` escaping an LLM call (LangChain's ``GenericFakeChatModel`` /
+    ``FakeListChatModel`` iterating past their script) would otherwise surface as a bare
+    ``StopIteration``, or as ``RuntimeError: coroutine raised StopIteration`` (PEP 479) far
+    from its cause.
+    """
+    return LLMCallError("the LLM raised StopIteration (a scripted or fake model that ran out "
+                        "of replies?)")
+
+
+def _from_stop_iteration(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``RuntimeError`` that Python or asyncio made of a StopIteration."""
+    return isinstance(exc, RuntimeError) and isinstance(exc.__cause__ or exc.__context__,
+                                                        StopIteration)
+
+
+def _typed_failures(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap an adapter's ``complete`` / ``acomplete`` so an exhausted model is an
+    :class:`~kgrag.errors.LLMCallError` (provider errors pass through unchanged)."""
+    if inspect.iscoroutinefunction(func):
+        @functools.wraps(func)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await func(*args, **kwargs)
+            except StopIteration:
+                raise exhausted_error() from None
+            except RuntimeError as exc:
+                if _from_stop_iteration(exc):
+                    raise exhausted_error() from None
+                raise
+        return acall
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except StopIteration:
+            raise exhausted_error() from None
+        except RuntimeError as exc:
+            if _from_stop_iteration(exc):
+                raise exhausted_error() from None
+            raise
+    return call
+
+
 class BaseLLMAdapter(UsageTracker):
-    """Shared behaviour: usage accounting and a thread-offloaded async fallback."""
+    """Shared behaviour: usage accounting and a thread-offloaded async fallback.
+
+    Every subclass's ``complete`` / ``acomplete`` is wrapped (:meth:`__init_subclass__`) so a
+    model that runs out of replies raises :class:`~kgrag.errors.LLMCallError` -- the same typed
+    error for every method, sync and async, whichever step called the model.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("complete", "acomplete"):
+            if name in cls.__dict__:
+                setattr(cls, name, _typed_failures(cls.__dict__[name]))
 
     def __init__(self, model: Any) -> None:
         super().__init__()
@@ -345,13 +407,14 @@ def _has_base(obj: Any, module_prefix: str, class_names: tuple[str, ...]) -> boo
     return False
 
 
-def as_llm(model: Any, *, what: str = "This step") -> BaseLLMAdapter:
+def as_llm(model: Any, *, what: str = "This step", without: str = "") -> BaseLLMAdapter:
     """Wrap ``model`` for kgrag: a LangChain model, a LlamaIndex LLM, an adapter, or a callable.
 
-    ``None`` raises :class:`~kgrag.errors.LLMNotConfiguredError` saying how to pass one.
+    ``None`` raises :class:`~kgrag.errors.LLMNotConfiguredError` saying how to pass one, then
+    ``without``: what the method can do with no LLM (a sentence, empty when nothing).
     """
     if model is None:
-        raise LLMNotConfiguredError(NO_LLM_HELP.format(what=what))
+        raise LLMNotConfiguredError(no_llm_message(what, without))
     if isinstance(model, BaseLLMAdapter):
         return model
     if _has_base(model, "langchain_core", ("BaseLanguageModel",)):
@@ -364,6 +427,11 @@ def as_llm(model: Any, *, what: str = "This step") -> BaseLLMAdapter:
         f"cannot use {type(model).__name__} as an LLM: pass a LangChain chat model, a LlamaIndex "
         "LLM, or a function prompt -> str"
     )
+
+
+def no_llm_message(what: str, without: str = "") -> str:
+    """:data:`NO_LLM_HELP` for ``what``, followed by the method's own ``without`` sentence."""
+    return NO_LLM_HELP.format(what=what) + (f" {without}" if without else "")
 
 
 def optional_llm(model: Any) -> BaseLLMAdapter | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kgrag.errors import LLMCallError, LLMOutputError
-from kgrag.llm.base import llm_step
+from kgrag.llm.base import exhausted_error, llm_step
 
 T = TypeVar("T")
 
@@ -85,11 +85,26 @@ def ask_and_parse(prompt: str, parse: Callable[[str], T], *, retries: int = 1,
     raise AssertionError("unreachable: the last try returns or raises")
 
 
+def require_text(reply: str) -> str:
+    """The reply itself, or :class:`LLMOutputError` when it is blank: the parse of a free-text
+    step (a final answer), whose only unusable reply is an empty one."""
+    if not (reply or "").strip():
+        raise LLMOutputError("the reply is empty")
+    return reply
+
+
+def answer_steps(prompt: str, *, system: str | None = None, retries: int = 1) -> Steps[str]:
+    """A final answer call (step ``"answer"``): one call, re-asked up to ``retries`` times when
+    the reply is blank; returns the reply, or raises :class:`LLMOutputError` (see
+    :func:`ask_and_parse`)."""
+    reply, _ = yield from ask_and_parse(prompt, require_text, retries=retries, system=system,
+                                        step="answer")
+    return reply
+
+
 def _exhausted(exc: StopIteration) -> LLMCallError:
-    # A StopIteration escaping an LLM call would become "coroutine raised StopIteration" (PEP
-    # 479) far from its cause; it almost always means a scripted fake model ran out of replies.
-    return LLMCallError("the LLM raised StopIteration (a scripted or fake model that ran out "
-                        "of replies?)")
+    # the adapters already raise this (kgrag.llm.base); kept for LLM objects that are not one
+    return exhausted_error()
 
 
 def _as_text(reply: Any) -> str:
@@ -161,6 +176,18 @@ def complete_and_parse(llm: Any, prompt: str, parse: Callable[[str], T], *, retr
                        system: str | None = None) -> tuple[T, str]:
     """:func:`ask_and_parse` answered by ``llm.complete``: ``(parsed, raw_reply)``."""
     return run_sync(ask_and_parse(prompt, parse, retries=retries, system=system), llm)
+
+
+def complete_answer(llm: Any, prompt: str, *, system: str | None = None,
+                    retries: int = 1) -> str:
+    """:func:`answer_steps` answered by ``llm.complete``: the non-blank answer reply."""
+    return run_sync(answer_steps(prompt, system=system, retries=retries), llm)
+
+
+async def acomplete_answer(llm: Any, prompt: str, *, system: str | None = None,
+                           retries: int = 1) -> str:
+    """:func:`answer_steps` answered by ``await llm.acomplete``."""
+    return await run_async(answer_steps(prompt, system=system, retries=retries), llm)
 
 
 async def acomplete_and_parse(llm: Any, prompt: str, parse: Callable[[str], T], *,
