@@ -10,7 +10,7 @@ from langchain_core.language_models import FakeListChatModel, GenericFakeChatMod
 from langchain_core.messages import AIMessage
 
 from byokg_fixtures import WORLD_SERIES, DelegatingStore, PromptLog, world_graph
-from kgrag.errors import LLMNotConfiguredError
+from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.llm import as_llm
 from kgrag.methods.byokg import ByoKGRAG, retrieved_entities
 from kgrag.methods.byokg.prompts import NO_CONTEXT
@@ -160,10 +160,15 @@ def test_temporal_fact(kg, shared_parts):
 
 
 def test_no_entities_stops_before_retrieval(kg, shared_parts):
-    llm, log = scripted(["I am not sure what to extract.", "<answers>\n</answers>"])
+    # a reply without the linker's tags is unusable: re-asked once (with the error); empty
+    # tags are a usable "nothing to link"
+    llm, log = scripted(["I am not sure what to extract.", "<entities>\n</entities>",
+                         "<answers>\n</answers>"])
     answer = make(kg, llm, shared_parts).answer("Hello?")
-    assert answer.usage.calls == 2 and answer.retrieval.items == []
+    assert answer.usage.calls == 3 and answer.retrieval.items == []
+    assert "could not be used" in log.prompts[1] and "no KG-Linker tag" in log.prompts[1]
     assert answer.retrieval.metadata["stop_reason"] == "no entities"
+    assert answer.retrieval.metadata["llm_calls_by_step"] == {"kg_linker": 2, "answer": 1}
     assert NO_CONTEXT in log.prompts[-1] and answer.answers == []
 
 
@@ -219,13 +224,22 @@ GARBAGE = ["", "<entities>", "</entities><paths>", "<paths>->->\n -> \n</paths>"
 def test_malformed_output_never_crashes_and_calls_are_bounded(kg, shared_parts, seed):
     rng = random.Random(seed)
     store = DelegatingStore(kg, cypher_rows=[RuntimeError("boom")] * 10) if seed % 3 == 0 else kg
-    # fuzzy linking and no text scoring: no embedding model needed to test robustness
+    # fuzzy linking and no text scoring: no embedding model needed to test robustness;
+    # on_unusable_reply="empty": an unreadable linker or answer reply ends in an empty answer
     method = ByoKGRAG(store, llm=lambda prompt: rng.choice(GARBAGE), linking_mode="fuzzy",
-                      text_top_k=0)
+                      text_top_k=0, on_unusable_reply="empty")
     answer = method.answer("What language do Jamaican people speak?")
-    bound = method.iterations * (1 + 2 * method.agentic_hops) + 1
+    # each linker and answer call may be re-asked once
+    bound = method.iterations * (2 + 2 * method.agentic_hops) + 2
     assert 1 <= answer.usage.calls <= bound
     assert isinstance(answer.answers, list) and isinstance(answer.text, str)
+    # the default raises the typed error instead, or answers
+    rng = random.Random(seed)
+    method.on_unusable_reply = "raise"
+    try:
+        method.answer("What language do Jamaican people speak?")
+    except LLMOutputError as exc:
+        assert "KG-Linker" in str(exc) or "empty" in str(exc)
 
 
 def test_usage_tokens_and_async(kg, shared_parts):

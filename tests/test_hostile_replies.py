@@ -14,7 +14,7 @@ import importlib.resources
 import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
-from kgrag.errors import KgragError, LLMOutputError
+from kgrag.errors import LLMOutputError
 from kgrag.llm.parsing import (
     MAX_NESTING,
     extract_all_tags,
@@ -98,15 +98,15 @@ def test_parse_choice_with_a_5000_digit_number_is_typed():
     assert parse_choice("1" * 5000 + " then 2, 05", 5, 2) == [1, 4]
 
 
-def test_graphraft_with_a_long_digit_reply_falls_back(movies, minilm):
+def test_graphraft_with_a_long_digit_reply_is_typed(movies, minilm):
     from langchain_kgrag import GraphRAFTRetriever
 
     llm = FakeListChatModel(responses=["Paprika", "7" * 5000] * 4)
     retriever = GraphRAFTRetriever.from_graph(movies, llm=llm, embedder=minilm)
-    try:
+    # no candidate number after the re-ask: the typed error (on_unusable_reply="raise"), not
+    # the untyped ValueError of int() on 5,000 digits
+    with pytest.raises(LLMOutputError, match="no valid candidate number"):
         retriever.invoke("Who directed Paprika?")
-    except KgragError:
-        pass  # a typed refusal is fine; an untyped ValueError is the defect
 
 
 def test_ultrag_with_a_5000_digit_entity_id_is_typed(movies):
@@ -115,11 +115,11 @@ def test_ultrag_with_a_5000_digit_entity_id_is_typed(movies):
     reply = "<query>Q" + "1" * 5000 + " -> P1</query>"
     method = UltRAG(movies, llm=FakeListChatModel(responses=[reply] * 4), linking="exact",
                     arbitrator="margin")
-    try:
-        result = method.retrieve("Who directed Paprika?")
-    except KgragError:
-        return
-    assert "failure" in result.metadata or not result.items
+    with pytest.raises(LLMOutputError, match="invalid query"):  # on_unusable_reply="raise"
+        method.retrieve("Who directed Paprika?")
+    method.on_unusable_reply = "empty"
+    result = method.retrieve("Who directed Paprika?")
+    assert result.items == [] and "invalid query" in result.metadata["error"]
 
 
 # ------------------------------------------------------------------------ 4. lone surrogates

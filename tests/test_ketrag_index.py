@@ -274,9 +274,15 @@ def test_unparseable_extraction_is_reasked_once_then_skipped():
         return "Sorry, I cannot help."
 
     index = build_index(CITY_DOCS[:2], llm=bad_llm, embedder=HashingEmbedder(), budget=1.0,
-                        **SMALL)
+                        on_unusable_reply="empty", **SMALL)
     assert len(calls) == 4  # 2 chunks x (first try + one re-ask); no gleaning after a failure
     assert index.cost["failed_chunks"] == 2 and index.skeleton.graph.num_nodes == 0
+    assert "no usable records" in index.cost["failed_chunk_error"]
+    calls.clear()
+    with pytest.raises(LLMOutputError, match="no usable records for chunk"):  # the default
+        build_index(CITY_DOCS[:1], llm=bad_llm, embedder=HashingEmbedder(), budget=1.0,
+                    max_workers=1, **SMALL)
+    assert len(calls) == 2  # the first try and its re-ask
 
 
 def test_from_documents_accepts_langchain_and_llamaindex_documents():

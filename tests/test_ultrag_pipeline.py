@@ -86,19 +86,18 @@ def test_bounded_reask_on_unparsable_or_unknown_relation():
     assert len(result.items) == 5 and "error" not in result.metadata
 
 
-def test_invalid_query_after_all_reasks_gives_an_empty_result_or_raises():
+def test_invalid_query_after_all_reasks_raises_or_gives_an_empty_result():
     kg = fan_graph(5)
     llm = FakeListChatModel(responses=["hub", "AND(hub -> member)"])
-    method = UltRAG(kg, llm=llm, linking="exact", max_reasks=1)
+    method = UltRAG(kg, llm=llm, linking="exact", max_reasks=1, on_unusable_reply="empty")
     result = method.retrieve("q")
     assert result.items == [] and result.usage.calls == 2
     assert "AND needs at least two operands" in result.metadata["error"]
     answer = UltRAG(kg, llm=FakeListChatModel(responses=["x"] * 4), linking="exact",
-                    max_reasks=1).answer("q")
+                    max_reasks=1, on_unusable_reply="empty").answer("q")
     assert answer.answers == [] and answer.usage.calls == 2  # no arbitration call
-    strict = UltRAG(kg, llm=FakeListChatModel(responses=["nope", "nope"]), linking="exact",
-                    on_invalid_query="raise")
-    with pytest.raises(LLMOutputError):
+    strict = UltRAG(kg, llm=FakeListChatModel(responses=["nope", "nope"]), linking="exact")
+    with pytest.raises(LLMOutputError):  # the default, on_unusable_reply="raise"
         strict.retrieve("q")
 
 

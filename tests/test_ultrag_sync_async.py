@@ -71,8 +71,8 @@ def assert_same(sync, asynchronous):
     ([f"<query>{hub()} -> member</query>"], {}, 1),
     # re-asks: an unparsable reply, then an unknown relation, then a good query
     (["AND(", f"<query>{hub()} -> P99</query>", f"{hub()} -> member"], {"max_reasks": 2}, 3),
-    # the re-asks run out: an empty result with the parse error
-    (["hub", "AND(hub -> member)"], {"max_reasks": 1}, 2),
+    # the re-asks run out: on_unusable_reply="empty" gives an empty result with the parse error
+    (["hub", "AND(hub -> member)"], {"max_reasks": 1, "on_unusable_reply": "empty"}, 2),
     # Algorithm 1's decider: an empty answer set asks for a new query
     (["m3 -> likes", f"{hub()} -> member", "unused"], {"max_rounds": 3}, 2),
     # both loops at once: an empty round, then a re-ask inside the second round
@@ -94,14 +94,20 @@ def test_the_reask_path_sends_the_error_back_on_both_drivers():
     assert "could not be used" in prompts[1] and "could not be used" in prompts[2]
     assert "P99" in prompts[2]  # the second re-ask names the unknown relation
     assert [e.name for e in result.items] == ["m0", "m1", "m2", "m3", "m4"]
-    (failed, _, _), _ = run_both(["hub", "AND(hub -> member)"], max_reasks=1)
+    (failed, _, _), _ = run_both(["hub", "AND(hub -> member)"], max_reasks=1,
+                                 on_unusable_reply="empty")
     assert failed.items == [] and "AND needs at least two operands" in failed.metadata["error"]
 
 
 def test_errors_are_the_same_on_both_drivers():
-    # on_invalid_query="raise": the last parse error is raised by both
-    sync, asynchronous = run_both(["nope", "nope"], on_invalid_query="raise")
+    # on_unusable_reply="raise" (the default): the last parse error is raised by both
+    sync, asynchronous = run_both(["nope", "nope"])
     assert isinstance(sync[0], LLMOutputError)
+    assert_same(sync, asynchronous)
+    # the deprecated old name still works (with a warning)
+    with pytest.warns(DeprecationWarning, match="on_unusable_reply"):
+        sync, asynchronous = run_both(["nope", "nope"], on_invalid_query="empty")
+    assert sync[0].items == [] and "nope" in sync[0].metadata["error"]
     assert_same(sync, asynchronous)
     # the LLM itself fails (the script runs out after one re-ask): the error propagates as is
     sync, asynchronous = run_both(["nope"], max_reasks=1)
@@ -115,7 +121,8 @@ def test_an_llm_output_error_raised_by_the_model_is_handled_where_the_call_was_m
         raise LLMOutputError("the model refused")
 
     for use_async in (False, True):
-        method = UltRAG(graph(), llm=refusing, linking="exact", arbitrator="margin")
+        method = UltRAG(graph(), llm=refusing, linking="exact", arbitrator="margin",
+                        on_unusable_reply="empty")
         result = asyncio.run(method.aretrieve("q")) if use_async else method.retrieve("q")
         assert result.items == [] and result.metadata["error"] == "the model refused"
 

@@ -16,22 +16,46 @@ property graph, LangChain ``GraphDocument``\\ s or a networkx graph, converted b
 :func:`~kgrag.graph.sources.coerce.as_graph_store` (anything else: a ``GraphFormatError``
 naming the loaders). A method's constructor (``ByoKGRAG(graph, ...)``) takes a ``GraphStore``
 as it is: convert other graphs first, or use ``from_graph``.
+
+One policy for LLM replies a method cannot use (docs/examples.md, "Unusable LLM replies"):
+after the step's bounded re-ask, ``on_unusable_reply="raise"`` (the default) raises
+:class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result instead, logs a
+warning and records the reason in ``metadata["error"]``. Every method takes the parameter
+(constructor, ``from_graph`` / ``from_documents``, or the attribute) and applies it through
+:meth:`KGMethod.unusable_reply` / :meth:`KGMethod.unusable_answer`. A model that fails or runs
+out of replies is not an unusable reply: that is :class:`~kgrag.errors.LLMCallError` (or the
+provider's own error), whatever the policy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import warnings
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, TypeVar
 
-from kgrag.context.types import Answer, RetrievalResult
-from kgrag.errors import LLMNotConfiguredError
+from kgrag.context.types import Answer, RetrievalResult, Usage
+from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.sources.coerce import as_graph_store
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: the values of ``on_unusable_reply``: raise :class:`~kgrag.errors.LLMOutputError`, or return an
+#: empty result (warning logged, reason in ``metadata["error"]``)
+UNUSABLE_REPLY_POLICIES = ("raise", "empty")
+#: the default: an unusable reply is an error the caller sees
+DEFAULT_UNUSABLE_REPLY = "raise"
+
+
+def check_unusable_reply(value: Any) -> str:
+    """``value`` if it is one of :data:`UNUSABLE_REPLY_POLICIES`, else ``ValueError``."""
+    if not isinstance(value, str) or value not in UNUSABLE_REPLY_POLICIES:
+        raise ValueError(f"on_unusable_reply must be one of {UNUSABLE_REPLY_POLICIES}, "
+                         f"got {value!r}")
+    return value
 
 
 def positional_to_keywords(where: str, extra: tuple[Any, ...], names: tuple[str, ...],
@@ -76,6 +100,59 @@ class KGMethod(ABC):
 
     #: Short identifier used in metadata, CLI and evaluation ("byokg", "simgrag", ...).
     name: ClassVar[str] = "method"
+
+    _on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
+
+    # ------------------------------------------------------------------ unusable replies
+    @property
+    def on_unusable_reply(self) -> str:
+        """What an LLM reply the method cannot use does, after the step's bounded re-ask:
+        ``"raise"`` (default) -- :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` -- an empty
+        result, a logged warning and the reason in ``metadata["error"]``. Settable."""
+        return self._on_unusable_reply
+
+    @on_unusable_reply.setter
+    def on_unusable_reply(self, value: str) -> None:
+        self._on_unusable_reply = check_unusable_reply(value)
+
+    def _log_unusable(self, question: str, error: LLMOutputError, what: str) -> str:
+        reason = str(error)
+        logging.getLogger(type(self).__module__).warning(
+            "%s: unusable LLM reply for %r (%s); returning an empty %s "
+            "(on_unusable_reply='empty')", type(self).__name__, question[:200], reason, what)
+        return reason
+
+    def unusable_reply(self, question: str, error: LLMOutputError, usage: Usage | None = None,
+                       **metadata: Any) -> RetrievalResult:
+        """The policy applied to a retrieval whose LLM reply was unusable after its re-asks:
+        raise ``error`` (``"raise"``), or return an empty result (``"empty"``) with a logged
+        warning, the reason in ``metadata["error"]`` and ``metadata["unusable_reply"]`` set,
+        the LLM usage spent so far and the method's own ``metadata``."""
+        if self.on_unusable_reply == "raise":
+            raise error
+        reason = self._log_unusable(question, error, "result")
+        meta = {**metadata, "error": reason, "unusable_reply": True}
+        return RetrievalResult(question, [], self.name, usage or Usage(), meta)
+
+    def unusable_answer(self, question: str, result: RetrievalResult,
+                        error: LLMOutputError | None = None,
+                        usage: Usage | None = None) -> Answer:
+        """The policy applied to an answer: ``error`` (the answer reply was unusable) raised
+        under ``"raise"``, else an answer with no answers whose text says why; with
+        ``error=None``, the answer for a retrieval that :meth:`unusable_reply` made empty (no
+        LLM call is spent on it). ``usage`` is the answer step's; the retrieval's is added."""
+        if error is not None:
+            if self.on_unusable_reply == "raise":
+                raise error
+            result.metadata["error"] = self._log_unusable(question, error, "answer")
+            result.metadata["unusable_reply"] = True
+        total = Usage().add(result.usage).add(usage or Usage())
+        return Answer(question, [], f"No answer: {result.metadata.get('error')}.", result, total)
+
+    @staticmethod
+    def was_unusable(result: RetrievalResult) -> bool:
+        """Whether ``result`` is the empty result of an unusable reply (nothing to answer)."""
+        return bool(result.metadata.get("unusable_reply"))
 
     @classmethod
     def from_graph(cls: type[M], graph: Any, *args: Any, llm: Any = None,

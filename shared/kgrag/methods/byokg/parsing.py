@@ -1,6 +1,7 @@
 """Defensive parsers for ByoKG-RAG's LLM replies (KG-Linker, agentic steps, final answer).
 
-LLM output is untrusted. These parsers never raise on malformed replies: a missing tag gives an
+LLM output is untrusted. These parsers never raise on malformed replies (except
+:func:`parse_linker_reply`, for a KG-Linker reply with no tag at all): a missing tag gives an
 empty list, prose around the tags is ignored, bullets/numbering/quotes are stripped, and both
 tag spellings the paper uses are accepted (``<answer>``/``<answers>``, ``<select>``/``<selected>``).
 
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from kgrag.errors import LLMOutputError
 from kgrag.llm.parsing import MAX_REPLY_CHARS, extract_all_tags, split_items
 from kgrag.methods.byokg.prompts import FINISH
 
@@ -89,6 +91,23 @@ def parse_linker_output(reply: str) -> LinkerOutput:
     query = strip_code_fence(_last_nonempty(text, "opencypher", aliases=("cypher",)) or "")
     answers = [a for a in tagged_items(text, "answers", aliases=("answer",)) if not _is_finish(a)]
     return LinkerOutput(entities=entities, paths=paths, query=query, answers=answers, finish=finish)
+
+
+#: the KG-Linker's tags (and their aliases): a reply with none of them cannot be read
+LINKER_TAGS = ("entities", "entity", "paths", "path", "opencypher", "cypher", "answers", "answer",
+               "stop", "task-completion", "task_completion")
+
+
+def parse_linker_reply(reply: str) -> LinkerOutput:
+    """:func:`parse_linker_output` of a reply that must use the KG-Linker's tags: a reply with
+    none of them (empty, prose, junk) is an :class:`LLMOutputError`, re-asked once and then
+    handled by ``on_unusable_reply``. Tags present but empty (``<entities></entities>``) are
+    a usable "nothing to link" reply."""
+    text = (reply or "")[:MAX_REPLY_CHARS]
+    if not extract_all_tags(text, LINKER_TAGS[0], aliases=LINKER_TAGS[1:]):  # one scan
+        raise LLMOutputError(f"no KG-Linker tag (<entities>, <paths>, <answers>, ...) in the "
+                             f"reply {text[:120]!r}")
+    return parse_linker_output(text)
 
 
 def _untagged_matches(text: str, candidates: Iterable[str]) -> list[str]:

@@ -35,17 +35,27 @@ import threading
 from typing import Any, Iterable, Sequence
 
 from kgrag.context.types import Answer, RetrievalResult, Triple, Usage
+from kgrag.errors import LLMOutputError
 from kgrag.graph.base import GraphStore, is_cypher_store, runs_cypher
 from kgrag.graph.memory import normalize_name
 from kgrag.llm import as_llm, optional_llm
-from kgrag.llm.base import BaseLLMAdapter, llm_step
-from kgrag.llm.steps import CallLog, LLMRequest, Steps, run_async, run_sync
+from kgrag.llm.base import BaseLLMAdapter
+from kgrag.llm.steps import (
+    CallLog,
+    Steps,
+    acomplete_answer,
+    answer_steps,
+    ask_and_parse,
+    complete_answer,
+    run_async,
+    run_sync,
+)
 from kgrag.methods.base import KGMethod, keyword_only_llm
 from kgrag.methods.byokg.config import TRIPLET_MODES as TRIPLET_MODES
 from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
-from kgrag.methods.byokg.parsing import parse_answers, parse_linker_output
+from kgrag.methods.byokg.parsing import parse_answers, parse_linker_reply
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.byokg.prompts import PROMPTS, answer_prompt, linker_prompt
@@ -55,6 +65,8 @@ from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_t
 
 #: Mentions linked per KG-Linker call at most (a runaway reply must not link hundreds).
 MAX_MENTIONS = 30
+#: what ByoKG-RAG does without an LLM (the end of its LLMNotConfiguredError message)
+_WITHOUT_LLM = "Without an LLM, retrieve() runs ByoKG-RAG's LLM-free mode (no answer step)."
 
 
 class ByoKGRAG(KGMethod):
@@ -82,6 +94,10 @@ class ByoKGRAG(KGMethod):
       (``linker``, ``linker_system``, ``relation_selection``, ``entity_selection``, ``answer``,
       ``answer_system``), e.g. ``prompts={"answer": "Q: {question}\n{graph_context}\nA:"}``;
       see :mod:`kgrag.llm.prompts`.
+    - ``on_unusable_reply`` ["raise"]: a KG-Linker reply with none of its tags, or a blank
+      answer, still so after one re-ask, raises :class:`~kgrag.errors.LLMOutputError`;
+      ``"empty"`` returns an empty result instead (docs/examples.md, "Unusable LLM replies").
+      The agentic steps' replies keep their documented stop ("no relation selected").
     """
 
     name = "byokg"
@@ -100,8 +116,10 @@ class ByoKGRAG(KGMethod):
         cache_dir: Any = None,
         prompts: Any = None,
         config: ByoKGConfig | None = None,
+        on_unusable_reply: str = "raise",
         **params: Any,
     ) -> None:
+        self.on_unusable_reply = on_unusable_reply
         #: the tuning knobs (:class:`~kgrag.methods.byokg.config.ByoKGConfig`); ``params``
         #: (``top_m=5``, ``iterations=3`` ...) override fields of ``config``
         self.config = cfg = (config or ByoKGConfig()).replace(**params)
@@ -239,12 +257,12 @@ class ByoKGRAG(KGMethod):
             return qvec[0]
 
         for t in range(1, self.iterations + 1):
-            reply = yield LLMRequest(linker_prompt(question, self.schema, context.verbalize(),
-                                                   with_query=self.use_cypher,
-                                                   template=self.prompts.template("linker")),
-                                     system=self.prompts.template("linker_system"),
-                                     step="kg_linker")
-            out = parse_linker_output(reply)
+            # a reply with none of the linker's tags is re-asked once, then LLMOutputError
+            out, _ = yield from ask_and_parse(
+                linker_prompt(question, self.schema, context.verbalize(),
+                              with_query=self.use_cypher, template=self.prompts.template("linker")),
+                parse_linker_reply, retries=1, system=self.prompts.template("linker_system"),
+                step="kg_linker")
             if not self.use_cypher:
                 out.query = ""
             entities = self.link(out.entities)
@@ -338,11 +356,18 @@ class ByoKGRAG(KGMethod):
             found = found + trace.triples
         return found
 
-    def _answer_steps(self, question: str) -> Steps[tuple[GraphContext, dict[str, Any], str]]:
+    def _answer_steps(self, question: str
+                      ) -> Steps[tuple[GraphContext, dict[str, Any], str | LLMOutputError]]:
+        """Retrieval, then the answer call; an unusable answer reply is returned (not raised)
+        so the caller keeps the retrieval it rests on."""
         context, meta = yield from self._retrieval_steps(question)
-        reply = yield LLMRequest(answer_prompt(question, context.verbalize(),
-                                               template=self.prompts.template("answer")),
-                                 system=self.prompts.template("answer_system"), step="answer")
+        try:
+            reply = yield from answer_steps(
+                answer_prompt(question, context.verbalize(),
+                              template=self.prompts.template("answer")),
+                system=self.prompts.template("answer_system"))
+        except LLMOutputError as exc:
+            return context, meta, exc
         return context, meta, reply
 
     # ------------------------------------------------------------------ public API
@@ -355,32 +380,52 @@ class ByoKGRAG(KGMethod):
         except Exception:  # an adapter with another constructor: share it
             return llm
 
-    def _result(self, question: str, context: GraphContext, meta: dict[str, Any],
-                log: CallLog, llm: BaseLLMAdapter) -> RetrievalResult:
+    def _spent(self, log: CallLog, llm: BaseLLMAdapter) -> Usage:
+        """The usage of one run (its calls and the fresh adapter's tokens), also added to
+        ``total_usage``."""
         usage = Usage(log.calls, llm.usage.prompt_tokens, llm.usage.completion_tokens)
         with self._lock:
             self.total_usage.add(usage)
+        return usage
+
+    def _result(self, question: str, context: GraphContext, meta: dict[str, Any],
+                log: CallLog, llm: BaseLLMAdapter) -> RetrievalResult:
+        usage = self._spent(log, llm)
         meta.update(context=context.verbalize(), llm_calls_by_step=log.by_step(), mode="llm")
         return RetrievalResult(question, context.items(), self.name, usage, meta)
+
+    def _unusable(self, question: str, error: LLMOutputError, log: CallLog,
+                  llm: BaseLLMAdapter) -> RetrievalResult:
+        """``on_unusable_reply`` for a KG-Linker reply that stayed unreadable."""
+        return self.unusable_reply(question, error, self._spent(log, llm), mode="llm",
+                                   context="", llm_calls_by_step=log.by_step())
 
     def retrieve(self, question: str) -> RetrievalResult:
         """Algorithm 2's retrieval (no final answer); LLM-free mode when there is no LLM."""
         if self.llm is None:
             return self.retrieve_without_llm(question)
         llm, log = self._fresh_llm(), CallLog()
-        context, meta = run_sync(self._retrieval_steps(question), llm, log)
+        try:
+            context, meta = run_sync(self._retrieval_steps(question), llm, log)
+        except LLMOutputError as exc:
+            return self._unusable(question, exc, log, llm)
         return self._result(question, context, meta, log, llm)
 
     async def aretrieve(self, question: str) -> RetrievalResult:
         if self.llm is None:
             return await super().aretrieve(question)
         llm, log = self._fresh_llm(), CallLog()
-        context, meta = await run_async(self._retrieval_steps(question), llm, log)
+        try:
+            context, meta = await run_async(self._retrieval_steps(question), llm, log)
+        except LLMOutputError as exc:
+            return self._unusable(question, exc, log, llm)
         return self._result(question, context, meta, log, llm)
 
-    def _answer(self, question: str, context: GraphContext, meta: dict[str, Any], reply: str,
-                log: CallLog, llm: BaseLLMAdapter) -> Answer:
+    def _answer(self, question: str, context: GraphContext, meta: dict[str, Any],
+                reply: str | LLMOutputError, log: CallLog, llm: BaseLLMAdapter) -> Answer:
         retrieval = self._result(question, context, meta, log, llm)
+        if isinstance(reply, LLMOutputError):  # usage: the retrieval's already counts it
+            return self.unusable_answer(question, retrieval, reply)
         answers = parse_answers(reply)
         text = ", ".join(answers) if answers else reply.strip()
         retrieval.metadata["answer_reply"] = reply
@@ -389,16 +434,22 @@ class ByoKGRAG(KGMethod):
     def answer(self, question: str) -> Answer:
         """Retrieve (Algorithm 2) and answer from the context with one more LLM call."""
         if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation")
+            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
         llm, log = self._fresh_llm(), CallLog()
-        context, meta, reply = run_sync(self._answer_steps(question), llm, log)
+        try:
+            context, meta, reply = run_sync(self._answer_steps(question), llm, log)
+        except LLMOutputError as exc:  # the KG-Linker's reply
+            return self.unusable_answer(question, self._unusable(question, exc, log, llm))
         return self._answer(question, context, meta, reply, log, llm)
 
     async def aanswer(self, question: str) -> Answer:
         if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation")
+            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
         llm, log = self._fresh_llm(), CallLog()
-        context, meta, reply = await run_async(self._answer_steps(question), llm, log)
+        try:
+            context, meta, reply = await run_async(self._answer_steps(question), llm, log)
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, self._unusable(question, exc, log, llm))
         return self._answer(question, context, meta, reply, log, llm)
 
     def _answer_request(self, question: str, result: RetrievalResult) -> tuple[str, str]:
@@ -417,20 +468,30 @@ class ByoKGRAG(KGMethod):
     def answer_from(self, question: str, result: RetrievalResult) -> Answer:
         """The final answer call over a retrieval already made (its ``context``)."""
         if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation")
+            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
         llm = self._fresh_llm()
         prompt, system = self._answer_request(question, result)
-        with llm.track() as spent, llm_step("answer"):
-            reply = llm.complete(prompt, system=system)
+        try:
+            with llm.track() as spent:
+                reply = complete_answer(llm, prompt, system=system)
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, spent)
         return self._answer_from_reply(question, result, reply, spent)
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
         if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation")
+            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
         llm = self._fresh_llm()
         prompt, system = self._answer_request(question, result)
-        with llm.track() as spent, llm_step("answer"):
-            reply = await llm.acomplete(prompt, system=system)
+        try:
+            with llm.track() as spent:
+                reply = await acomplete_answer(llm, prompt, system=system)
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, spent)
         return self._answer_from_reply(question, result, reply, spent)
 
     def retrieve_without_llm(self, question: str) -> RetrievalResult:

@@ -38,10 +38,18 @@ from typing import Any, Iterable, Sequence, cast
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, ScoredEntity, Usage
-from kgrag.errors import QueryBudgetError, QueryTimeoutError
+from kgrag.errors import LLMOutputError, QueryBudgetError, QueryTimeoutError
 from kgrag.graph.base import GraphStore
-from kgrag.llm.base import llm_step, optional_llm, track_usage
+from kgrag.llm.base import optional_llm, track_usage
 from kgrag.llm.parsing import split_items
+from kgrag.llm.steps import (
+    Steps,
+    acomplete_answer,
+    ask_and_parse,
+    complete_answer,
+    run_async,
+    run_sync,
+)
 from kgrag.methods.base import KGMethod
 from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
 from kgrag.methods.graphraft.decoding import TokenScorer
@@ -86,6 +94,16 @@ def parse_entities(reply: str, max_items: int = 20) -> list[str]:
     return list(dict.fromkeys(items))[:max_items]
 
 
+def parse_entity_reply(reply: str) -> list[str]:
+    """:func:`parse_entities` of an L0 reply that must name at least one entity (GraphRAFT
+    enumerates queries around them); an empty list is an :class:`LLMOutputError` (re-asked)."""
+    entities = parse_entities(reply)
+    if not entities:
+        raise LLMOutputError(f"no entity in the reply {(reply or '')[:120]!r}; expected entity "
+                             "names separated by '|'")
+    return entities
+
+
 @dataclass
 class RetrievedNode:
     name: str
@@ -106,7 +124,12 @@ class GraphRAFT(KGMethod):
     (templates to enumerate); ``beam_width`` m = 5; ``max_nodes`` = 20; ``entity_examples``
     (few-shot pairs for L0, replace them per graph); ``prompts`` replaces any of
     :data:`~kgrag.methods.graphraft.prompts.PROMPTS` by name (``entity``, ``select``,
-    ``answer`` and their ``*_system`` messages; see :mod:`kgrag.llm.prompts`).
+    ``answer`` and their ``*_system`` messages; see :mod:`kgrag.llm.prompts`);
+    ``on_unusable_reply`` (``"raise"``): an L0 reply naming no entity, a selection naming no
+    listed candidate, or a blank answer, still so after one re-ask, raises
+    :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result instead
+    (docs/examples.md, "Unusable LLM replies"). There is no silent fallback: an L0 reply with
+    no entity no longer turns into a vector-search-only context.
     """
 
     name = "graphraft"
@@ -126,10 +149,12 @@ class GraphRAFT(KGMethod):
         max_nodes: int = 20,
         entity_examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES,
         prompts: Any = None,
+        on_unusable_reply: str = "raise",
     ) -> None:
         from kgrag.embed import as_embedder
         from kgrag.linking import EntityLinker
 
+        self.on_unusable_reply = on_unusable_reply
         self.backend: GraphRAFTBackend = as_backend(graph)
         # the graph object itself: the KnowledgeGraph, or the database store
         self.graph: GraphStore = self.backend.graph
@@ -154,14 +179,17 @@ class GraphRAFT(KGMethod):
 
     # ---------------------------------------------------------------- steps
     def extract_entities(self, question: str) -> list[str]:
-        """L0: entity strings (LLM) or matched question n-grams (LLM-free)."""
+        """L0: entity strings (LLM; re-asked once when the reply names none, then
+        :class:`LLMOutputError`) or matched question n-grams (LLM-free)."""
         if self.llm is None:
             from kgrag.linking import extract_mentions
 
             return [m.name for m in extract_mentions(question, self.linker)]
-        reply = self.llm.complete(self._entity_prompt(question),
-                                  system=self.prompts.template("entity_system"))
-        return parse_entities(reply)
+        return run_sync(self._entity_steps(question), self.llm)[0]
+
+    def _entity_steps(self, question: str) -> Steps[tuple[list[str], str]]:
+        return ask_and_parse(self._entity_prompt(question), parse_entity_reply, retries=1,
+                             system=self.prompts.template("entity_system"), step="entities")
 
     def link(self, mentions: Sequence[str]) -> list[str]:
         """Exact normalised name match first, else the top-1 dense match, per mention."""
@@ -251,19 +279,22 @@ class GraphRAFT(KGMethod):
 
     # ---------------------------------------------------------------- KGMethod
     def retrieve(self, question: str) -> RetrievalResult:
-        with track_usage(self.llm, self.answer_llm) as usage:
-            mentions = self.extract_entities(question)
-            entities = self.link(mentions)
-            cands = self.candidates(entities)
-            picked = self.selector.select(question, cands, self.beam_width) if cands else []
-            selected = [cands[i] for i in picked]
-            executed, breached = self.execute_selected(selected)
-            rest = self._after_breaches(cands, selected, breached) if breached else []
-            if rest:  # one more choice, among the queries that are neither chosen nor breached
-                again = self.selector.select(question, rest, len(breached))
-                more, over = self.execute_selected([rest[i] for i in again])
-                executed, breached = executed + more, breached + over
-            nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        try:
+            with track_usage(self.llm, self.answer_llm) as usage:
+                mentions = self.extract_entities(question)
+                entities = self.link(mentions)
+                cands = self.candidates(entities)
+                picked = self.selector.select(question, cands, self.beam_width) if cands else []
+                selected = [cands[i] for i in picked]
+                executed, breached = self.execute_selected(selected)
+                rest = self._after_breaches(cands, selected, breached) if breached else []
+                if rest:  # one more choice, among the queries neither chosen nor breached
+                    again = self.selector.select(question, rest, len(breached))
+                    more, over = self.execute_selected([rest[i] for i in again])
+                    executed, breached = executed + more, breached + over
+                nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        except LLMOutputError as exc:  # L0 or chat selection, after its re-ask
+            return self.unusable_reply(question, exc, usage)
         return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
                             usage, breached)
 
@@ -271,34 +302,35 @@ class GraphRAFT(KGMethod):
         """Async :meth:`retrieve`: the LLM steps (L0, chat selection) await ``llm.acomplete``."""
         import asyncio
 
-        with track_usage(self.llm, self.answer_llm) as usage:
-            if self.llm is None:
-                mentions = self.extract_entities(question)
-            else:
-                reply = await self.llm.acomplete(self._entity_prompt(question),
-                                                 system=self.prompts.template("entity_system"))
-                mentions = parse_entities(reply)
-            entities = self.link(mentions)
-            cands = self.candidates(entities)
-            picked: list[int] = []
-            if cands:
-                aselect = getattr(self.selector, "aselect", None)
-                if aselect is not None:
-                    picked = await aselect(question, cands, self.beam_width)
-                else:  # token scoring / embeddings: CPU work, off the event loop
-                    picked = await asyncio.to_thread(self.selector.select, question, cands,
-                                                     self.beam_width)
-            selected = [cands[i] for i in picked]
-            executed, breached = self.execute_selected(selected)
-            rest = self._after_breaches(cands, selected, breached) if breached else []
-            if rest:
-                aselect = getattr(self.selector, "aselect", None)
-                again = (await aselect(question, rest, len(breached)) if aselect is not None
-                         else await asyncio.to_thread(self.selector.select, question, rest,
-                                                      len(breached)))
-                more, over = self.execute_selected([rest[i] for i in again])
-                executed, breached = executed + more, breached + over
-            nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        try:
+            with track_usage(self.llm, self.answer_llm) as usage:
+                if self.llm is None:
+                    mentions = self.extract_entities(question)
+                else:
+                    mentions, _ = await run_async(self._entity_steps(question), self.llm)
+                entities = self.link(mentions)
+                cands = self.candidates(entities)
+                picked: list[int] = []
+                if cands:
+                    aselect = getattr(self.selector, "aselect", None)
+                    if aselect is not None:
+                        picked = await aselect(question, cands, self.beam_width)
+                    else:  # token scoring / embeddings: CPU work, off the event loop
+                        picked = await asyncio.to_thread(self.selector.select, question, cands,
+                                                         self.beam_width)
+                selected = [cands[i] for i in picked]
+                executed, breached = self.execute_selected(selected)
+                rest = self._after_breaches(cands, selected, breached) if breached else []
+                if rest:
+                    aselect = getattr(self.selector, "aselect", None)
+                    again = (await aselect(question, rest, len(breached)) if aselect is not None
+                             else await asyncio.to_thread(self.selector.select, question, rest,
+                                                          len(breached)))
+                    more, over = self.execute_selected([rest[i] for i in again])
+                    executed, breached = executed + more, breached + over
+                nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        except LLMOutputError as exc:
+            return self.unusable_reply(question, exc, usage)
         return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
                             usage, breached)
 
@@ -346,37 +378,38 @@ class GraphRAFT(KGMethod):
     def answer(self, question: str) -> Answer:
         if self.answer_llm is None:
             return super().answer(question)
-        result = self.retrieve(question)
-        with self.answer_llm.track() as spent, llm_step("answer"):
-            reply = self.answer_llm.complete(self._answer_prompt(question, result),
-                                             system=self.prompts.template("answer_system"))
-        return self._answer(question, result, reply, spent)
+        return self.answer_from(question, self.retrieve(question))
 
     async def aanswer(self, question: str) -> Answer:
         if self.answer_llm is None:
             return super().answer(question)
-        result = await self.aretrieve(question)
-        with self.answer_llm.track() as spent, llm_step("answer"):
-            reply = await self.answer_llm.acomplete(
-                self._answer_prompt(question, result),
-                system=self.prompts.template("answer_system"))
-        return self._answer(question, result, reply, spent)
+        return await self.aanswer_from(question, await self.aretrieve(question))
 
     def answer_from(self, question: str, result: RetrievalResult) -> Answer:
         if self.answer_llm is None:
             return super().answer_from(question, result)
-        with self.answer_llm.track() as spent, llm_step("answer"):
-            reply = self.answer_llm.complete(self._answer_prompt(question, result),
-                                             system=self.prompts.template("answer_system"))
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        try:
+            with self.answer_llm.track() as spent:
+                reply = complete_answer(self.answer_llm, self._answer_prompt(question, result),
+                                        system=self.prompts.template("answer_system"))
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, spent)
         return self._answer(question, result, reply, spent)
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
         if self.answer_llm is None:
             return super().answer_from(question, result)
-        with self.answer_llm.track() as spent, llm_step("answer"):
-            reply = await self.answer_llm.acomplete(
-                self._answer_prompt(question, result),
-                system=self.prompts.template("answer_system"))
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        try:
+            with self.answer_llm.track() as spent:
+                reply = await acomplete_answer(
+                    self.answer_llm, self._answer_prompt(question, result),
+                    system=self.prompts.template("answer_system"))
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, spent)
         return self._answer(question, result, reply, spent)
 
     @staticmethod

@@ -119,6 +119,8 @@ class SkeletonResult:
     llm_stats: dict[str, dict[str, int]] = field(default_factory=dict)
     provider: dict[str, int] = field(default_factory=dict)
     failed: int = 0
+    #: the first failed chunk's reason (on_unusable_reply="empty")
+    error: str = ""
 
 
 def chunk_documents(docs: list[Any], cfg: KETRAGConfig, tok: TextTokenizer) -> ChunkedText:
@@ -173,7 +175,7 @@ def rank_chunks(chunks: ChunkedText, embedded: EmbeddedText, cfg: KETRAGConfig,
 def extract_skeleton(chunks: ChunkedText, key_chunks: np.ndarray, cfg: KETRAGConfig, *,
                      llm: Any, emb: Any, tok: TextTokenizer, dimension: int,
                      cache_dir: str | Path | None, progress: bool,
-                     prompt_set: PromptSet) -> SkeletonResult:
+                     prompt_set: PromptSet, on_unusable_reply: str = "raise") -> SkeletonResult:
     """LLM extraction on the key chunks (cached in ``cache_dir``, concurrent), description
     merging, and the entity vectors; an empty skeleton (no LLM call) without key chunks."""
     result = SkeletonResult(Skeleton.empty(), np.zeros((0, dimension), np.float32))
@@ -186,8 +188,9 @@ def extract_skeleton(chunks: ChunkedText, key_chunks: np.ndarray, cfg: KETRAGCon
         extractions = extract_key_chunks(
             caller, [(int(c), chunks.texts[c]) for c in sorted(key_chunks.tolist())],
             cfg.entity_types, max_gleanings=cfg.max_gleanings, max_workers=cfg.max_workers,
-            progress=progress, prompts=prompt_set)
+            progress=progress, prompts=prompt_set, on_unusable_reply=on_unusable_reply)
         result.failed = sum(e.failed for e in extractions)
+        result.error = next((e.error for e in extractions if e.failed), "")
 
         def summarize(kind: str, name: str, descriptions: list[str]) -> str:
             return caller.complete(
@@ -213,14 +216,19 @@ def extract_skeleton(chunks: ChunkedText, key_chunks: np.ndarray, cfg: KETRAGCon
 def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = None,
                 config: KETRAGConfig | None = None, cache_dir: str | Path | None = None,
                 tokenizer: TextTokenizer | str | None = None, progress: bool = True,
-                prompts: Any = None, **params: Any) -> KETIndex:
+                prompts: Any = None, on_unusable_reply: str = "raise",
+                **params: Any) -> KETIndex:
     """Build a KET-RAG index over ``documents`` (strings, LangChain or LlamaIndex documents).
 
     ``llm`` is needed when ``budget`` (beta) > 0; ``budget=0`` builds the LLM-free,
     keyword-only index. ``cache_dir`` keeps every LLM reply (JSON lines) so an interrupted
     build resumes without paying twice. ``params`` override :class:`KETRAGConfig` fields.
     ``prompts`` replaces the ``extraction`` / ``gleaning`` / ``summary`` templates by name
-    (a mapping, or a :class:`~kgrag.llm.prompts.PromptSet`).
+    (a mapping, or a :class:`~kgrag.llm.prompts.PromptSet`). ``on_unusable_reply``: a key
+    chunk whose extraction replies stay unusable after the re-ask raises
+    :class:`~kgrag.errors.LLMOutputError` (``"raise"``), or is indexed without skeleton
+    records (``"empty"``: logged, counted in ``cost["failed_chunks"]`` with the first reason
+    in ``cost["failed_chunk_error"]``).
     """
     from kgrag.embed import as_embedder, embedder_name
 
@@ -251,7 +259,8 @@ def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = No
     t = time.perf_counter()
     skel = extract_skeleton(chunks, ranked.key_chunks, cfg, llm=llm, emb=emb, tok=tok,
                             dimension=embedded.sub_vectors.shape[1], cache_dir=cache_dir,
-                            progress=progress, prompt_set=prompt_set)
+                            progress=progress, prompt_set=prompt_set,
+                            on_unusable_reply=on_unusable_reply)
     timings["skeleton_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
@@ -261,6 +270,8 @@ def build_index(documents: Iterable[Any], *, llm: Any = None, embedder: Any = No
                        seed=cfg.seed, max_gleanings=cfg.max_gleanings,
                        llm_stats=skel.llm_stats, provider_usage=skel.provider,
                        failed_chunks=skel.failed)
+    if skel.failed:
+        cost["failed_chunk_error"] = skel.error
     return KETIndex(
         config=cfg,
         documents=[{"doc_id": d.doc_id, "metadata": d.metadata} for d in docs],

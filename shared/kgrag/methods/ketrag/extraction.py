@@ -148,6 +148,8 @@ class ChunkExtraction:
     records: ParsedRecords = field(default_factory=ParsedRecords)
     calls: int = 0
     failed: bool = False
+    #: why the first call's replies were unusable (when ``failed``)
+    error: str = ""
 
 
 def _template(templates: dict[str, str], name: str) -> dict[str, str]:
@@ -156,15 +158,20 @@ def _template(templates: dict[str, str], name: str) -> dict[str, str]:
 
 def extract_chunk(caller: CachedLLM, chunk_id: int, text: str, entity_types: Sequence[str],
                   max_gleanings: int = 1, retries: int = 1,
-                  prompts: Any = None) -> ChunkExtraction:
+                  prompts: Any = None, on_unusable_reply: str = "raise") -> ChunkExtraction:
     """First extraction call (re-asked up to ``retries`` times on unparseable output), then up
-    to ``max_gleanings`` follow-ups asking for missed records; stops when a follow-up adds none."""
+    to ``max_gleanings`` follow-ups asking for missed records; stops when a follow-up adds none.
+
+    When every try is unusable: ``on_unusable_reply="raise"`` raises
+    :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` logs a warning and returns the chunk
+    with no records (``failed``, ``error``)."""
     result = ChunkExtraction(chunk_id)
     templates = {} if prompts is None else {
         "extraction": prompts.template("extraction"), "gleaning": prompts.template("gleaning")}
     prompt = extraction_prompt(text, entity_types, **_template(templates, "extraction"))
     attempt = prompt
     replies: list[str] = []
+    error: LLMOutputError | None = None
     for _ in range(retries + 1):
         reply = caller.complete(attempt, kind="extract")
         result.calls += 1
@@ -173,11 +180,17 @@ def extract_chunk(caller: CachedLLM, chunk_id: int, text: str, entity_types: Seq
             replies.append(reply)
             break
         except LLMOutputError as exc:
+            error = exc
             attempt = (f"{prompt}\n(Your previous reply could not be read: {exc}. "
                        "Write only JSON-array records, one per line.)\n")
     else:
-        result.failed = True
-        log.warning("KET-RAG: no usable records for chunk %d after %d tries", chunk_id, retries + 1)
+        message = (f"KET-RAG skeleton extraction: no usable records for chunk {chunk_id} after "
+                   f"{retries + 1} tries ({error})")
+        if on_unusable_reply == "raise":
+            raise LLMOutputError(message) from error
+        result.failed, result.error = True, message
+        log.warning("%s; the chunk is indexed without skeleton records "
+                    "(on_unusable_reply='empty')", message)
         return result
     for _ in range(max_gleanings):
         reply = caller.complete(gleaning_prompt(prompt, replies,
@@ -230,11 +243,14 @@ def run_pool(tasks: Iterable[Callable[[], Any]], *, max_workers: int, desc: str,
 def extract_key_chunks(caller: CachedLLM, chunks: Sequence[tuple[int, str]],
                        entity_types: Sequence[str], *, max_gleanings: int = 1,
                        max_workers: int = 4, progress: bool = True,
-                       prompts: Any = None) -> list[ChunkExtraction]:
-    """Extract every ``(chunk_id, text)`` concurrently; results in the input order."""
+                       prompts: Any = None,
+                       on_unusable_reply: str = "raise") -> list[ChunkExtraction]:
+    """Extract every ``(chunk_id, text)`` concurrently; results in the input order (an
+    unusable chunk under ``on_unusable_reply="raise"`` stops the pool and raises)."""
     tasks = [
         (lambda cid=cid, text=text: extract_chunk(caller, cid, text, entity_types, max_gleanings,
-                                                  prompts=prompts))
+                                                  prompts=prompts,
+                                                  on_unusable_reply=on_unusable_reply))
         for cid, text in chunks
     ]
     return run_pool(tasks, max_workers=max_workers, desc="KET-RAG skeleton extraction",

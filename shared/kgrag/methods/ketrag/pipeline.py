@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, Usage
-from kgrag.errors import EmbeddingError
-from kgrag.llm.base import llm_step, optional_llm
-from kgrag.methods.base import KGMethod
+from kgrag.errors import EmbeddingError, LLMOutputError
+from kgrag.llm.base import optional_llm
+from kgrag.llm.steps import acomplete_answer, complete_answer
+from kgrag.methods.base import KGMethod, check_unusable_reply
 from kgrag.methods.ketrag.builder import build_index
 from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.index import KETIndex
@@ -48,6 +49,13 @@ class KETRAG(KGMethod):
     or :meth:`load` (a saved index directory). Retrieval parameters (``context_tokens``,
     ``graph_share``, ``top_k_entities``, ...) can be changed per instance without re-indexing.
 
+    ``on_unusable_reply`` (``"raise"``): LLM replies are read while indexing (skeleton
+    extraction) and answering. A key chunk whose extraction replies stay unusable after the
+    re-ask, or a blank answer, raises :class:`~kgrag.errors.LLMOutputError`; with ``"empty"``
+    the chunk is indexed without skeleton records (logged; every retrieval then says so in
+    ``metadata["error"]`` and ``metadata["failed_chunks"]``, its text channel unchanged) and a
+    blank answer is an answer with no answers (docs/examples.md, "Unusable LLM replies").
+
     >>> # method = KETRAG.from_documents(texts, budget=0)     # LLM-free keyword-only index
     >>> # method.retrieve("Which country was A born in?").context
     """
@@ -56,13 +64,14 @@ class KETRAG(KGMethod):
 
     def __init__(self, index: KETIndex, *, llm: Any = None, embedder: Any = None,
                  tokenizer: TextTokenizer | str | None = None, prompts: Any = None,
-                 **retrieval_params: Any) -> None:
+                 on_unusable_reply: str = "raise", **retrieval_params: Any) -> None:
         from kgrag.embed import as_embedder, embedder_name
 
         unknown = set(retrieval_params) - set(KETRAGConfig.RETRIEVAL_PARAMS)
         if unknown:
             raise TypeError(f"not a retrieval parameter: {', '.join(sorted(unknown))} "
                             f"(allowed: {', '.join(KETRAGConfig.RETRIEVAL_PARAMS)})")
+        self.on_unusable_reply = on_unusable_reply
         self.index = index
         self.config = index.config.replace(**retrieval_params) if retrieval_params else index.config
         self.llm = optional_llm(llm)
@@ -91,16 +100,20 @@ class KETRAG(KGMethod):
                        cache_dir: str | Path | None = None, progress: bool = True,
                        tokenizer: TextTokenizer | str | None = None,
                        config: KETRAGConfig | None = None, prompts: Any = None,
-                       **params: Any) -> KETRAG:
+                       on_unusable_reply: str = "raise", **params: Any) -> KETRAG:
         """Index ``documents`` and return the method (``params``: any :class:`KETRAGConfig`
-        field; ``prompts``: replace any of :data:`~kgrag.methods.ketrag.prompts.PROMPTS`)."""
+        field; ``prompts``: replace any of :data:`~kgrag.methods.ketrag.prompts.PROMPTS`;
+        ``on_unusable_reply``: see the class)."""
         from kgrag.embed import as_embedder
 
+        check_unusable_reply(on_unusable_reply)  # before any model loads or LLM call
         emb = as_embedder(embedder)
         prompt_set = PromptSet(PROMPTS, prompts, method="KET-RAG")
         index = build_index(documents, llm=llm, embedder=emb, config=config, cache_dir=cache_dir,
-                            tokenizer=tokenizer, progress=progress, prompts=prompt_set, **params)
-        return cls(index, llm=llm, embedder=emb, tokenizer=tokenizer, prompts=prompt_set)
+                            tokenizer=tokenizer, progress=progress, prompts=prompt_set,
+                            on_unusable_reply=on_unusable_reply, **params)
+        return cls(index, llm=llm, embedder=emb, tokenizer=tokenizer, prompts=prompt_set,
+                   on_unusable_reply=on_unusable_reply)
 
     @classmethod
     def load(cls, directory: str | Path, *, llm: Any = None, embedder: Any = None,
@@ -131,19 +144,27 @@ class KETRAG(KGMethod):
                                            self.tokenizer)
         items: list[RetrievedItem] = [item for section in sections for item in section.items]
         context = "\n\n".join(s.render() for s in sections)
-        return RetrievalResult(
-            question=question, items=items, method=self.name, usage=Usage(),
-            metadata={"context": context, **stats,
-                      "budget": self.index.config.budget,
-                      "graph_share": self.config.graph_share,
-                      "context_limit": self.config.context_tokens})
+        metadata = {"context": context, **stats, "budget": self.index.config.budget,
+                    "graph_share": self.config.graph_share,
+                    "context_limit": self.config.context_tokens}
+        failed = int(self.index.cost.get("failed_chunks", 0) or 0)
+        if failed:  # built with on_unusable_reply="empty": the skeleton misses those chunks
+            metadata["failed_chunks"] = failed
+            metadata["error"] = (
+                f"{failed} of {self.index.cost.get('key_chunks', '?')} key chunk(s) were "
+                "indexed without skeleton records: their extraction replies were unusable; "
+                f"first: {self.index.cost.get('failed_chunk_error') or 'not recorded'}")
+        return RetrievalResult(question=question, items=items, method=self.name,
+                               usage=Usage(), metadata=metadata)
 
     # ------------------------------------------------------------------ answering
     def _answer_llm(self):
         if self.llm is None:
             from kgrag.llm.base import as_llm
 
-            return as_llm(None, what="KET-RAG answer generation")
+            return as_llm(None, what="KET-RAG answer generation",
+                          without="Without an LLM, retrieve() still works (it makes no LLM "
+                          "call); only answering needs one.")
         return self.llm
 
     def _answer_prompt(self, question: str, retrieval: RetrievalResult) -> str:
@@ -160,16 +181,26 @@ class KETRAG(KGMethod):
 
     def answer_from(self, question: str, retrieval: RetrievalResult) -> Answer:
         llm = self._answer_llm()
-        with llm.track() as usage, llm_step("answer"):
-            reply = llm.complete(self._answer_prompt(question, retrieval),
-                                 system=self.prompts.template("answer_system"))
+        if self.was_unusable(retrieval):
+            return self.unusable_answer(question, retrieval)
+        try:
+            with llm.track() as usage:
+                reply = complete_answer(llm, self._answer_prompt(question, retrieval),
+                                        system=self.prompts.template("answer_system"))
+        except LLMOutputError as exc:  # a blank reply, after one re-ask
+            return self.unusable_answer(question, retrieval, exc, usage)
         return self._finish(question, retrieval, reply, usage)
 
     async def aanswer_from(self, question: str, retrieval: RetrievalResult) -> Answer:
         llm = self._answer_llm()
-        with llm.track() as usage, llm_step("answer"):
-            reply = await llm.acomplete(self._answer_prompt(question, retrieval),
-                                        system=self.prompts.template("answer_system"))
+        if self.was_unusable(retrieval):
+            return self.unusable_answer(question, retrieval)
+        try:
+            with llm.track() as usage:
+                reply = await acomplete_answer(llm, self._answer_prompt(question, retrieval),
+                                               system=self.prompts.template("answer_system"))
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, retrieval, exc, usage)
         return self._finish(question, retrieval, reply, usage)
 
     @staticmethod

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
+from kgrag.errors import LLMOutputError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import as_llm, optional_llm
-from kgrag.llm.steps import LLMRequest, Steps, ask_and_parse, run_async, run_sync
+from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_async, run_sync
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.base import KGMethod
 from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, CandidateGenerator
@@ -79,6 +80,9 @@ class SimGRAG(KGMethod):
       node's cheapest next step (same results, less work; ``False`` is the paper's bound); ``max_local_edges`` -- edge cap when a database store's neighbourhood
       is materialised for matching.
     * ``node_vectors`` -- precomputed node-name embeddings (rows in node-id order), e.g. cached.
+    * ``on_unusable_reply`` (``"raise"``) -- a pattern (or blank answer) reply still unusable
+      after the re-asks raises :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an
+      empty result instead (docs/examples.md, "Unusable LLM replies").
 
     Disconnected patterns are searched per connected component (``k`` each); their subgraphs are
     merged by GSD and carry the component index in metadata.
@@ -99,7 +103,8 @@ class SimGRAG(KGMethod):
                  lookahead: bool = True,
                  max_local_edges: int = 2_000_000, humanize_relations: bool = True,
                  node_vectors: np.ndarray | None = None, examples: Any = None,
-                 prompts: Mapping[str, Any] | None = None) -> None:
+                 prompts: Mapping[str, Any] | None = None,
+                 on_unusable_reply: str = "raise") -> None:
         from kgrag.embed import as_embedder
 
         if k < 1:
@@ -111,6 +116,7 @@ class SimGRAG(KGMethod):
             task = pack.task
         if task not in ("qa", "fact"):
             raise ValueError("task must be 'qa' or 'fact'")
+        self.on_unusable_reply = on_unusable_reply
         self.graph = graph
         self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
         self.llm = optional_llm(llm)
@@ -165,26 +171,31 @@ class SimGRAG(KGMethod):
                              retries=self.retries)
 
     def _answer_steps(self, question: str, result: RetrievalResult) -> Steps[str]:
-        """One answer call over the retrieved subgraphs; returns the raw reply."""
-        reply = yield LLMRequest(self.answer_prompt(question, result), step="answer")
-        return reply
+        """One answer call over the retrieved subgraphs (re-asked once if blank); the reply."""
+        return answer_steps(self.answer_prompt(question, result), retries=self.retries)
 
     def question_to_pattern(self, question: str) -> tuple[Pattern, str]:
         """Ask the LLM for the pattern (one call, plus up to ``retries`` re-asks)."""
-        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step")
+        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step", without=_WITHOUT_LLM)
         return run_sync(self._pattern_steps(question), llm)
 
     # ------------------------------------------------------------------ retrieval
     def retrieve(self, question: str) -> RetrievalResult:
-        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step (or use retrieve_pattern)")
-        with llm.track() as usage:
-            pattern, reply = run_sync(self._pattern_steps(question), llm)
+        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step", without=_WITHOUT_LLM)
+        try:
+            with llm.track() as usage:
+                pattern, reply = run_sync(self._pattern_steps(question), llm)
+        except LLMOutputError as exc:  # after the re-asks: on_unusable_reply decides
+            return self.unusable_reply(question, exc, usage)
         return self._retrieve(pattern, question, usage, reply)
 
     async def aretrieve(self, question: str) -> RetrievalResult:
-        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step (or use retrieve_pattern)")
-        with llm.track() as usage:
-            pattern, reply = await run_async(self._pattern_steps(question), llm)
+        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step", without=_WITHOUT_LLM)
+        try:
+            with llm.track() as usage:
+                pattern, reply = await run_async(self._pattern_steps(question), llm)
+        except LLMOutputError as exc:
+            return self.unusable_reply(question, exc, usage)
         return self._retrieve(pattern, question, usage, reply)
 
     def retrieve_pattern(self, triples: Pattern | Iterable[Sequence[Any]],
@@ -379,15 +390,30 @@ class SimGRAG(KGMethod):
 
     def answer_from(self, question: str, result: RetrievalResult) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
-        with llm.track() as usage:
-            reply = run_sync(self._answer_steps(question, result), llm)
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        try:
+            with llm.track() as usage:
+                reply = run_sync(self._answer_steps(question, result), llm)
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, usage)
         return self._answer(question, result, reply, usage)
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
         llm = as_llm(self.llm, what="SimGRAG's answer step")
-        with llm.track() as usage:
-            reply = await run_async(self._answer_steps(question, result), llm)
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        try:
+            with llm.track() as usage:
+                reply = await run_async(self._answer_steps(question, result), llm)
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, usage)
         return self._answer(question, result, reply, usage)
+
+
+#: what SimGRAG can do without an LLM (the end of its LLMNotConfiguredError message)
+_WITHOUT_LLM = ("Without an LLM, retrieve_pattern([(head, relation, tail), ...]) retrieves for "
+                "a pattern you write.")
 
 
 def gsd_of(subgraph: Subgraph) -> float:

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kgrag.llm import extract_tag, llm_step
+from kgrag.llm import extract_tag
+from kgrag.llm.steps import acomplete_answer, complete_answer
 from kgrag.methods.ultrag.prompts import arbitration_prompt
 
 Candidate = tuple[str, str, float]
@@ -128,14 +129,13 @@ class LLMArbitrator:
 
     def arbitrate(self, question: str, query_text: str,
                   candidates: Sequence[Candidate]) -> list[str]:
-        with llm_step("answer"):
-            reply = self.llm.complete(self.prompt(question, query_text, candidates),
-                                      system=self.prompts.template("arbitration_system"))
+        """One ``answer`` call (re-asked once when blank; then :class:`LLMOutputError`)."""
+        reply = complete_answer(self.llm, self.prompt(question, query_text, candidates),
+                                system=self.prompts.template("arbitration_system"))
         return parse_answers(reply, candidates)
 
     async def aarbitrate(self, question: str, query_text: str,
                          candidates: Sequence[Candidate]) -> list[str]:
-        with llm_step("answer"):
-            reply = await self.llm.acomplete(self.prompt(question, query_text, candidates),
-                                             system=self.prompts.template("arbitration_system"))
+        reply = await acomplete_answer(self.llm, self.prompt(question, query_text, candidates),
+                                       system=self.prompts.template("arbitration_system"))
         return parse_answers(reply, candidates)

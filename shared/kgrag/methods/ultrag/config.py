@@ -7,9 +7,11 @@ The components (LLM, embedder, linker, executor, arbitrator, prompts, checkpoint
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
 from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA
 from kgrag.methods.ultrag.neural import FULL_GRAPH_MAX_NODES
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS
@@ -32,7 +34,8 @@ class UltRAGConfig:
       [10,000]; ``relation_backoff`` [off].
     - Subgraphs: ``subgraph_k`` [off], ``seppr_alpha`` [0.85], ``seppr_steps`` [5].
     - Rounds and answers: ``top_k`` [50], ``margin`` [0.05], ``max_reasks`` [1],
-      ``max_rounds`` [1], ``on_invalid_query`` ["empty" or "raise"].
+      ``max_rounds`` [1], ``on_unusable_reply`` ["raise" or "empty"; docs/examples.md,
+      "Unusable LLM replies"]; ``on_invalid_query`` is its deprecated old name.
     """
 
     linking: str = "dense"
@@ -49,7 +52,9 @@ class UltRAGConfig:
     subgraph_k: int | None = None
     seppr_alpha: float = PAPER_ALPHA
     seppr_steps: int = PAPER_STEPS
-    on_invalid_query: str = "empty"
+    on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
+    #: deprecated: the old name of ``on_unusable_reply`` (whose default was "empty")
+    on_invalid_query: str | None = None
     max_frontier: int = 10_000
     relation_backoff: float | None = None
     threads: int | None = None
@@ -64,8 +69,13 @@ class UltRAGConfig:
             raise ValueError("full_graph_max_nodes, store_hops and store_max_edges must be >= 1")
         if self.linking not in LINKING_MODES:
             raise ValueError(f"linking must be one of {LINKING_MODES}, got {self.linking!r}")
-        if self.on_invalid_query not in ("empty", "raise"):
-            raise ValueError("on_invalid_query must be 'empty' or 'raise'")
+        if self.on_invalid_query is not None:
+            warnings.warn("UltRAG's on_invalid_query is deprecated: use on_unusable_reply "
+                          "(the same values; one policy for every method)",
+                          DeprecationWarning, stacklevel=4)
+            object.__setattr__(self, "on_unusable_reply", self.on_invalid_query)
+            object.__setattr__(self, "on_invalid_query", None)
+        check_unusable_reply(self.on_unusable_reply)
         if self.top_k < 1 or self.max_reasks < 0 or self.max_rounds < 1:
             raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
         if self.subgraph_k is not None and self.subgraph_k < 1:

@@ -25,6 +25,7 @@ subgraph fetched around the query's anchors).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,7 @@ from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.llm import extract_tag, optional_llm
-from kgrag.llm.base import NO_LLM_HELP, track_usage
+from kgrag.llm.base import no_llm_message, track_usage
 from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.base import KGMethod, keyword_only_llm
@@ -180,8 +181,11 @@ class UltRAG(KGMethod):
     subgraph_k [off; paper 30,000 on Wikidata-scale graphs]: run on the SEPPR top-k subgraph
         (with ``"neural"``, also used -- default 30,000 -- beyond ``full_graph_max_nodes``).
     seppr_alpha [0.85], seppr_steps [5].
-    on_invalid_query: ``"empty"`` (default: an empty result whose metadata holds the error) or
-        ``"raise"`` (:class:`~kgrag.errors.LLMOutputError`).
+    on_unusable_reply ["raise"]: a query reply that still does not parse (or whose query
+        fails) after the re-asks, or a blank arbitration reply, raises
+        :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result whose
+        ``metadata["error"]`` holds the reason (docs/examples.md, "Unusable LLM replies").
+        ``on_invalid_query`` is its deprecated old name.
     max_frontier [ours; 10,000]: on a GraphStore, the most entities one projection expands
         (see :mod:`kgrag.methods.ultrag.store_executor`).
     relation_backoff [ours; off]: a rapidfuzz score (0-100, e.g. 85); an unknown relation label
@@ -246,7 +250,7 @@ class UltRAG(KGMethod):
         self.top_k = cfg.top_k
         self.max_reasks, self.max_rounds = cfg.max_reasks, cfg.max_rounds
         self.seppr_alpha, self.seppr_steps = cfg.seppr_alpha, cfg.seppr_steps
-        self.on_invalid_query = cfg.on_invalid_query
+        self.on_unusable_reply = cfg.on_unusable_reply
         self.subgraph_k = self._set_up_executor(executor, cfg, weights)
         self.arbitrator: Arbitrator = self._make_arbitrator(arbitrator, cfg)
 
@@ -286,7 +290,8 @@ class UltRAG(KGMethod):
             arbitrator = "llm" if self.llm is not None else "margin"
         if arbitrator == "llm":
             if self.llm is None:
-                raise LLMNotConfiguredError(NO_LLM_HELP.format(what="The LLM arbitrator"))
+                raise LLMNotConfiguredError(no_llm_message(
+                    "The LLM arbitrator", "Without an LLM, use arbitrator='margin'."))
             return LLMArbitrator(self.llm, self.prompts)
         if arbitrator == "margin":
             return MarginArbitrator(margin=cfg.margin, max_answers=cfg.top_k)
@@ -391,8 +396,9 @@ class UltRAG(KGMethod):
     def _query_llm(self) -> Any:
         """The LLM for query generation; a clear error when there is none."""
         if self.llm is None:
-            raise LLMNotConfiguredError(NO_LLM_HELP.format(what="UltRAG query generation") +
-                                        " Without an LLM, run a query you write with execute().")
+            raise LLMNotConfiguredError(no_llm_message(
+                "UltRAG query generation", "UltRAG has no LLM-free retrieval: without an LLM, "
+                "run a logical query you write with execute()."))
         return self.llm
 
     def _query_steps(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
@@ -578,10 +584,21 @@ class UltRAG(KGMethod):
             metadata["error"] = error
         return RetrievalResult(question, list(items), self.name, usage, metadata)
 
+    @property
+    def on_invalid_query(self) -> str:
+        """Deprecated: :attr:`on_unusable_reply`."""
+        warnings.warn("UltRAG.on_invalid_query is deprecated: use on_unusable_reply",
+                      DeprecationWarning, stacklevel=2)
+        return self.on_unusable_reply
+
     def _failed(self, question: str, exc: Exception, usage: Usage) -> RetrievalResult:
-        if self.on_invalid_query == "raise":
-            raise exc
-        return self._result(question, None, None, None, usage, error=str(exc))
+        """``on_unusable_reply`` for a query that did not parse after the re-asks, or whose
+        execution failed (a :class:`QueryError`, wrapped as the LLM's unusable output)."""
+        error = exc if isinstance(exc, LLMOutputError) else LLMOutputError(
+            f"the generated query failed: {exc}")
+        if error is not exc:
+            error.__cause__ = exc
+        return self.unusable_reply(question, error, usage, llm_reply=None)
 
     def _retrieval_steps(self, question: str, seeds: Sequence[str]) -> Steps[Rounds]:
         """Algorithm 1's rounds as steps: generate a query, run it, accept or ask again.
@@ -632,42 +649,39 @@ class UltRAG(KGMethod):
 
     def answer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
         """Retrieve, then arbitrate over the top candidates (2 LLM calls with the LLM arbitrator)."""
-        with track_usage(self.llm) as usage:
-            retrieval = self.retrieve(question, seeds=seeds)
-            answers = [] if "error" in retrieval.metadata else self.arbitrator.arbitrate(
-                question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
-        return self._answer(question, answers, retrieval, usage)
+        return self.answer_from(question, self.retrieve(question, seeds=seeds))
 
     async def aanswer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
-        with track_usage(self.llm) as usage:
-            retrieval = await self.aretrieve(question, seeds=seeds)
-            if "error" in retrieval.metadata:
-                answers: list[str] = []
-            elif hasattr(self.arbitrator, "aarbitrate"):
-                answers = await self.arbitrator.aarbitrate(  # type: ignore[attr-defined]
-                    question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
-            else:
-                answers = self.arbitrator.arbitrate(
-                    question, retrieval.metadata.get("query", ""), self.candidates(retrieval))
-        return self._answer(question, answers, retrieval, usage)
+        return await self.aanswer_from(question, await self.aretrieve(question, seeds=seeds))
 
     def answer_from(self, question: str, result: RetrievalResult) -> Answer:
-        """Arbitrate over a retrieval already made (its items are the candidates)."""
-        with track_usage(self.llm) as spent:
-            answers = [] if "error" in result.metadata else self.arbitrator.arbitrate(
-                question, result.metadata.get("query", ""), self.candidates(result))
+        """Arbitrate over a retrieval already made (its items are the candidates); a blank
+        arbitration reply (after one re-ask) goes to ``on_unusable_reply``."""
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        try:
+            with track_usage(self.llm) as spent:
+                answers = [] if "error" in result.metadata else self.arbitrator.arbitrate(
+                    question, result.metadata.get("query", ""), self.candidates(result))
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, spent)
         return self._answer(question, answers, result, Usage().add(result.usage).add(spent))
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
-        with track_usage(self.llm) as spent:
-            if "error" in result.metadata:
-                answers: list[str] = []
-            elif hasattr(self.arbitrator, "aarbitrate"):
-                answers = await self.arbitrator.aarbitrate(  # type: ignore[attr-defined]
-                    question, result.metadata.get("query", ""), self.candidates(result))
-            else:
-                answers = self.arbitrator.arbitrate(
-                    question, result.metadata.get("query", ""), self.candidates(result))
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        try:
+            with track_usage(self.llm) as spent:
+                if "error" in result.metadata:
+                    answers: list[str] = []
+                elif hasattr(self.arbitrator, "aarbitrate"):
+                    answers = await self.arbitrator.aarbitrate(  # type: ignore[attr-defined]
+                        question, result.metadata.get("query", ""), self.candidates(result))
+                else:
+                    answers = self.arbitrator.arbitrate(
+                        question, result.metadata.get("query", ""), self.candidates(result))
+        except LLMOutputError as exc:
+            return self.unusable_answer(question, result, exc, spent)
         return self._answer(question, answers, result, Usage().add(result.usage).add(spent))
 
     @staticmethod
