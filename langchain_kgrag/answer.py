@@ -3,8 +3,10 @@
 
 Input: the question (a string, or a dict with ``"question"``). Output: a dict with ``answer``
 (the text), ``answers`` (the parsed answer list), ``sources`` (the retrieved ``Document`` s, as
-the retriever returns them) and ``usage`` (the question's LLM calls and tokens). The LLM calls
-run under the chain's run (child callbacks), so tracers see retrieval and answer calls nested.
+the retriever returns them) and ``usage`` (the question's LLM calls and tokens), plus ``error``
+when the retrieval records one (e.g. an unusable LLM reply under ``on_unusable_reply="empty"``,
+docs/examples.md). The LLM calls run under the chain's run (child callbacks), so tracers see
+retrieval and answer calls nested.
 
 ``stream`` yields ``{"delta": piece}`` chunks while the method's final answer call streams
 (the intermediate calls of multi-step methods are not streamed), then one chunk with the four
@@ -67,9 +69,12 @@ class KGAnswerChain(RunnableSerializable[Any, dict]):
         return cast("KGRetriever", self.retriever)
 
     def _output(self, answer: Answer) -> dict[str, Any]:
-        return AddableDict(answer=answer.text, answers=list(answer.answers),
-                           sources=result_to_documents(answer.retrieval, k=self._kg.k),
-                           usage=answer.usage.as_dict())
+        out = AddableDict(answer=answer.text, answers=list(answer.answers),
+                          sources=result_to_documents(answer.retrieval, k=self._kg.k),
+                          usage=answer.usage.as_dict())
+        if "error" in answer.retrieval.metadata:
+            out["error"] = answer.retrieval.metadata["error"]
+        return out
 
     # ------------------------------------------------------------------ invoke
     def _answer(self, question: str, run_manager: CallbackManagerForChainRun) -> dict[str, Any]:

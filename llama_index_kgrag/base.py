@@ -285,7 +285,8 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
     Build with a factory (``SimGRAGQueryEngine.from_graph(kg, llm=...)``) or from a method:
     ``KGQueryEngine(method=m)``. The response's ``source_nodes`` are the (post-processed)
     retrieved items; in the method's own answer mode ``metadata`` holds the parsed
-    ``answers``, the question's ``usage`` and the ``method``.
+    ``answers``, the question's ``usage``, the ``method`` and, when the retrieval records
+    one, its ``error`` (e.g. an unusable LLM reply under ``on_unusable_reply="empty"``).
     """
 
     def __init__(self, retriever: KGRetriever | None = None, response_synthesizer: Any = None,
@@ -474,8 +475,11 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
 
 
 def _answer_metadata(answer: Answer) -> dict[str, Any]:
-    return {"answers": list(answer.answers), "usage": answer.usage.as_dict(),
-            "method": answer.retrieval.method}
+    out = {"answers": list(answer.answers), "usage": answer.usage.as_dict(),
+           "method": answer.retrieval.method}
+    if "error" in answer.retrieval.metadata:
+        out["error"] = answer.retrieval.metadata["error"]
+    return out
 
 
 def engine_kwargs(params: dict[str, Any]) -> dict[str, Any]:

@@ -263,7 +263,8 @@ def ketrag_runner(passages: list[str], mode: str, llm: Any, embedder: Any, param
     # one document, passages one per line: how the KET-RAG reference code reads a corpus file
     # (1,200-token chunks then span passage boundaries)
     index = build_index(["\n".join(passages)], embedder=embedder, progress=True, **index_params)
-    method = KETRAG(index, llm=llm if mode == "llm" else None, embedder=embedder, **retrieval)
+    method = KETRAG(index, llm=llm if mode == "llm" else None, embedder=embedder,
+                    on_unusable_reply=params.get("on_unusable_reply", "raise"), **retrieval)
     if mode == "llm":
         return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)), as_text=True)
     return lambda ex, q: outcome_from_retrieval(*_timed(lambda: method.retrieve(q)), as_text=True)

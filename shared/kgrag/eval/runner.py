@@ -384,8 +384,12 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
     ``<method>__<dataset>__<mode>`` without parameters, with its markdown table row under
     ``"markdown_row"``). ``embedder``: any embedder (``None`` =
     packaged MiniLM); ``cache_dir`` keeps its name embeddings on disk. ``params`` go to the
-    method's constructor (KET-RAG: index or retrieval parameters).
+    method's constructor (KET-RAG: index or retrieval parameters). In ``llm`` mode an unusable
+    LLM reply scores the question as a miss (``on_unusable_reply="empty"``, its reason in the
+    record's answer text) instead of stopping the run, unless ``params`` say otherwise.
     """
+    if mode == "llm":
+        params = {"on_unusable_reply": "empty", **(params or {})}
     if isinstance(dataset_name, DatasetSpec):  # your own data (see user_dataset)
         spec = dataset_name
         if method_name not in METHOD_KINDS or mode not in METHOD_DATASETS[method_name][1]:

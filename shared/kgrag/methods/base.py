@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import warnings
 from abc import ABC, abstractmethod
@@ -93,6 +94,12 @@ def keyword_only_llm(*names: str, skip: int = 2) -> Callable[[F], F]:
 
 
 M = TypeVar("M", bound="KGMethod")
+
+
+def _takes(cls: type, name: str) -> bool:
+    """Whether ``cls(...)`` accepts the keyword ``name`` (by name or through ``**kwargs``)."""
+    params = inspect.signature(cls).parameters.values()
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 class KGMethod(ABC):
@@ -160,15 +167,22 @@ class KGMethod(ABC):
         """The method over ``graph`` (a :class:`~kgrag.graph.memory.KnowledgeGraph`, any
         :class:`~kgrag.graph.base.GraphStore`, or a framework graph that
         :func:`~kgrag.graph.sources.coerce.as_graph_store` converts); ``params`` are the
-        constructor's. Methods built from text override this to say so (and offer
+        constructor's, plus ``on_unusable_reply`` (set as the attribute when the constructor
+        does not take it). Methods built from text override this to say so (and offer
         :meth:`from_documents`)."""
         if args:  # the old positional llm / embedder
             given = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
             positional_to_keywords(f"{cls.__name__}.from_graph", args, ("llm", "embedder"),
                                    given)
             llm, embedder = given.get("llm"), given.get("embedder")
-        return cls(as_graph_store(graph), llm=llm, embedder=embedder,  # type: ignore[call-arg]
-                   **params)
+        policy = None
+        if "on_unusable_reply" in params and not _takes(cls, "on_unusable_reply"):
+            policy = check_unusable_reply(params.pop("on_unusable_reply"))
+        method = cls(as_graph_store(graph), llm=llm, embedder=embedder,  # type: ignore[call-arg]
+                     **params)
+        if policy is not None:
+            method.on_unusable_reply = policy
+        return method
 
     @classmethod
     def from_documents(cls: type[M], documents: Any, *, llm: Any = None, embedder: Any = None,
