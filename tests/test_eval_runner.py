@@ -283,6 +283,33 @@ def test_your_own_questions_and_graph(tmp_path, capsys):
     assert "exactly one of" in capsys.readouterr().err
 
 
+def test_llm_mode_scores_an_unusable_reply_as_a_miss(tmp_path):
+    from kgrag.errors import LLMOutputError
+    from kgrag.eval.runner import run_stem, user_dataset
+
+    (tmp_path / "kb.tsv").write_text("".join(f"{p}\tplace_of_birth\t{c}\n" for p, c, _ in PEOPLE),
+                                     encoding="utf-8")
+    (tmp_path / "qa.jsonl").write_text("".join(
+        json.dumps({"id": p, "question": f"where was {p} born?", "answers": [c]}) + "\n"
+        for p, c, _ in PEOPLE[:2]), encoding="utf-8")
+    dataset = user_dataset(tmp_path / "qa.jsonl", graph=tmp_path / "kb.tsv")
+    exact = {"linking": "exact"}
+    # the first question's query reply stays unreadable after the re-ask; the run goes on
+    llm = FakeListChatModel(responses=["no idea", "still no idea", '"Bob" -> place_of_birth',
+                                       "Berlin"])
+    summary = evaluate("ultrag", dataset, mode="llm", llm=llm, out_dir=tmp_path / "o",
+                       params=exact, progress=False)
+    assert summary["questions"] == 2 and summary["metrics"]["em"] == 50.0
+    # the policy's eval default is not part of the run's key
+    assert Path(summary["jsonl"]).stem == run_stem("ultrag", "custom-qa", "llm", exact, 10)
+    first = json.loads(Path(summary["jsonl"]).read_text(encoding="utf-8").splitlines()[0])
+    assert "No answer" in json.dumps(first)
+    with pytest.raises(LLMOutputError):  # asked for, the policy stops the run
+        evaluate("ultrag", dataset, mode="llm", llm=FakeListChatModel(responses=["no idea"]),
+                 out_dir=tmp_path / "o2", params={**exact, "on_unusable_reply": "raise"},
+                 progress=False)
+
+
 def test_llm_mode_with_a_llama_index_llm_counts_tokens(data_root, tmp_path):
     from llm_fakes import ScriptedLlamaLLM
 

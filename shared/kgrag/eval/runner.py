@@ -372,6 +372,14 @@ def run_stem(method_name: str, dataset_name: str, mode: str, params: Mapping[str
     return f"{stem}__p{hashlib.sha1(key.encode('ascii')).hexdigest()[:10]}"
 
 
+def _method_params(mode: str, params: dict | None) -> dict:
+    """The constructor parameters of a run: ``params``, and in ``llm`` mode
+    ``on_unusable_reply="empty"`` unless given (not part of the run's key: the default)."""
+    if mode == "llm":
+        return {"on_unusable_reply": "empty", **(params or {})}
+    return dict(params or {})
+
+
 def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "oracle",
              llm: Any = None,
              limit: int | None = 500, seed: int = 0, out_dir: str | os.PathLike[str] = "eval-out",
@@ -388,8 +396,6 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
     LLM reply scores the question as a miss (``on_unusable_reply="empty"``, its reason in the
     record's answer text) instead of stopping the run, unless ``params`` say otherwise.
     """
-    if mode == "llm":
-        params = {"on_unusable_reply": "empty", **(params or {})}
     if isinstance(dataset_name, DatasetSpec):  # your own data (see user_dataset)
         spec = dataset_name
         if method_name not in METHOD_KINDS or mode not in METHOD_DATASETS[method_name][1]:
@@ -424,7 +430,7 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
         resource = load_resource(spec, root)
         emb = EvalEmbedder(embedder, cache_dir)
         run_one = build_question_runner(method_name, mode, resource, llm=llm, embedder=emb,
-                                        params=params, k=k)
+                                        params=_method_params(mode, params), k=k)
         setup_seconds = time.perf_counter() - started
         bar = _progress(todo, f"{method_name} {dataset_name} {mode}", progress)
         with jsonl.open("a", encoding="utf-8") as fh:
