@@ -59,7 +59,8 @@ class DelegatingStore:
 
     def __getattr__(self, name: str) -> Any:
         if name in ("counts", "has_node", "iter_node_names", "list_relations", "one_hop",
-                    "follow_path", "shortest_paths", "k_hop_subgraph", "schema_summary", "degree"):
+                    "follow_path", "shortest_paths", "k_hop_subgraph", "schema_summary", "degree",
+                    "relation_labels", "relation_descriptions", "aliases", "annotations"):
             return getattr(self._kg, name)
         raise AttributeError(name)
 

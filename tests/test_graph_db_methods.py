@@ -89,7 +89,8 @@ def trigram_embedder():
 
     return LookupEmbedder({"": np.ones(512)}, fallback=_trigrams, name="trigrams")
 PROTOCOL = ("counts", "has_node", "iter_node_names", "list_relations", "one_hop", "follow_path",
-            "shortest_paths", "k_hop_subgraph", "schema_summary", "degree")
+            "shortest_paths", "k_hop_subgraph", "schema_summary", "degree", "relation_labels",
+            "relation_descriptions", "aliases", "annotations")
 
 
 class NameLevel:

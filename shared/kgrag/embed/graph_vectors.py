@@ -55,12 +55,9 @@ class _Entry:
 def graph_texts(graph: GraphStore, kind: str) -> list[str]:
     """The texts embedded for ``kind``: node names as they are, relation names as words."""
     if kind == "nodes":
-        names = getattr(graph, "node_names", None)
-        return list(names) if names is not None else list(graph.iter_node_names())
+        return list(graph.iter_node_names())
     if kind == "relations":
-        names = getattr(graph, "relation_names", None)
-        names = list(names) if names is not None else list(graph.list_relations())
-        return [relation_words(str(r)) for r in names]
+        return [relation_words(str(r)) for r in graph.list_relations()]
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
@@ -69,7 +66,7 @@ def _identity(embedder: Any) -> Any:
     return ("key", key) if key is not None else ("object", id(embedder))
 
 
-def _entry(graph: Any, embedder: Any, kind: str, texts: Sequence[str] | None) -> _Entry:
+def _entry(graph: GraphStore, embedder: Any, kind: str, texts: Sequence[str] | None) -> _Entry:
     texts = list(texts) if texts is not None else graph_texts(graph, kind)
     ident = _identity(embedder)
     try:
@@ -102,7 +99,7 @@ def graph_extras(graph: GraphStore, embedder: Any, kind: str = "nodes") -> dict[
     return _entry(graph, embedder, kind, None).extras
 
 
-def forget(graph: Any) -> None:
+def forget(graph: GraphStore) -> None:
     """Drop the shared vectors of ``graph`` in this process (the disk cache stays)."""
     with _lock:
         _memo.pop(graph, None)

@@ -29,6 +29,7 @@ from typing import (
 
 from kgrag.context.types import Path, Triple
 from kgrag.errors import GraphDatabaseError
+from kgrag.graph.annotations import GraphAnnotations
 
 Direction = Literal["out", "in", "both"]
 DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
@@ -124,10 +125,34 @@ def parse_relation_path(
 
 @runtime_checkable
 class GraphStore(Protocol):
-    """Operations a graph backend offers to the methods (all read-only)."""
+    """Operations a graph backend offers to the methods (all read-only).
+
+    Besides the operations, a store says what it knows about its names (each may be empty --
+    database stores hold only what their constructor was given): ``relation_labels`` and
+    ``relation_descriptions`` (what embedders and prompts read for a relation, see
+    :func:`kgrag.text.relations.relation_texts`), ``aliases`` (node name -> other names, for
+    entity linking) and ``annotations`` (node types and source chunks,
+    :class:`~kgrag.graph.annotations.GraphAnnotations`). Methods read them as plain attributes.
+    """
 
     #: True when :meth:`run_cypher` exists and runs read-only openCypher.
     supports_cypher: bool
+
+    @property
+    def relation_labels(self) -> Mapping[str, Sequence[str]]:
+        """relation name -> its labels and aliases (``{"P57": ["director"]}``); may be empty."""
+
+    @property
+    def relation_descriptions(self) -> Mapping[str, str]:
+        """relation name -> a sentence describing it; may be empty."""
+
+    @property
+    def aliases(self) -> Mapping[str, Sequence[str]]:
+        """node name -> its other names (linked to the node); may be empty."""
+
+    @property
+    def annotations(self) -> GraphAnnotations:
+        """Node types / properties and source chunks of the graph's facts; may be empty."""
 
     def counts(self) -> dict[str, int]:
         """``{"nodes": ..., "edges": ..., "relations": ...}``."""

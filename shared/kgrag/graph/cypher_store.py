@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.context.types import Path, Triple
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 from kgrag.graph.cypher_budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
 from kgrag.graph.memory import KnowledgeGraph
@@ -234,6 +235,10 @@ class CypherGraphStore:
         self.relationship_type = relationship_type
         self.batch_size = batch_size
         self.relation_descriptions: dict[str, str] = dict(relation_descriptions or {})
+        #: a database holds no aliases or annotations of its own (the GraphStore protocol's
+        #: empty defaults); link through its search indexes (:mod:`kgrag.linking.database`)
+        self.aliases: dict[str, list[str]] = {}
+        self.annotations = GraphAnnotations()
         self._label = f":{self._quote(node_label)}" if node_label else ""
         self._prop = self._quote(name_property)
         self._rel_prop = self._quote(relation_property) if relation_property else None

@@ -270,7 +270,7 @@ def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool 
     return _local_linker(store, mode, progress, batch_size, reason, linker_kwargs)
 
 
-def _local_linker(store: Any, mode: str, progress: bool, batch_size: int, reason: str,
+def _local_linker(store: GraphStore, mode: str, progress: bool, batch_size: int, reason: str,
                   linker_kwargs: dict[str, Any]) -> EntityLinker:
     """The local index over every node name, streamed from the store with a progress bar."""
     from tqdm.auto import tqdm

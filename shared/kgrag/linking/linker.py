@@ -112,7 +112,7 @@ class EntityLinker:
         ef_construction: int = 100,
         ef_search: int = 128,
         embeddings: np.ndarray | None = None,
-        graph: Any = None,
+        graph: GraphStore | None = None,
     ) -> None:
         self.mode = _check_mode(mode)
         self._graph_ref = _weak(graph)
@@ -184,12 +184,10 @@ class EntityLinker:
             if _store_linker is None:  # pragma: no cover - kgrag.linking installs it on import
                 raise RuntimeError("import kgrag.linking to link against a database store")
             return _store_linker(graph, **kwargs)
-        names = getattr(graph, "node_names", None)
-        if names is None:
-            names = graph.iter_node_names()
+        names = graph.iter_node_names()
         if "aliases" not in kwargs:
             inverted: dict[str, list[str]] = {}
-            for canonical, alias_list in (getattr(graph, "aliases", None) or {}).items():
+            for canonical, alias_list in graph.aliases.items():
                 for alias in alias_list:
                     inverted.setdefault(alias, []).append(canonical)
             kwargs["aliases"] = inverted
@@ -237,18 +235,17 @@ class EntityLinker:
     graph_kind = "nodes"
 
     @classmethod
-    def _graph_names(cls, graph: Any) -> list[str]:
-        names = getattr(graph, "node_names", None)
-        return list(names) if names is not None else list(graph.iter_node_names())
+    def _graph_names(cls, graph: GraphStore) -> list[str]:
+        return list(graph.iter_node_names())
 
     def _graph_dense_index(self) -> DenseIndex:
         """The graph's shared index when this linker covers exactly the graph's names;
         otherwise an own index (the graph's shared vectors plus the aliases' when it can)."""
         from kgrag.embed.store import embed_cached
 
-        graph = self._graph_ref() if self._graph_ref is not None else None
+        graph: GraphStore | None = self._graph_ref() if self._graph_ref is not None else None
         same_names = graph is not None and self.names == self._graph_names(graph)
-        if same_names and len(self.surface_forms) == len(self.names):
+        if graph is not None and same_names and len(self.surface_forms) == len(self.names):
             from kgrag.linking.shared import graph_dense_index
 
             return graph_dense_index(graph, self.embedder, self.graph_kind, **self.dense_params)
@@ -504,10 +501,7 @@ class RelationLinker(EntityLinker):
     def from_graph(cls, graph: GraphStore, **kwargs: Any) -> RelationLinker:
         from kgrag.text.relations import relation_texts
 
-        names = getattr(graph, "relation_names", None)
-        if names is None:
-            names = graph.list_relations()
-        names = list(names)
+        names = graph.list_relations()
         if "aliases" not in kwargs:
             aliases: dict[str, list[str]] = {}
             for name in names:
@@ -520,9 +514,8 @@ class RelationLinker(EntityLinker):
         return cls(names, **kwargs)
 
     @classmethod
-    def _graph_names(cls, graph: Any) -> list[str]:
-        names = getattr(graph, "relation_names", None)
-        return list(names) if names is not None else list(graph.list_relations())
+    def _graph_names(cls, graph: GraphStore) -> list[str]:
+        return list(graph.list_relations())
 
     def surface_text(self, surface: str) -> str:
         return relation_words(surface)

@@ -14,17 +14,20 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgrag.embed.graph_vectors import graph_extras, graph_name_vectors, graph_texts
 from kgrag.embed.store import VectorStore, cache_enabled, cache_root, embedder_cache_key
 from kgrag.errors import GraphLoadError
 from kgrag.linking.dense import DenseIndex
 
+if TYPE_CHECKING:  # pragma: no cover
+    from kgrag.graph.base import GraphStore
+
 logger = logging.getLogger("kgrag.linking")
 
 
-def graph_dense_index(graph: Any, embedder: Any, kind: str = "nodes", **dense_params: Any
+def graph_dense_index(graph: GraphStore, embedder: Any, kind: str = "nodes", **dense_params: Any
                       ) -> DenseIndex:
     """The shared :class:`DenseIndex` over ``graph``'s names of ``kind`` (row i = name id i)."""
     extras = graph_extras(graph, embedder, kind)
@@ -37,7 +40,7 @@ def graph_dense_index(graph: Any, embedder: Any, kind: str = "nodes", **dense_pa
     return index
 
 
-def _hnsw_path(graph: Any, embedder: Any, kind: str, dense_params: dict[str, Any]
+def _hnsw_path(graph: GraphStore, embedder: Any, kind: str, dense_params: dict[str, Any]
                ) -> Path | None:
     model_key = embedder_cache_key(embedder)
     if model_key is None or not cache_enabled():
@@ -47,7 +50,7 @@ def _hnsw_path(graph: Any, embedder: Any, kind: str, dense_params: dict[str, Any
     return cache_root() / "indexes" / f"{VectorStore.key(model_key, texts)}-{params}.faiss"
 
 
-def _load_or_build(graph: Any, embedder: Any, kind: str, vectors: Any,
+def _load_or_build(graph: GraphStore, embedder: Any, kind: str, vectors: Any,
                    dense_params: dict[str, Any]) -> DenseIndex:
     threshold = dense_params.get("hnsw_threshold")
     exact = threshold is not None and len(vectors) < threshold

@@ -31,8 +31,8 @@ words crowd the right one out (measured in docs/results.md, "Relation wording").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from kgrag.text.names import relation_words
 
@@ -92,40 +92,45 @@ def relation_texts_for(name: str, *, labels: Iterable[str] = (),
     return texts
 
 
-def relation_labels_of(graph: Any) -> Mapping[str, list[str]]:
-    """``graph.relation_labels`` when the graph has one, else an empty mapping."""
-    return getattr(graph, "relation_labels", None) or {}
+class RelationTextSource(Protocol):
+    """What the texts of a graph's relations are read from: every
+    :class:`~kgrag.graph.base.GraphStore` (the in-memory graph, the database stores) is one.
+    Declared here, below the graph layer, so this module needs nothing from it."""
+
+    @property
+    def relation_labels(self) -> Mapping[str, Sequence[str]]: ...
+
+    @property
+    def relation_descriptions(self) -> Mapping[str, str]: ...
+
+    def list_relations(self) -> list[str]: ...
 
 
-def relation_texts(graph: Any, relation: str | int) -> list[str]:
-    """The texts an embedder reads for one relation of ``graph`` (name or relation id).
+def relation_labels_of(graph: RelationTextSource) -> Mapping[str, Sequence[str]]:
+    """``graph.relation_labels`` (empty when the graph has no labels)."""
+    return graph.relation_labels
 
-    ``graph`` is a :class:`~kgrag.graph.memory.KnowledgeGraph` or any store with
-    ``relation_names`` / ``list_relations()`` and optional ``relation_labels`` /
-    ``relation_descriptions``. Pure: the same graph and relation always give the same texts,
-    so an embedding cache may key on them.
+
+def relation_texts(graph: RelationTextSource, relation: str | int) -> list[str]:
+    """The texts an embedder reads for one relation of ``graph`` (name or relation id, the
+    position in ``graph.list_relations()``).
+
+    Pure: the same graph and relation always give the same texts, so an embedding cache may
+    key on them.
     """
-    if isinstance(relation, str):
-        name = relation
-    else:
-        names = getattr(graph, "relation_names", None)
-        if names is None:
-            names = graph.list_relations()
-        name = str(names[int(relation)])
-    descriptions = getattr(graph, "relation_descriptions", None) or {}
-    return relation_texts_for(name, labels=relation_labels_of(graph).get(name, ()),
-                              description=descriptions.get(name))
+    name = relation if isinstance(relation, str) else str(graph.list_relations()[int(relation)])
+    return relation_texts_for(name, labels=graph.relation_labels.get(name, ()),
+                              description=graph.relation_descriptions.get(name))
 
 
-def all_relation_texts(graph: Any, names: Iterable[str] | None = None) -> list[list[str]]:
+def all_relation_texts(graph: RelationTextSource, names: Iterable[str] | None = None
+                       ) -> list[list[str]]:
     """:func:`relation_texts` of every relation (``names``: these relations, in this order)."""
     if names is None:
-        names = getattr(graph, "relation_names", None)
-        if names is None:
-            names = graph.list_relations()
+        names = graph.list_relations()
     return [relation_texts(graph, str(n)) for n in names]
 
 
-def primary_relation_text(graph: Any, relation: str | int) -> str:
+def primary_relation_text(graph: RelationTextSource, relation: str | int) -> str:
     """The single most trusted text of a relation (for prompts and one-vector consumers)."""
     return relation_texts(graph, relation)[0]

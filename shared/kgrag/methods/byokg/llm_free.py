@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Path, ScoredEntity, Triple
+from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
 
 #: Bound on enumerated walks (hub entities such as a genre reach tens of thousands).
@@ -80,7 +81,7 @@ def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hop
 
 def llm_free_retrieve(
     question: str,
-    graph: Any,
+    graph: GraphStore,
     *,
     linker: Any,
     scorer: Any,

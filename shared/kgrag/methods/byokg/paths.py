@@ -191,7 +191,7 @@ def _fair_order(source_rank: np.ndarray, forward: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(group)), pattern, rank_in_group, source_rank))
 
 
-def _walks_store(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
+def _walks_store(store: GraphStore, sources: Sequence[str], steps: Sequence[PathStep],
                  max_paths: int) -> list[Path]:
     """Any GraphStore: its follow_path, then the same filters on Path objects."""
     rank = {name: i for i, name in enumerate(dict.fromkeys(sources))}
@@ -211,7 +211,7 @@ def _walks_store(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
     return out
 
 
-def _walks(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
+def _walks(store: GraphStore, sources: Sequence[str], steps: Sequence[PathStep],
            max_paths: int) -> list[Path]:
     if isinstance(store, KnowledgeGraph):
         return _walks_kg(store, sources, steps, max_paths)
@@ -219,7 +219,7 @@ def _walks(store: Any, sources: Sequence[str], steps: Sequence[PathStep],
 
 
 def follow_metapath(
-    store: Any,
+    store: GraphStore,
     sources: Sequence[str],
     metapath: str,
     *,
@@ -253,7 +253,7 @@ def follow_metapath(
     return FollowedPaths(metapath, "", [], True)
 
 
-def _prune_choices(store: Any, sources: Sequence[str], choices: list[list[PathStep]]
+def _prune_choices(store: GraphStore, sources: Sequence[str], choices: list[list[PathStep]]
                    ) -> list[list[PathStep]]:
     """Keep, step by step, only the relations a written name fits that have an edge from the
     entities the previous steps reach (all of them when none has), so the combinations left
@@ -290,7 +290,7 @@ def _merge_walks(groups: list[list[Path]], max_paths: int) -> list[Path]:
 
 
 def shortest_paths(
-    store: Any,
+    store: GraphStore,
     sources: Sequence[str],
     targets: Sequence[str],
     *,

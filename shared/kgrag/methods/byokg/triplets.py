@@ -48,7 +48,7 @@ class TripletScorer:
     :class:`~kgrag.embed.relations.RelationTextVectors` or one row per relation.
     """
 
-    def __init__(self, graph: Any, embedder: Any, *, node_vectors: np.ndarray | None = None,
+    def __init__(self, graph: GraphStore, embedder: Any, *, node_vectors: np.ndarray | None = None,
                  relation_vectors: np.ndarray | RelationTextVectors | None = None,
                  hops: int = 2) -> None:
         self.graph = graph
@@ -198,7 +198,7 @@ def rerank_scores(model: Any, query: str, texts: Sequence[str]) -> np.ndarray:
 class GraphReranker:
     """App. A.2: rerank the L-hop neighbourhood of linked entities with cross-encoders."""
 
-    graph: Any
+    graph: GraphStore
     reranker: Any
     final_reranker: Any = None
     hops: int = 2
@@ -249,7 +249,7 @@ def _template(prompts: Any, name: str) -> str:
 def agentic_traversal(
     question: str,
     seeds: Sequence[str],
-    graph: Any,
+    graph: GraphStore,
     *,
     hops: int = 3,
     resolve_entities: Callable[[list[str], list[Triple]], list[str]],

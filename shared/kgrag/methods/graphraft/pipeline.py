@@ -175,7 +175,7 @@ class GraphRAFT(KGMethod):
         elif self.llm is not None:
             self.selector = ChatChoiceSelector(self.llm, prompts=self.prompts)
         else:
-            self.selector = EmbeddingSelector(self.embedder, graph)
+            self.selector = EmbeddingSelector(self.embedder, self.graph)
 
     # ---------------------------------------------------------------- steps
     def extract_entities(self, question: str) -> list[str]:

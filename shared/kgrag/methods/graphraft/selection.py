@@ -19,6 +19,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from kgrag.errors import LLMOutputError
+from kgrag.graph.base import GraphStore
 from kgrag.llm import acomplete_and_parse, complete_and_parse
 from kgrag.methods.graphraft.decoding import TokenScorer, constrained_beam_search
 from kgrag.methods.graphraft.enumeration import Candidate
@@ -109,15 +110,14 @@ class EmbeddingSelector:
     name, as measured in docs/results.md.
     """
 
-    def __init__(self, embedder: Any, graph: Any = None) -> None:
+    def __init__(self, embedder: Any, graph: GraphStore | None = None) -> None:
         self.embedder = embedder
         self.graph = graph
 
     def relation_text(self, relation: str) -> str:
         graph = self.graph
-        if graph is not None and ((getattr(graph, "relation_labels", None) or {}).get(relation)
-                                  or (getattr(graph, "relation_descriptions", None)
-                                      or {}).get(relation)):
+        if graph is not None and (graph.relation_labels.get(relation)
+                                  or graph.relation_descriptions.get(relation)):
             from kgrag.text.relations import primary_relation_text
 
             return primary_relation_text(graph, relation)

@@ -12,6 +12,7 @@ import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, Usage
 from kgrag.errors import EmbeddingError, LLMOutputError
+from kgrag.graph.base import GraphStore
 from kgrag.llm.base import optional_llm
 from kgrag.llm.steps import acomplete_answer, complete_answer
 from kgrag.methods.base import KGMethod, check_unusable_reply
@@ -89,7 +90,7 @@ class KETRAG(KGMethod):
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+    def from_graph(cls, graph: GraphStore, *args: Any, llm: Any = None, embedder: Any = None,
                    **params: Any) -> KETRAG:
         """KET-RAG indexes text, not a graph: use :meth:`from_documents` (or :meth:`load`)."""
         raise TypeError("KET-RAG is built from documents: KETRAG.from_documents(docs, llm=..., "

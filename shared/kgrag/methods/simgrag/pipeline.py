@@ -427,5 +427,5 @@ __all__ = ["SimGRAG", "gsd_of"]
 def _graph_node_types(graph: Any) -> dict[str, list[str]] | None:
     """type -> entity names from a graph source's annotations (LangChain node types, LlamaIndex
     entity labels), the default ``node_types``; ``None`` when the graph has none."""
-    annotations = getattr(graph, "annotations", None)
+    annotations = graph.annotations
     return (annotations.nodes_by_type() or None) if annotations else None

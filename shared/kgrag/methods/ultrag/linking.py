@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import ScoredEntity
+from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
 
 PAPER_SIGMA = 0.1
@@ -73,7 +74,7 @@ class SoftmaxLeafLinker:
     ``k`` nearest entities per mention (default 10); ``sigma`` (paper: 0.1).
     """
 
-    def __init__(self, kg: KnowledgeGraph | Any, *, linker: Any = None, embedder: Any = None,
+    def __init__(self, kg: GraphStore, *, linker: Any = None, embedder: Any = None,
                  k: int = DEFAULT_LINK_K, sigma: float = PAPER_SIGMA) -> None:
         if k < 1:
             raise ValueError("k must be >= 1")
@@ -106,12 +107,13 @@ class SoftmaxLeafLinker:
         return out
 
     def _known(self, name: str) -> bool:
-        index = getattr(self.kg, "node_index", None)
-        return True if index is None else name in index  # a store's linker lists its own names
+        if isinstance(self.kg, KnowledgeGraph):
+            return name in self.kg.node_index
+        return True  # a store's linker lists its own names
 
     def _order(self, name: str) -> Any:
-        index = getattr(self.kg, "node_index", None)
-        return name if index is None else index[name]
+        """Tie order: node id in memory, the name on a store."""
+        return self.kg.node_index[name] if isinstance(self.kg, KnowledgeGraph) else name
 
     def fuzzy_dicts(self, mentions: Sequence[str]) -> list[tuple[dict[str, float],
                                                                list[ScoredEntity]]]:
@@ -121,10 +123,14 @@ class SoftmaxLeafLinker:
 
     def fuzzy_sets(self, mentions: Sequence[str]) -> list[tuple[np.ndarray, list[ScoredEntity]]]:
         """Per mention, ``(membership vector over all nodes, the scored entities)``."""
+        kg = self.kg
+        if not isinstance(kg, KnowledgeGraph):
+            raise TypeError("membership vectors need an in-memory KnowledgeGraph; on a "
+                            "GraphStore use fuzzy_dicts()")
         result = []
         for scored in self.link_many(mentions):
-            x = np.zeros(self.kg.num_nodes, dtype=np.float32)
+            x = np.zeros(kg.num_nodes, dtype=np.float32)
             for entity in scored:
-                x[self.kg.node_index[entity.name]] = entity.score
+                x[kg.node_index[entity.name]] = entity.score
             result.append((x, scored))
         return result

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kgrag.graph.base import GraphStore
 from kgrag.methods.ultrag.executor import LOGICS, PROJECTIONS, FuzzyQueryExecutor
 from kgrag.methods.ultrag.query import Query, QueryStructureError
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
@@ -37,7 +38,7 @@ class StoreSets:
     AND / OR come from the shared evaluator's fuzzy logic, applied to the dictionaries here.
     """
 
-    def __init__(self, store: Any, vocabulary: GraphVocabulary, projection: str = "max",
+    def __init__(self, store: GraphStore, vocabulary: GraphVocabulary, projection: str = "max",
                  max_frontier: int = 10_000) -> None:
         self.store = store
         self.vocabulary = vocabulary
@@ -125,7 +126,7 @@ class StoreSets:
 class StoreQueryExecutor(FuzzyQueryExecutor):
     """Fuzzy query execution through a GraphStore's name-level ``one_hop``."""
 
-    def __init__(self, store: Any, vocabulary: GraphVocabulary, *, projection: str = "max",
+    def __init__(self, store: GraphStore, vocabulary: GraphVocabulary, *, projection: str = "max",
                  logic: str = "product", threshold: float = 0.0, soft_and: bool = False,
                  max_frontier: int = 10_000) -> None:
         if projection not in PROJECTIONS:
