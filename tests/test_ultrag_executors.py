@@ -86,7 +86,7 @@ def test_neural_and_symbolic_accept_the_same_queries_and_score_in_unit_interval(
 def test_neural_is_the_default_and_matches_the_executor(movies):
     method = UltRAG(movies, linking="exact")
     assert method.executor_kind == "neural"
-    assert isinstance(method.executor, NeuralFuzzyExecutor)
+    assert isinstance(method.graph_executor.executor, NeuralFuzzyExecutor)
     query = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
     execution = method.run(query)
     ids = [movies.node_index[n] for n in ("Animation", "Japan")]
@@ -106,7 +106,19 @@ def test_executor_option_is_validated(movies):
         UltRAG(movies, executor="quantum")
     with pytest.raises(ValueError, match="threads"):
         UltRAG(movies, threads=0)
-    assert isinstance(UltRAG(movies, executor="symbolic").executor, SymbolicFuzzyExecutor)
+    assert isinstance(UltRAG(movies, executor="symbolic").graph_executor.executor,
+                      SymbolicFuzzyExecutor)
+
+
+def test_older_executor_accessors_still_work_with_a_deprecation_warning(movies):
+    method = UltRAG(movies, executor="symbolic", linking="exact")
+    with pytest.warns(DeprecationWarning, match="graph_executor"):
+        assert method.executor is method.graph_executor.executor
+    with pytest.warns(DeprecationWarning, match="graph_executor"):
+        store_executor = method.store_executor
+    query = '"Satoshi Kon" -> directed_by_inv'
+    by_name = store_executor.execute_names(query, [{"Satoshi Kon": 1.0}])
+    assert set(by_name) == {e.name for e in method.execute(query)} != set()
 
 
 def test_size_rule_runs_large_graphs_on_seppr_subgraphs(movies):
@@ -167,3 +179,4 @@ def test_both_adapters_pass_the_executor_option_through(movies):
         nodes = li.execute(query)
         assert {n.node.metadata["entity"] for n in nodes[:4]} == {d.metadata["entity"]
                                                                   for d in docs}
+

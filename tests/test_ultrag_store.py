@@ -2,9 +2,10 @@
 
 A real FalkorDB server (the ``falkordb_server`` fixture, via the Redis protocol and via Bolt with
 the Neo4j store) holds a sample of MetaQA films; every query must give exactly the memberships
-the in-memory executor gives. A minimal name-level store (only the GraphStore protocol's
-methods) checks the same without a server, including fuzzy leaves, and the pipeline with a fake
-LLM.
+the in-memory executor gives. A server-free store with only the GraphStore protocol's members
+(:class:`protocol_store.ProtocolStore`) checks the same without a server, including fuzzy
+leaves, the pipeline with a fake LLM, and the neural executor's store path (k-hop fetch, then
+the SEPPR cut) on a subgraph size small enough for the cut to fire.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 from langchain_core.language_models import FakeListChatModel
 from metaqa_samples import metaqa_films
+from protocol_store import ProtocolStore
 
 
 @pytest.fixture(autouse=True)
@@ -29,29 +31,6 @@ def _symbolic_executor_by_default(monkeypatch):
     from kgrag.methods.ultrag import pipeline
 
     monkeypatch.setattr(pipeline, "DEFAULT_EXECUTOR", "symbolic")
-
-
-class NameLevelStore:
-    """Only the GraphStore protocol's name-level methods, backed by a KnowledgeGraph."""
-
-    supports_cypher = False
-
-    def __init__(self, kg: KnowledgeGraph) -> None:
-        self._kg = kg
-        self.one_hop_calls = 0
-
-    def has_node(self, name: str) -> bool:
-        return name in self._kg.node_index
-
-    def iter_node_names(self, batch_size: int = 10_000):
-        return iter(self._kg.node_names)
-
-    def list_relations(self) -> list[str]:
-        return self._kg.list_relations()
-
-    def one_hop(self, nodes, *, direction="both", relations=None, limit=None):
-        self.one_hop_calls += 1
-        return self._kg.one_hop(nodes, direction=direction, relations=relations, limit=limit)
 
 
 def films(n_triples: int = 700, seed: int = 5) -> list[tuple[str, str, str]]:
@@ -91,19 +70,19 @@ def film_kg() -> KnowledgeGraph:
 
 
 def test_name_level_store_matches_in_memory_on_sampled_queries(film_kg):
-    store = NameLevelStore(film_kg)
+    store = ProtocolStore(film_kg)
     on_store = UltRAG(store, linking="exact", top_k=10_000)
     in_memory = UltRAG(film_kg, linking="exact", top_k=10_000)
     for query in sample_queries(film_kg, 30):
         expected = as_dict(in_memory.execute(query))
         assert expected  # every sampled query has answers
         assert as_dict(on_store.execute(query)) == expected, query
-    assert store.one_hop_calls > 0
+    assert store.calls["one_hop"] > 0
 
 
 @pytest.mark.parametrize("projection", ["max", "noisy_or", "sum"])
 def test_fuzzy_leaves_match_in_memory(film_kg, projection):
-    store = NameLevelStore(film_kg)
+    store = ProtocolStore(film_kg)
     vocab = GraphVocabulary(store.list_relations(), [])
     movies = sorted({film_kg.node_names[h] for h in film_kg.heads.tolist()})[:6]
     weights = [1.0, 0.7, 0.5, 0.3, 0.2, 0.1]
@@ -122,7 +101,7 @@ def test_fuzzy_leaves_match_in_memory(film_kg, projection):
 
 
 def test_store_limits_and_errors(film_kg):
-    store = NameLevelStore(film_kg)
+    store = ProtocolStore(film_kg)
     method = UltRAG(store, linking="exact")
     with pytest.raises(QueryStructureError, match="NOT"):
         method.execute(f'NOT("{film_kg.node_names[0]}" -> has_genre)')
@@ -143,7 +122,7 @@ def test_store_limits_and_errors(film_kg):
 
 
 def test_pipeline_on_a_store_with_a_fake_llm(film_kg):
-    store = NameLevelStore(film_kg)
+    store = ProtocolStore(film_kg)
     movie = film_kg.node_names[int(film_kg.heads[0])]
     genre = film_kg.relation_index["has_genre"]
     llm = FakeListChatModel(responses=[f'<query>"{movie}" -> P{genre}</query>',
@@ -190,12 +169,13 @@ def test_real_database_store_matches_in_memory(falkor_stores, film_kg, kind):
 
 
 # ------------------------------------------------------------------ neural executor on a store
-def _neural_reference(kg: KnowledgeGraph, query: str, seeds: dict[str, float]) -> dict[str, float]:
+def _neural_reference(kg: KnowledgeGraph, query: str, seeds: dict[str, float],
+                      k: int = 30_000) -> dict[str, float]:
     """The neural executor on the same SEPPR subgraph, computed from the in-memory graph."""
     from kgrag.methods.ultrag import NeuralFuzzyExecutor, leaves, parse_query
     from kgrag.methods.ultrag.neural import store_subgraph
 
-    sub, _ = store_subgraph(kg, kg.relation_names, seeds)
+    sub, _ = store_subgraph(kg, kg.relation_names, seeds, k=k)
     parsed = parse_query(query)
     sets = [(np.array([sub.node_index[leaf.text]]), np.ones(1, np.float32))
             for leaf in leaves(parsed)]
@@ -228,7 +208,44 @@ def test_neural_executor_on_a_database_runs_on_the_seppr_subgraph(falkor_stores,
     assert all(0 <= s <= 1 for s in run.scores)
 
 
-def test_neural_executor_needs_a_store_that_can_fetch_a_neighbourhood(film_kg):
-    method = UltRAG(NameLevelStore(film_kg), linking="exact", executor="neural")
-    with pytest.raises(TypeError, match="k_hop_subgraph"):
-        method.execute(f'"{film_kg.node_names[0]}" -> has_genre')
+
+
+def test_neural_executor_on_a_store_without_a_server_cuts_to_the_seppr_subgraph(film_kg):
+    """Alg. 2 on a store, server-free: one k-hop read from the store (no one_hop per
+    projection), the SEPPR cut to ``subgraph_k`` nodes -- small enough here that it drops most
+    of the neighbourhood -- and UltraQuery on what is left: the genre's films rank first."""
+    store = ProtocolStore(film_kg)
+    k = 40
+    method = UltRAG(store, linking="exact", executor="neural", threads=1, subgraph_k=k,
+                    top_k=10_000)
+    fetched = film_kg.k_hop_subgraph(["Comedy"], hops=2)
+    neighbourhood = {t.head for t in fetched} | {t.tail for t in fetched}
+    assert len(neighbourhood) > 3 * k
+
+    query = '"Comedy" -> has_genre_inv'
+    run = method.run(query)
+    assert run.subgraph_nodes == len(run.names) == k  # the cut fired
+    assert "Comedy" in run.names and set(run.names) < neighbourhood
+    assert store.calls["k_hop_subgraph"] == 1 and store.calls["one_hop"] == 0
+    comedies = {t.head for t in film_kg.one_hop(["Comedy"], direction="in",
+                                                relations=["has_genre"])}
+    assert comedies < set(run.names)  # SEPPR keeps the anchor's own neighbours
+    ranked = method.execute(query)
+    assert {e.name for e in ranked[:len(comedies)]} == comedies
+    assert ranked[len(comedies) - 1].score > 0.9 and ranked[len(comedies)].score < 0.2
+    got = dict(zip(run.names, run.scores.tolist()))
+    expected = _neural_reference(film_kg, "Comedy -> has_genre_inv", {"Comedy": 1.0}, k=k)
+    assert got.keys() == expected.keys()
+    for name, value in expected.items():
+        assert got[name] == pytest.approx(value, abs=1e-5)
+
+    # two anchors: both leaves' fuzzy sets are mapped into the one subgraph
+    year = sorted(t.tail for t in film_kg.one_hop(sorted(comedies), direction="out",
+                                                  relations=["release_year"]))[0]
+    both = f'AND("Comedy" -> has_genre_inv, "{year}" -> release_year_inv)'
+    answers = {e.name for e in UltRAG(store, linking="exact", executor="symbolic").execute(both)}
+    assert answers
+    store.calls.clear()
+    top = method.execute(both, top_k=len(answers))
+    assert {e.name for e in top} == answers and min(e.score for e in top) > 0.5
+    assert store.calls["k_hop_subgraph"] == 1 and store.calls["one_hop"] == 0

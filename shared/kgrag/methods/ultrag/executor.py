@@ -55,6 +55,11 @@ FUZZY_DTYPE = np.float32
 SPARSE_FRACTION = 16
 
 
+#: one leaf's fuzzy set for an in-memory executor: a membership vector over every node, or
+#: (small sets) a pair ``(node ids, memberships)``
+LeafSet = np.ndarray | tuple[np.ndarray, np.ndarray]
+
+
 # ------------------------------------------------------------------------------------ protocols
 @runtime_checkable
 class Projector(Protocol):
@@ -71,6 +76,15 @@ class Projector(Protocol):
 
 
 @runtime_checkable
+class BatchProjector(Projector, Protocol):
+    """A :class:`Projector` that also runs several projections at once (one forward pass):
+    ``project_many(xs, relations, inverses)`` with ``xs`` of shape ``(batch, num_nodes)``."""
+
+    def project_many(self, xs: np.ndarray, relations: Sequence[int],
+                     inverses: Sequence[bool]) -> np.ndarray: ...
+
+
+@runtime_checkable
 class QueryExecutor(Protocol):
     """Executes a query AST given one fuzzy set per leaf (in :func:`leaves` order).
 
@@ -82,7 +96,7 @@ class QueryExecutor(Protocol):
 
     num_nodes: int
 
-    def execute(self, query: Query, leaf_sets: Sequence[np.ndarray]) -> np.ndarray: ...
+    def execute(self, query: Query, leaf_sets: Sequence[LeafSet]) -> np.ndarray: ...
 
 
 # -------------------------------------------------------------------------- sparse relation index
@@ -181,6 +195,10 @@ class RelationMatrices:
         return self
 
 
+_NO_IDS = np.empty(0, np.int64)
+_NO_VALUES = np.empty(0, FUZZY_DTYPE)
+
+
 class FuzzySet:
     """A fuzzy set held sparsely (sorted ``ids`` + ``values``) or densely (a vector).
 
@@ -193,9 +211,11 @@ class FuzzySet:
 
     def __init__(self, ids: np.ndarray | None = None, values: np.ndarray | None = None,
                  dense: np.ndarray | None = None) -> None:
-        self.ids = ids
-        self.values = values
-        self.dense = dense
+        #: sparse form: sorted node ids and their memberships (empty when ``dense`` is set)
+        self.ids: np.ndarray = ids if ids is not None else _NO_IDS
+        self.values: np.ndarray = values if values is not None else _NO_VALUES
+        #: dense form: one membership per node, or ``None`` for a sparse set
+        self.dense: np.ndarray | None = dense
 
     @classmethod
     def from_pairs(cls, ids: np.ndarray, values: np.ndarray, num_nodes: int) -> FuzzySet:
@@ -304,7 +324,7 @@ class SparseRelationProjector:
         A sparse set is looked up in the relation's sorted row list; a dense one gathers its
         vector over the rows.
         """
-        if x.is_sparse:
+        if x.dense is None:
             if len(x.ids) == 0:
                 return np.empty(0, np.int64), np.empty(0, FUZZY_DTYPE)
             pos = np.minimum(np.searchsorted(rows, x.ids), len(rows) - 1)
@@ -399,15 +419,19 @@ class FuzzyQueryExecutor:
             raise ValueError("threshold must be in [0, 1)")
         if isinstance(projector, SetAlgebra):
             self.algebra: SetAlgebra = projector
-            self.projector = getattr(projector, "projector", None)
         else:
             self.algebra = ArraySets(projector)
-            self.projector = projector
+        #: the projector and node count of sets over node ids (``None`` for other algebras,
+        #: e.g. a GraphStore's sets by name)
+        self.projector: Projector | None = None
+        self.num_nodes: int | None = None
+        if isinstance(self.algebra, ArraySets):
+            self.projector = self.algebra.projector
+            self.num_nodes = self.algebra.num_nodes
         self.vocabulary = vocabulary
         self.logic = logic
         self.threshold = threshold
         self.soft_and = soft_and
-        self.num_nodes = getattr(self.algebra, "num_nodes", None)
         self._and = T_NORMS[logic]
         self._or = T_CONORMS[logic]
 
@@ -421,7 +445,10 @@ class FuzzyQueryExecutor:
         if len(queries) != len(leaf_sets):
             raise ValueError("one list of leaf sets per query")
         parsed = [parse_query(q) for q in queries]
-        roots, nodes, children, sets = [], [], [], {}
+        roots: list[int] = []
+        nodes: list[Any] = []
+        children: list[list[int]] = []
+        sets: dict[int, Any] = {}
         for query, given in zip(parsed, leaf_sets):
             query_leaves = leaves(query)
             if len(given) != len(query_leaves):
@@ -537,7 +564,7 @@ class ArraySets:
         if isinstance(projector, SparseRelationProjector):
             return [projector.project_set(x, rel, inverse) for x, rel, inverse in batch]
         dense = [x.to_dense(self.num_nodes) for x, _, _ in batch]
-        if hasattr(projector, "project_many"):
+        if isinstance(projector, BatchProjector):
             outs = list(projector.project_many(np.stack(dense), [r for _, r, _ in batch],
                                                [inv for _, _, inv in batch]))
         else:
@@ -590,7 +617,7 @@ class ArraySets:
         return x.is_empty()
 
     def cut(self, x: FuzzySet, threshold: float) -> FuzzySet:
-        if x.is_sparse:
+        if x.dense is None:
             keep = x.values >= threshold
             return FuzzySet(x.ids[keep], x.values[keep])
         dense = x.dense.copy()
@@ -624,6 +651,8 @@ class SymbolicFuzzyExecutor(FuzzyQueryExecutor):
     >>> ex.execute("Q0 -> r", [one_hot([0], kg.num_nodes)]).tolist()
     [0.0, 1.0, 1.0]
     """
+
+    num_nodes: int  # always over node ids (an ArraySets algebra)
 
     def __init__(self, kg: KnowledgeGraph, *, projection: str = "max", logic: str = "product",
                  threshold: float = 0.0, soft_and: bool = False,

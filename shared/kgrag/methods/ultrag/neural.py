@@ -24,10 +24,11 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
+from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.methods.ultrag.executor import FUZZY_DTYPE, FuzzyQueryExecutor
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, seppr_nodes
@@ -132,6 +133,8 @@ class NeuralFuzzyExecutor(FuzzyQueryExecutor):
     ('Satoshi Kon', True)
     """
 
+    num_nodes: int  # always over node ids (an ArraySets algebra)
+
     def __init__(self, kg: KnowledgeGraph, *, weights: str | Path | UltraQueryModel | None = None,
                  logic: str = "product", threshold: float = 0.0, soft_and: bool = False,
                  threads: int | None = None, batch_size: int = DEFAULT_BATCH,
@@ -146,7 +149,7 @@ class NeuralFuzzyExecutor(FuzzyQueryExecutor):
 
 
 # ---------------------------------------------------------------------------- stores (Alg. 2)
-def store_subgraph(store: Any, relation_names: Sequence[str], seeds: Mapping[str, float], *,
+def store_subgraph(store: GraphStore, relation_names: Sequence[str], seeds: Mapping[str, float], *,
                    hops: int = 2, max_edges: int = 200_000, k: int = 30_000,
                    alpha: float = PAPER_ALPHA, steps: int = PAPER_STEPS
                    ) -> tuple[KnowledgeGraph, dict[str, float]]:
@@ -157,10 +160,6 @@ def store_subgraph(store: Any, relation_names: Sequence[str], seeds: Mapping[str
     the fuzzy seeds as restart distribution) and every fetched edge between them. Relation ids
     are the store's relation list order, so queries bind the same way.
     """
-    if not hasattr(store, "k_hop_subgraph"):
-        raise TypeError(f"{type(store).__name__} has no k_hop_subgraph: the neural executor "
-                        "needs it to fetch the query's neighbourhood (or use "
-                        "executor='symbolic')")
     names = [normalize_name(n) for n in seeds]
     triples = store.k_hop_subgraph(names, hops=hops, direction="both", max_edges=max_edges)
     index: dict[str, int] = {}

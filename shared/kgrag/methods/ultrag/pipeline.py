@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,7 @@ import numpy as np
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
-from kgrag.linking.relation_names import RelationTextIndex
+from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import no_llm_message, track_usage
 from kgrag.llm.prompts import PromptSet
@@ -45,60 +44,32 @@ from kgrag.methods.base import KGMethod, keyword_only_llm
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
 from kgrag.methods.ultrag.config import LINKING_MODES as LINKING_MODES
 from kgrag.methods.ultrag.config import PAPER_ARBITRATION_TOP_K, UltRAGConfig
-from kgrag.methods.ultrag.executor import (
-    FUZZY_DTYPE,
-    QueryExecutor,
-    SymbolicFuzzyExecutor,
-    top_k,
+from kgrag.methods.ultrag.executor import QueryExecutor
+from kgrag.methods.ultrag.graph_executors import EXECUTORS as EXECUTORS
+from kgrag.methods.ultrag.graph_executors import (
+    ExecutorFactory,
+    Execution,
+    GraphExecutor,
+    graph_executor,
 )
 from kgrag.methods.ultrag.linking import SoftmaxLeafLinker
-from kgrag.methods.ultrag.neural import (
-    NeuralFuzzyExecutor,
-    store_subgraph,
-)
 from kgrag.methods.ultrag.prompts import PROMPTS, query_prompt
 from kgrag.methods.ultrag.query import (
+    Entity,
     Query,
     QueryError,
-    QueryResolutionError,
     leaves,
     parse_query,
-    quote,
     relations,
     to_dsl,
 )
-from kgrag.methods.ultrag.seppr import (
-    PAPER_TOP_K,
-    induced_subgraph,
-    seppr_nodes,
-)
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
-from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
-EXECUTORS = ("neural", "symbolic")
 #: the default executor: the paper's method (UltraQuery); "symbolic" is its ablation
 DEFAULT_EXECUTOR = "neural"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 _ENTITY_ID = re.compile(r"^Q\d+$")
-
-
-@dataclass
-class Execution:
-    """The outcome of running one query: scores over every node plus how the leaves were bound."""
-
-    query: Query
-    scores: np.ndarray
-    leaf_entities: list[list[ScoredEntity]] = field(default_factory=list)
-    subgraph_nodes: int | None = None
-    #: names of the scored entities when ``scores`` is not indexed by the graph's node ids
-    #: (a GraphStore execution); ``None`` = ``scores[i]`` belongs to node id ``i``
-    names: list[str] | None = None
-    truncated: bool = False
-
-    @property
-    def query_text(self) -> str:
-        return to_dsl(self.query)
 
 
 @dataclass
@@ -123,26 +94,6 @@ def extract_query_text(reply: str) -> str:
     if body.lower().startswith("query:"):
         body = body[6:].strip()
     return body
-
-
-def _check_graph_and_executor(graph: Any, in_memory: bool, executor: Any,
-                              cfg: UltRAGConfig) -> Any:
-    """The executor choice (``None`` = the default) checked against the graph kind."""
-    if not in_memory and not (hasattr(graph, "one_hop") and hasattr(graph, "list_relations")):
-        raise TypeError("graph must be a KnowledgeGraph or a GraphStore (e.g. "
-                        f"Neo4jGraphStore), not {type(graph).__name__}")
-    if executor is None:
-        executor = DEFAULT_EXECUTOR
-    if isinstance(executor, str) and executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}, an executor or a factory, "
-                         f"got {executor!r}")
-    if not in_memory and not isinstance(executor, str):
-        raise ValueError("a custom executor needs an in-memory KnowledgeGraph; on a "
-                         "GraphStore use executor='neural' or 'symbolic'")
-    if not in_memory and executor == "symbolic" and cfg.subgraph_k is not None:
-        raise ValueError("SEPPR subgraphs on a GraphStore need executor='neural'; the "
-                         "symbolic executor runs each projection as a one_hop query")
-    return executor
 
 
 class UltRAG(KGMethod):
@@ -211,7 +162,7 @@ class UltRAG(KGMethod):
         llm: Any = None,
         embedder: Any = None,
         linker: Any = None,
-        executor: str | QueryExecutor | Callable[[KnowledgeGraph], QueryExecutor] | None = None,
+        executor: str | QueryExecutor | ExecutorFactory | None = None,
         arbitrator: str | Arbitrator | None = None,
         prompts: Any = None,
         weights: Any = None,
@@ -221,28 +172,26 @@ class UltRAG(KGMethod):
         #: the tuning knobs (:class:`~kgrag.methods.ultrag.config.UltRAGConfig`); ``params``
         #: (``top_k=20``, ``linking="exact"`` ...) override fields of ``config``
         self.config = cfg = (config or UltRAGConfig()).replace(**params)
-        in_memory = isinstance(graph, KnowledgeGraph)
-        executor = _check_graph_and_executor(graph, in_memory, executor, cfg)
+        #: where and how queries run: one :class:`GraphExecutor` for this graph's kind (in
+        #: memory or a GraphStore) and executor choice; it resolves leaves and seeds, builds
+        #: the leaves' fuzzy sets, executes and ranks
+        self.graph_executor: GraphExecutor[Any, Any] = graph_executor(
+            graph, DEFAULT_EXECUTOR if executor is None else executor, cfg, weights)
         #: the in-memory graph (``None`` on a GraphStore) and the store every method talks to
-        self.kg: KnowledgeGraph | None = graph if in_memory else None
+        self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
         self.store = graph
         self.llm = optional_llm(llm)
         self.prompts = PromptSet(PROMPTS, prompts, method="UltRAG")
-        self.vocabulary = (
-            GraphVocabulary.from_graph(graph, relation_backoff=cfg.relation_backoff) if in_memory
-            else GraphVocabulary(graph.list_relations(), [],
-                                 relation_backoff=cfg.relation_backoff,
-                                 relation_texts=RelationTextIndex.from_graph(graph)))
+        self.vocabulary = self.graph_executor.vocabulary
         self._embedder = embedder
         self._linker_arg = linker
         self._leaf_linker: SoftmaxLeafLinker | None = None
-        self._store_executor: StoreQueryExecutor | None = None
         # every knob is also an attribute, as before the config existed
         self.linking, self.sigma, self.link_k = cfg.linking, cfg.sigma, cfg.link_k
         self.executor_options = cfg.executor_options()
         self.max_frontier = cfg.max_frontier
         #: "neural", "symbolic" or "custom"
-        self.executor_kind = executor if isinstance(executor, str) else "custom"
+        self.executor_kind = self.graph_executor.kind
         self.weights = weights
         self.threads = cfg.threads
         self.full_graph_max_nodes = cfg.full_graph_max_nodes
@@ -251,37 +200,9 @@ class UltRAG(KGMethod):
         self.max_reasks, self.max_rounds = cfg.max_reasks, cfg.max_rounds
         self.seppr_alpha, self.seppr_steps = cfg.seppr_alpha, cfg.seppr_steps
         self.on_unusable_reply = cfg.on_unusable_reply
-        self.subgraph_k = self._set_up_executor(executor, cfg, weights)
+        #: the SEPPR subgraph size (``None``: the whole graph; set by the neural size rule)
+        self.subgraph_k = self.graph_executor.subgraph_k
         self.arbitrator: Arbitrator = self._make_arbitrator(arbitrator, cfg)
-
-    def _set_up_executor(self, executor: Any, cfg: UltRAGConfig, weights: Any) -> int | None:
-        """The whole-graph executor (or its factory ``kg -> executor``, built on first use);
-        returns the SEPPR subgraph size to use (``None``: the whole graph)."""
-        subgraph_k = cfg.subgraph_k
-        self._executor: QueryExecutor | None = None
-        vocabulary = lambda kg: GraphVocabulary.from_graph(  # noqa: E731
-            kg, relation_backoff=cfg.relation_backoff)
-        if executor == "symbolic":
-            self._executor_factory: Callable[[KnowledgeGraph], QueryExecutor] = (
-                lambda kg: SymbolicFuzzyExecutor(kg, vocabulary=vocabulary(kg),
-                                                 **self.executor_options))
-        elif executor == "neural":
-            self._executor_factory = (
-                lambda kg: NeuralFuzzyExecutor(
-                    kg, weights=weights, threads=cfg.threads, logic=cfg.logic,
-                    threshold=cfg.threshold, soft_and=cfg.soft_and,
-                    vocabulary=vocabulary(kg)))
-            if self.kg is None or self.kg.num_nodes > cfg.full_graph_max_nodes:
-                # the size rule: a GraphStore, or a graph too large for one pass
-                subgraph_k = PAPER_TOP_K if subgraph_k is None else subgraph_k
-        elif callable(executor) and not hasattr(executor, "execute"):
-            self._executor_factory = executor
-        else:
-            if subgraph_k is not None:
-                raise ValueError("with subgraph_k, pass executor as a factory kg -> executor")
-            self._executor_factory = None  # type: ignore[assignment]
-            self._executor = executor
-        return subgraph_k
 
     def _make_arbitrator(self, arbitrator: str | Arbitrator | None,
                          cfg: UltRAGConfig) -> Arbitrator:
@@ -302,20 +223,19 @@ class UltRAG(KGMethod):
     # ------------------------------------------------------------------ components
     @property
     def executor(self) -> QueryExecutor:
-        """The whole-graph executor (built on first use; in-memory graphs only)."""
-        if self.kg is None:
-            raise TypeError("the array executor needs an in-memory KnowledgeGraph")
-        if self._executor is None:
-            self._executor = self._executor_factory(self.kg)
-        return self._executor
+        """Deprecated: ``graph_executor.executor``, the whole-graph executor (built on first
+        use; in-memory graphs only)."""
+        warnings.warn("UltRAG.executor is deprecated; use UltRAG.graph_executor (its .executor "
+                      "on an in-memory graph)", DeprecationWarning, stacklevel=2)
+        return self.graph_executor.executor
 
     @property
     def store_executor(self) -> StoreQueryExecutor:
-        if self._store_executor is None:
-            self._store_executor = StoreQueryExecutor(self.store, self.vocabulary,
-                                                      max_frontier=self.max_frontier,
-                                                      **self.executor_options)
-        return self._store_executor
+        """Deprecated: ``graph_executor.store_executor``, the symbolic executor through the
+        graph's name-level ``one_hop``."""
+        warnings.warn("UltRAG.store_executor is deprecated; use UltRAG.graph_executor (its "
+                      ".store_executor)", DeprecationWarning, stacklevel=2)
+        return self.graph_executor.store_executor
 
     @property
     def leaf_linker(self) -> SoftmaxLeafLinker:
@@ -327,27 +247,14 @@ class UltRAG(KGMethod):
 
     # ------------------------------------------------------------------ query generation
     def query_prompt(self, question: str, seeds: Sequence[str] = ()) -> str:
-        descriptions = getattr(self.store, "relation_descriptions", None) or {}
         return query_prompt(question, self.vocabulary, seeds=self._seed_entries(seeds),
-                            descriptions=descriptions,
-                            labels=getattr(self.store, "relation_labels", None),
+                            descriptions=self.store.relation_descriptions,
+                            labels=self.store.relation_labels,
                             template=self.prompts.template("query"))
 
     def _seed_entries(self, seeds: Sequence[str]) -> list[tuple[str, str]]:
         """``(id as the LLM should write it, name)`` per seed: ``Q<i>``, or the quoted name."""
-        entries = []
-        for seed in seeds:
-            name = normalize_name(seed)
-            if self.kg is not None:
-                node = self.kg.node_index.get(name)
-                if node is None:
-                    raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
-                entries.append((self.vocabulary.entity_id(node), name))
-            else:
-                if not self.store.has_node(name):
-                    raise QueryResolutionError(f"seed entity {seed!r} is not in the graph")
-                entries.append((quote(name), name))
-        return entries
+        return [self.graph_executor.seed_entry(seed) for seed in seeds]
 
     def relation_substitutions(self, query: Query) -> dict[str, str]:
         """``{token: relation name}`` for relation tokens resolved only by back-off."""
@@ -358,18 +265,9 @@ class UltRAG(KGMethod):
                 out[rel.name] = self.vocabulary.relation_names[rel_id]
         return out
 
-    def _resolve_leaf(self, leaf: Any, required: bool) -> Any:
+    def _resolve_leaf(self, leaf: Entity, required: bool) -> Any:
         """Node id (in-memory graph) or name (GraphStore) of a leaf; ``None`` when unknown."""
-        if self.kg is not None:
-            return self.vocabulary.resolve_entity(leaf, required=required)
-        name = normalize_name(leaf.text)
-        if name and self.store.has_node(name):
-            return name
-        if required:
-            hint = (" (Q ids need the in-memory KnowledgeGraph; name entities on a store)"
-                    if _ENTITY_ID.match(leaf.text) and not leaf.quoted else "")
-            raise QueryResolutionError(f"unknown entity {leaf.text!r}{hint}")
-        return None
+        return self.graph_executor.resolve_leaf(leaf, required)
 
     def validate(self, query: Query) -> Query:
         """Bind relations written in words (labels, last segments of path-like ids; see
@@ -427,98 +325,22 @@ class UltRAG(KGMethod):
                 "query (other relations, directions or leaves).")
 
     # ------------------------------------------------------------------ execution
-    def leaf_sets(self, query: Query) -> tuple[list[tuple[np.ndarray, np.ndarray]],
-                                               list[list[ScoredEntity]]]:
-        """One sparse fuzzy set ``(ids, memberships)`` per leaf: ids/names one-hot; quoted
-        mentions by Eq. 2 (``"dense"``).
+    def leaf_sets(self, query: Query) -> tuple[list[Any], list[list[ScoredEntity]]]:
+        """One fuzzy set per leaf: ``(node ids, memberships)`` on an in-memory graph,
+        ``{name: membership}`` on a GraphStore. Ids/names are one-hot; quoted mentions are
+        linked by Eq. 2 (``"dense"``).
 
         An unquoted leaf that is neither an id nor a name falls back to linking in
         ``"dense"`` mode and raises :class:`QueryResolutionError` in ``"exact"`` mode.
         """
-        sets: list[Any] = []
-        entities: list[list[ScoredEntity] | None] = []
-        to_link: list[tuple[int, str]] = []
-        for i, leaf in enumerate(leaves(query)):
-            node = None
-            if not (leaf.quoted and self.linking == "dense"):
-                node = self._resolve_leaf(leaf, required=self.linking == "exact")
-            if node is None:
-                to_link.append((i, leaf.text))
-                sets.append(None)
-                entities.append(None)
-                continue
-            if self.kg is None:  # GraphStore: fuzzy sets are {name: membership}
-                sets.append({node: 1.0})
-                name = node
-            else:
-                sets.append((np.array([node], np.int64), np.ones(1, FUZZY_DTYPE)))
-                name = self.kg.node_names[node]
-            entities.append([ScoredEntity(name, 1.0, "id", metadata={"mention": leaf.text})])
-        if to_link:
-            mentions = [text for _, text in to_link]
-            if self.kg is None:
-                for (i, _), (memberships, scored) in zip(
-                        to_link, self.leaf_linker.fuzzy_dicts(mentions)):
-                    sets[i] = memberships
-                    entities[i] = scored
-            else:
-                for (i, _), (x, scored) in zip(to_link, self.leaf_linker.fuzzy_sets(mentions)):
-                    ids = np.array([self.kg.node_index[e.name] for e in scored], np.int64)
-                    sets[i] = (ids, x[ids])
-                    entities[i] = scored
-        return sets, entities  # type: ignore[return-value]
+        return self.graph_executor.leaf_sets(query, self.linking, lambda: self.leaf_linker)
 
     def run(self, query: Query | str) -> Execution:
-        """Bind the leaves and execute ``query``; scores cover every node of the graph."""
+        """Bind the leaves and execute ``query``; scores cover every node of the graph (on a
+        GraphStore: every entity with a non-zero score, named by ``Execution.names``)."""
         query = self.validate(parse_query(query))
         sets, entities = self.leaf_sets(query)
-        if self.kg is None and self.executor_kind == "neural":
-            return self._run_store_subgraph(query, sets, entities)
-        if self.kg is None:
-            found = self.store_executor.execute_names(query, sets)
-            names = list(found)
-            scores = np.fromiter(found.values(), dtype=FUZZY_DTYPE, count=len(found))
-            return Execution(query, scores, entities, names=names,
-                             truncated=self.store_executor.truncated)
-        if self.subgraph_k is None:
-            scores = self.executor.execute(query, sets)
-            return Execution(query, scores, entities)
-        dense = [np.zeros(self.kg.num_nodes, np.float64) for _ in sets]
-        for x, (ids, values) in zip(dense, sets):
-            x[ids] = values
-        seeds = np.sum(dense, axis=0) if dense else np.zeros(self.kg.num_nodes)
-        if not np.any(seeds):
-            return Execution(query, np.zeros(self.kg.num_nodes, FUZZY_DTYPE), entities, 0)
-        nodes = seppr_nodes(self.kg, seeds, k=self.subgraph_k, alpha=self.seppr_alpha,
-                            steps=self.seppr_steps)
-        sub = induced_subgraph(self.kg, nodes)
-        local_scores = self._executor_factory(sub).execute(
-            query, [x[nodes].astype(FUZZY_DTYPE) for x in dense])
-        scores = np.zeros(self.kg.num_nodes, dtype=FUZZY_DTYPE)
-        scores[nodes] = local_scores
-        return Execution(query, scores, entities, len(nodes))
-
-    def _run_store_subgraph(self, query: Query, sets: list[dict[str, float]],
-                            entities: list[list[ScoredEntity]]) -> Execution:
-        """The neural executor on a GraphStore: UltraQuery on the SEPPR subgraph fetched around
-        the leaves' entities (Alg. 2); entities outside it score 0 (are not listed)."""
-        seeds: dict[str, float] = {}
-        for leaf in sets:
-            for name, p in leaf.items():
-                seeds[name] = seeds.get(name, 0.0) + p
-        if not seeds:
-            return Execution(query, np.zeros(0, FUZZY_DTYPE), entities, 0, names=[])
-        sub, _ = store_subgraph(self.store, self.vocabulary.relation_names, seeds,
-                                hops=self.store_hops, max_edges=self.store_max_edges,
-                                k=self.subgraph_k or PAPER_TOP_K, alpha=self.seppr_alpha,
-                                steps=self.seppr_steps)
-        local_sets = []
-        for leaf in sets:
-            ids = [sub.node_index[n] for n in leaf if n in sub.node_index]
-            local_sets.append((np.asarray(ids, np.int64),
-                               np.asarray([leaf[sub.node_names[i]] for i in ids], FUZZY_DTYPE)))
-        scores = np.asarray(self._executor_factory(sub).execute(query, local_sets), FUZZY_DTYPE)
-        return Execution(query, scores, entities, sub.num_nodes, names=list(sub.node_names))
+        return self.graph_executor.execute(query, sets, entities)
 
     def ranked(self, scores: np.ndarray, k: int | None = None,
                names: Sequence[str] | None = None) -> list[ScoredEntity]:
@@ -527,16 +349,7 @@ class UltRAG(KGMethod):
         ``names`` labels the positions of ``scores`` when they are not node ids (GraphStore
         executions); the tie order is then by name, and the entity id is the name.
         """
-        if names is not None:
-            order = sorted(range(len(names)), key=lambda i: (-float(scores[i]), names[i]))
-            return [ScoredEntity(names[i], float(scores[i]), "ultrag",
-                                 metadata={"entity_id": names[i]})
-                    for i in order[: k or self.top_k] if scores[i] > 0]
-        assert self.kg is not None
-        ids, values = top_k(scores, k or self.top_k)
-        return [ScoredEntity(self.kg.node_names[i], float(s), "ultrag",
-                             metadata={"entity_id": self.vocabulary.entity_id(i)})
-                for i, s in zip(ids.tolist(), values.tolist())]
+        return self.graph_executor.ranked(scores, k or self.top_k, names)
 
     def execute(self, query: Query | str, *, top_k: int | None = None) -> list[ScoredEntity]:
         """Run a DSL / tuple query written by code (no LLM) and return the top entities.
@@ -644,8 +457,10 @@ class UltRAG(KGMethod):
         return self._rounds_result(question, rounds, usage)
 
     def candidates(self, retrieval: RetrievalResult) -> list[tuple[str, str, float]]:
-        return [(e.metadata.get("entity_id", e.name), e.name, e.score)  # type: ignore[union-attr]
-                for e in retrieval.items]
+        """``(entity id, name, score)`` of the retrieved entities (UltRAG retrieves only
+        entities), what the arbitrator chooses from."""
+        return [(str(e.metadata.get("entity_id", e.name)), e.name, e.score)
+                for e in retrieval.items if isinstance(e, ScoredEntity)]
 
     def answer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
         """Retrieve, then arbitrate over the top candidates (2 LLM calls with the LLM arbitrator)."""

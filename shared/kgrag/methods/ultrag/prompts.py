@@ -75,7 +75,7 @@ Reply with one answer id or name per line inside <answers></answers> tags."""
 
 
 def relation_lines(vocabulary: GraphVocabulary,
-                   descriptions: dict[str, str] | None = None,
+                   descriptions: Mapping[str, str] | None = None,
                    labels: Mapping[str, Sequence[str]] | None = None) -> str:
     """Every relation as ``id: label`` (``: description`` appended when known), in id order.
 
@@ -98,7 +98,7 @@ def relation_lines(vocabulary: GraphVocabulary,
 
 def query_prompt(question: str, vocabulary: GraphVocabulary, *,
                  seeds: Sequence[tuple[str, str]] = (),
-                 descriptions: dict[str, str] | None = None,
+                 descriptions: Mapping[str, str] | None = None,
                  labels: Mapping[str, Sequence[str]] | None = None,
                  template: str = QUERY_TEMPLATE) -> str:
     """The query-generation prompt (relation list, ``(id, name)`` seeds, the question)."""

@@ -491,8 +491,9 @@ class _DSLParser:
         if not self._infix(word):
             return node
         operands = [node]
-        while self._infix(word):
-            op = self.peek()
+        op = None
+        while (tok := self.peek()) is not None and self._infix(word):
+            op = tok
             self.i += 1
             starts.append(self.peek())
             operands.append(operand())
@@ -503,7 +504,8 @@ class _DSLParser:
         try:
             return build(tuple(operands))
         except QueryStructureError as exc:
-            raise QueryStructureError(str(exc), text=self.text, position=op.pos) from None
+            raise QueryStructureError(str(exc), text=self.text,
+                                      position=op.pos if op else None) from None
 
     def chain(self) -> Query | Entity:
         node = self.primary()
