@@ -180,3 +180,43 @@ def test_both_adapters_pass_the_executor_option_through(movies):
         assert {n.node.metadata["entity"] for n in nodes[:4]} == {d.metadata["entity"]
                                                                   for d in docs}
 
+
+def test_membership_floor_keeps_near_zero_entities_out_of_the_results(movies):
+    """UltraQuery scores every entity; the near-zero tail (1e-21 ... 1e-4) is not listed by
+    default, the fuzzy set itself is not cut, and retrieve says how many were left out."""
+    from kgrag.methods.ultrag.config import DEFAULT_MIN_MEMBERSHIP
+
+    query = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
+    method = UltRAG(movies, linking="exact", top_k=200)
+    scores = method.run(query).scores
+    tail = int(np.count_nonzero((scores > 0) & (scores < DEFAULT_MIN_MEMBERSHIP)))
+    listed = int(np.count_nonzero(scores >= DEFAULT_MIN_MEMBERSHIP))
+    # the issue's list: all 198 entities, down to 1.8e-4; 54 of them reach 0.001
+    assert tail > 100 and 0 < listed < tail and scores.min() < 1e-3
+    items = method.execute(query)
+    assert len(items) == listed and min(e.score for e in items) >= DEFAULT_MIN_MEMBERSHIP
+    assert [e.name for e in items[:2]] in (["Satoshi Kon", "Hayao Miyazaki"],
+                                           ["Hayao Miyazaki", "Satoshi Kon"])
+    result = method.retrieve_query(query)
+    assert len(result.items) == listed
+    assert result.metadata["below_min_membership"] == min(tail, 200 - listed)
+    assert result.metadata["min_membership"] == DEFAULT_MIN_MEMBERSHIP
+    assert result.metadata["support_size"] == tail + listed  # the scores are not cut
+    everything = UltRAG(movies, linking="exact", top_k=200, min_membership=0.0)
+    full = everything.retrieve_query(query)
+    assert len(full.items) == min(200, tail + listed)
+    assert full.metadata["below_min_membership"] == 0
+    assert [e.name for e in full.items[:listed]] == [e.name for e in result.items]
+    assert len(method.ranked(scores, min_membership=0.0)) == len(full.items)
+    assert len(method.ranked(scores, min_membership=0.5)) == sum(e.score >= 0.5 for e in items)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "0.1", True])
+def test_membership_floor_is_validated(movies, bad):
+    from kgrag.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="min_membership"):
+        UltRAG(movies, executor="symbolic", min_membership=bad)
+    with pytest.raises(ConfigurationError, match="min_membership"):
+        UltRAG(movies, executor="symbolic").ranked(np.ones(movies.num_nodes, np.float32),
+                                                   min_membership=bad)

@@ -217,7 +217,7 @@ def test_neural_executor_on_a_store_without_a_server_cuts_to_the_seppr_subgraph(
     store = ProtocolStore(film_kg)
     k = 40
     method = UltRAG(store, linking="exact", executor="neural", threads=1, subgraph_k=k,
-                    top_k=10_000)
+                    top_k=10_000, min_membership=0.0)
     fetched = film_kg.k_hop_subgraph(["Comedy"], hops=2)
     neighbourhood = {t.head for t in fetched} | {t.tail for t in fetched}
     assert len(neighbourhood) > 3 * k

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass, fields, replace
+from numbers import Real
 from typing import Any
 
+from kgrag.errors import ConfigurationError
 from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
 from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA
 from kgrag.methods.ultrag.neural import FULL_GRAPH_MAX_NODES
@@ -20,6 +22,8 @@ from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS
 PAPER_ARBITRATION_TOP_K = 50
 #: how quoted mentions are linked: Eq. 2 over embeddings, or names/aliases only
 LINKING_MODES = ("dense", "exact")
+#: the default membership floor of returned entities (ours; see UltRAGConfig.min_membership)
+DEFAULT_MIN_MEMBERSHIP = 1e-3
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,12 @@ class UltRAGConfig:
     - Rounds and answers: ``top_k`` [50], ``margin`` [0.05], ``max_reasks`` [1],
       ``max_rounds`` [1], ``on_unusable_reply`` ["raise" or "empty"; docs/examples.md,
       "Unusable LLM replies"]; ``on_invalid_query`` is its deprecated old name.
+    - ``min_membership`` [ours; 0.001]: entities whose membership is below it are left out of
+      what UltRAG returns (``retrieve`` / ``execute`` / ``ranked`` items, the arbitrator's
+      candidates); ``0`` returns every entity with a non-zero score. The fuzzy sets themselves
+      are never cut (``run().scores`` keeps every membership). The neural executor scores every
+      entity, most of them near 0 (1e-21 ... 1e-4): the floor keeps those out of a top-50 list.
+      ``retrieve`` says how many the floor removed (``metadata["below_min_membership"]``).
     """
 
     linking: str = "dense"
@@ -61,6 +71,7 @@ class UltRAGConfig:
     full_graph_max_nodes: int = FULL_GRAPH_MAX_NODES
     store_hops: int = 2
     store_max_edges: int = 200_000
+    min_membership: float = DEFAULT_MIN_MEMBERSHIP
 
     def __post_init__(self) -> None:
         if self.threads is not None and self.threads < 1:
@@ -80,6 +91,7 @@ class UltRAGConfig:
             raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
         if self.subgraph_k is not None and self.subgraph_k < 1:
             raise ValueError("subgraph_k must be >= 1")
+        check_min_membership(self.min_membership)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -100,3 +112,11 @@ class UltRAGConfig:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def check_min_membership(value: float) -> float:
+    """``value`` as a membership floor: a number in [0, 1], else
+    :class:`~kgrag.errors.ConfigurationError` (a ``ValueError``)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 <= value <= 1.0:
+        raise ConfigurationError(f"min_membership must be a number in [0, 1], got {value!r}")
+    return float(value)

@@ -43,7 +43,11 @@ from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
 from kgrag.methods.base import KGMethod, keyword_only_llm
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
 from kgrag.methods.ultrag.config import LINKING_MODES as LINKING_MODES
-from kgrag.methods.ultrag.config import PAPER_ARBITRATION_TOP_K, UltRAGConfig
+from kgrag.methods.ultrag.config import (
+    PAPER_ARBITRATION_TOP_K,
+    UltRAGConfig,
+    check_min_membership,
+)
 from kgrag.methods.ultrag.executor import QueryExecutor
 from kgrag.methods.ultrag.graph_executors import EXECUTORS as EXECUTORS
 from kgrag.methods.ultrag.graph_executors import (
@@ -123,6 +127,9 @@ class UltRAG(KGMethod):
     store_hops [2], store_max_edges [200,000]: the neighbourhood fetched from a GraphStore for
         the neural executor before SEPPR.
     top_k [50]: entities returned by :meth:`retrieve` and shown to the arbitrator.
+    min_membership [ours; 0.001]: entities scoring below it are left out of the returned items
+        (``retrieve``, ``execute``, ``ranked``; ``metadata["below_min_membership"]`` counts
+        them); ``run().scores`` are never cut. ``0`` lists every non-zero score.
     arbitrator: ``"llm"`` (paper), ``"margin"`` (LLM-free) or an :class:`Arbitrator`; default
         ``"llm"`` when an LLM is given, else ``"margin"``.
     margin [ours; 0.05]: the margin arbitrator's tolerance below the top score.
@@ -343,13 +350,24 @@ class UltRAG(KGMethod):
         return self.graph_executor.execute(query, sets, entities)
 
     def ranked(self, scores: np.ndarray, k: int | None = None,
-               names: Sequence[str] | None = None) -> list[ScoredEntity]:
-        """The top ``k`` entities (default ``top_k``), score descending, ties by node id.
+               names: Sequence[str] | None = None, *,
+               min_membership: float | None = None) -> list[ScoredEntity]:
+        """The top ``k`` entities (default ``top_k``), score descending, ties by node id,
+        without those below ``min_membership`` (default: the config's, 0.001).
 
         ``names`` labels the positions of ``scores`` when they are not node ids (GraphStore
         executions); the tie order is then by name, and the entity id is the name.
         """
-        return self.graph_executor.ranked(scores, k or self.top_k, names)
+        return self._ranked(scores, k, names, min_membership)[0]
+
+    def _ranked(self, scores: np.ndarray, k: int | None, names: Sequence[str] | None,
+                min_membership: float | None = None) -> tuple[list[ScoredEntity], int]:
+        """:meth:`ranked` and how many of the top ``k`` the membership floor removed."""
+        floor = (self.config.min_membership if min_membership is None
+                 else check_min_membership(min_membership))
+        items = self.graph_executor.ranked(scores, k or self.top_k, names)
+        kept = [e for e in items if e.score >= floor]
+        return kept, len(items) - len(kept)
 
     def execute(self, query: Query | str, *, top_k: int | None = None) -> list[ScoredEntity]:
         """Run a DSL / tuple query written by code (no LLM) and return the top entities.
@@ -380,9 +398,13 @@ class UltRAG(KGMethod):
             metadata["query"] = to_dsl(query)
         if execution is not None:
             text = execution.query_text
+            ranked, cut = self._ranked(execution.scores, None, execution.names)
             items = [ScoredEntity(e.name, e.score, e.source,
                                   metadata={**e.metadata, "query": text})
-                     for e in self.ranked(execution.scores, names=execution.names)]
+                     for e in ranked]
+            # the membership floor: how many of the top_k it left out (scores stay unchanged)
+            metadata["min_membership"] = self.config.min_membership
+            metadata["below_min_membership"] = cut
             metadata["leaves"] = [[(e.name, round(e.score, 6)) for e in group]
                                   for group in execution.leaf_entities]
             metadata["support_size"] = int(np.count_nonzero(execution.scores != 0))
