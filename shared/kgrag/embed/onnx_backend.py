@@ -241,8 +241,8 @@ def encode_sorted(token_ids: Sequence[Sequence[int]], run: Any, *, batch_size: i
     n = len(token_ids)
     first: dict[tuple[int, ...], int] = {}
     owner = np.empty(n, dtype=np.int64)
-    for i, ids in enumerate(token_ids):
-        owner[i] = first.setdefault(tuple(ids), len(first))
+    for i, sequence in enumerate(token_ids):
+        owner[i] = first.setdefault(tuple(sequence), len(first))
     uniques = list(first)
     copies = np.bincount(owner, minlength=len(uniques))
     order = sorted(range(len(uniques)), key=lambda u: len(uniques[u]))

@@ -29,7 +29,7 @@ import logging
 import os
 import sys
 from pathlib import Path as FsPath
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def _chunks(length: int, overlap: int = 0):
         yield max(start - overlap, 0), min(start + _CHUNK, length)
 
 
-def _fail(root: FsPath, message: str) -> None:
+def _fail(root: FsPath, message: str) -> NoReturn:
     raise GraphLoadError(f"{root}: {message}")
 
 
@@ -126,7 +126,13 @@ def check_edges(root: FsPath, heads: np.ndarray, rels: np.ndarray, tails: np.nda
             _fail(root, "edges are not sorted and unique as KnowledgeGraph.save writes them")
 
 
-def _check_indptr(root: FsPath, name: str, indptr: np.ndarray, sorted_ids: np.ndarray,
+class _Gather(Protocol):
+    """What :func:`_check_indptr` reads ids from: an array, or a :class:`_DivView` of one."""
+
+    def __getitem__(self, positions: np.ndarray) -> np.ndarray: ...
+
+
+def _check_indptr(root: FsPath, name: str, indptr: np.ndarray, sorted_ids: _Gather,
                   total: int) -> None:
     """``indptr`` delimits the runs of each id in the sorted ``sorted_ids`` (length ``total``)."""
     if indptr[0] != 0 or indptr[-1] != total or np.any(np.diff(indptr) < 0):

@@ -88,10 +88,17 @@ class TripletScorer:
     def query_vector(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), np.float32)
 
+    def _in_memory(self) -> tuple[KnowledgeGraph, np.ndarray]:
+        """The in-memory graph and its node vectors (both set together, see ``__init__``)."""
+        if not isinstance(self.graph, KnowledgeGraph) or self.node_vectors is None:
+            raise TypeError("edge-id scoring needs an in-memory KnowledgeGraph with its node "
+                            "vectors (TripletScorer.from_graph)")
+        return self.graph, self.node_vectors
+
     def edge_scores(self, qvec: np.ndarray, edge_ids: np.ndarray | None = None) -> np.ndarray:
         """Scores of ``edge_ids`` (all edges when ``None``) on a :class:`KnowledgeGraph`."""
-        kg: KnowledgeGraph = self.graph
-        node_sim = matvec(self.node_vectors, qvec)
+        kg, node_vectors = self._in_memory()
+        node_sim = matvec(node_vectors, qvec)
         rel_sim = self.relation_similarities(qvec)
         if edge_ids is None:
             return node_sim[kg.heads] + rel_sim[kg.rels] + node_sim[kg.tails]
@@ -126,13 +133,13 @@ class TripletScorer:
         if not triples:
             return np.zeros(0, np.float32)
         if isinstance(self.graph, KnowledgeGraph):
-            kg = self.graph
+            kg, node_vectors = self._in_memory()
             h = np.fromiter((kg.node_index[t.head] for t in triples), np.int64, len(triples))
             r = np.fromiter((kg.relation_index[t.relation] for t in triples), np.int64,
                             len(triples))
             tl = np.fromiter((kg.node_index[t.tail] for t in triples), np.int64, len(triples))
-            return (self.node_vectors[h] @ qvec + self.relation_similarities(qvec)[r]
-                    + self.node_vectors[tl] @ qvec)
+            return (node_vectors[h] @ qvec + self.relation_similarities(qvec)[r]
+                    + node_vectors[tl] @ qvec)
         heads = self._vectors([t.head for t in triples]) @ qvec
         rels = self.relation_similarities_for([t.relation for t in triples], qvec)
         tails = self._vectors([t.tail for t in triples]) @ qvec
