@@ -80,3 +80,15 @@ def test_extras_declare_the_frameworks():
     assert any(d.startswith("llama-index-core") for d in extras["llama-index"])
     assert extras["all"] == ["kgrag[langchain,llama-index]"]
     assert "all" in (ROOT / "scripts" / "setup.sh").read_text().split('-e ".[')[1].split("]")[0]
+
+
+def test_torch_is_declared_without_a_version():
+    """The neural executor needs torch, so the package says so; a version would make pip
+    replace the CPU build scripts/setup.sh installs first with whatever wheel it resolves."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "torch" in project["dependencies"]
+    assert not [d for d in project["dependencies"] if d.startswith("torch") and d != "torch"]
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert setup.index('"torch==') < setup.index("pip install -q -e")  # CPU build first
