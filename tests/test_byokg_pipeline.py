@@ -269,6 +269,37 @@ def test_llm_free_mode(kg, shared_parts):
         method.answer("What language is spoken in Jamaica?")
 
 
+def test_llm_free_items_share_one_score_scale_and_triplets_are_a_list_of_their_own(
+        kg, shared_parts):
+    """The LLM-free result lists answer candidates and the walks reaching them, scored on one
+    scale (the walk score, in [0, 1]) in rank order; the text-scored triplets (their scale is a
+    sum of three cosines) are not mixed in but kept apart, and both reach the context."""
+    from kgrag.context.types import Path, ScoredEntity, Triple
+
+    for question in ("What language is spoken in Jamaica?", "Who is the president of USA?"):
+        result = make(kg, None, shared_parts).retrieve(question)
+        items = result.items
+        assert items and {type(i) for i in items} == {ScoredEntity, Path}
+        scores = [i.score for i in items]
+        assert all(0.0 <= x <= 1.0 for x in scores)
+        assert scores == sorted(scores, reverse=True)
+        entities = [i for i in items if isinstance(i, ScoredEntity)]
+        walks = [i for i in items if isinstance(i, Path)]
+        assert [e.name for e in entities] == result.metadata["answer_candidates"]
+        for entity, walk in zip(entities, walks):  # each candidate, then the walk reaching it
+            assert walk.target == entity.name and walk.score == entity.score
+            assert items.index(walk) == items.index(entity) + 1
+        triples = result.metadata["triples"]
+        assert triples and all(isinstance(t, Triple) for t in triples)
+        assert not any(isinstance(i, Triple) for i in items)
+        text_scores = [t.score for t in triples]
+        assert text_scores == sorted(text_scores, reverse=True)
+        context = result.metadata["context"]
+        assert all(t.head in context and t.relation in context and t.tail in context
+                   for t in triples)
+        assert all(n in context for n in walks[0].nodes)
+
+
 def test_llm_free_walks_are_weighted_by_their_seed_link_score(minilm):
     """A fuzzy n-gram link ("who's the" -> the film *Who's the Man?*) starts walks over the same
     relation as the bracketed topic entity; its walks must rank below, not win the tie by

@@ -150,8 +150,12 @@ def byokg_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k
 
         def run(ex: QAExample, question: str) -> Outcome:
             result, s = _timed(lambda: method.retrieve(question))
-            return outcome_from_retrieval(result, s,
-                                          ranked=list(result.metadata.get("answer_candidates", [])))
+            outcome = outcome_from_retrieval(
+                result, s, ranked=list(result.metadata.get("answer_candidates", [])))
+            # the text-scored triplets are a list of their own, also in the context
+            outcome.context_names = ((outcome.context_names or set())
+                                     | context_names(result.metadata.get("triples", ())))
+            return outcome
         return run
     method = ByoKGRAG(kg, llm=llm, embedder=embedder, **shared, **params)
     return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))

@@ -21,6 +21,11 @@ A cheap retriever built from the same graph tools (not in the paper, which alway
 4. **Answer candidates** -- the walks' end nodes ranked by that score, as
    :class:`~kgrag.context.types.ScoredEntity` items.
 
+Candidates and walks share one score scale (the walk score, in [0, 1]); the triplets of step 2
+have their own (a sum of three cosines), so :class:`LLMFreeResult` keeps them in their own
+list and ``ByoKGRAG.retrieve`` returns them apart from the ranked candidates and walks
+(``metadata["triples"]``, see docs/byokg.md).
+
 On a database store the ``hops``-hop neighbourhood of the linked entities is materialised as a
 small local :class:`KnowledgeGraph` first, so the same vectorised code runs.
 """

@@ -34,7 +34,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Sequence
 
-from kgrag.context.types import Answer, RetrievalResult, Triple, Usage
+from kgrag.context.types import (
+    Answer,
+    Path,
+    RetrievalResult,
+    RetrievedItem,
+    ScoredEntity,
+    Triple,
+    Usage,
+)
 from kgrag.errors import LLMOutputError
 from kgrag.graph.base import GraphStore, is_cypher_store, runs_cypher
 from kgrag.graph.memory import normalize_name
@@ -495,7 +503,14 @@ class ByoKGRAG(KGMethod):
         return self._answer_from_reply(question, result, reply, spent)
 
     def retrieve_without_llm(self, question: str) -> RetrievalResult:
-        """The LLM-free mode: linked n-gram entities, scored triplets, 2-hop paths, candidates."""
+        """The LLM-free mode: linked n-gram entities, scored triplets, 2-hop paths, candidates.
+
+        One score scale per list: ``items`` are the answer candidates and the walks that
+        reach them, all scored by the walk score in [0, 1] and in rank order (each candidate
+        just before its best walk); the text-scored triplets, on their own scale
+        (``cos(q,h) + cos(q,r) + cos(q,t)``), are a separate list, ``metadata["triples"]``.
+        ``metadata["context"]`` (what an answer prompt reads) holds triplets and walks.
+        """
         found = llm_free_retrieve(
             question, self.graph, linker=self.linker, scorer=self.scorer, top_m=1,
             text_top_k=self.text_top_k or self.scoring_top_k, hops=self.llm_free_hops,
@@ -503,11 +518,27 @@ class ByoKGRAG(KGMethod):
         context = GraphContext()
         context.add_triples(found.triples)
         context.add_paths(found.paths)
-        items: list[Any] = list(found.candidates) + context.items()
         meta = {"mode": "llm_free", "entities": [e.name for e in found.entities],
                 "answer_candidates": [c.name for c in found.candidates],
+                "triples": list(found.triples),
                 "context": context.verbalize(), "llm_calls_by_step": {}}
-        return RetrievalResult(question, items, self.name, Usage(), meta)
+        return RetrievalResult(question, walk_ranked(found.candidates, found.paths), self.name,
+                               Usage(), meta)
+
+
+def walk_ranked(candidates: Sequence[ScoredEntity], paths: Sequence[Path]
+                ) -> list[RetrievedItem]:
+    """Answer candidates and walks on their one scale (the walk score), best first.
+
+    Both lists come ranked from the same walks (``candidates[i]`` is the end of ``paths[i]``,
+    with the same score), so each candidate is followed by the walk that reached it; the sort
+    only keeps that order honest if the lists ever disagree.
+    """
+    keyed: list[tuple[float, int, int, RetrievedItem]] = [
+        (-c.score, i, 0, c) for i, c in enumerate(candidates)]
+    keyed += [(-(p.score or 0.0), i, 1, p) for i, p in enumerate(paths)]
+    keyed.sort(key=lambda k: k[:3])
+    return [k[3] for k in keyed]
 
 
 def cypher_data_model(store: GraphStore) -> str:
