@@ -176,7 +176,7 @@ def simgrag_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *,
         return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
 
     def run(ex: QAExample, question: str) -> Outcome:
-        triples, answer_node = simgrag_pattern(ex, getattr(kg, "relation_labels", None))
+        triples, answer_node = simgrag_pattern(ex, kg.relation_labels)
         result, s = _timed(lambda: method.retrieve_pattern(triples, question))
         ranked = [sub.metadata["mapping"].get(answer_node, "") for sub in result.items]
         out = outcome_from_retrieval(result, s, ranked=[r for r in dict.fromkeys(ranked) if r])

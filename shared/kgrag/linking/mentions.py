@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kgrag.graph.base import GraphStore
 from kgrag.linking.linker import EntityLinker, Link
 
 _WORD = re.compile(r"[^\W_]+")
@@ -62,7 +63,7 @@ class Mention:
 def _as_linker(linker_or_names: Any) -> EntityLinker:
     if isinstance(linker_or_names, EntityLinker):
         return linker_or_names
-    if hasattr(linker_or_names, "node_names") or hasattr(linker_or_names, "iter_node_names"):
+    if isinstance(linker_or_names, GraphStore):
         return EntityLinker.from_graph(linker_or_names, mode="fuzzy")
     if isinstance(linker_or_names, str):
         raise TypeError("pass a linker, a graph or a list of names, not one string")

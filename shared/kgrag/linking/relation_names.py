@@ -51,10 +51,7 @@ class RelationTextIndex:
 
     @classmethod
     def from_graph(cls, graph: GraphStore) -> RelationTextIndex:
-        names = getattr(graph, "relation_names", None)
-        if names is None:
-            names = graph.list_relations()
-        names = list(names)
+        names = graph.list_relations()
         return cls(names, all_relation_texts(graph, names))
 
     def lookup(self, written: str) -> list[str]:

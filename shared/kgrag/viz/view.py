@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.context.types import Chunk, Path, RetrievalResult, ScoredEntity, Subgraph, Triple
+from kgrag.graph.base import GraphStore
+from kgrag.graph.memory import KnowledgeGraph
 
 #: Node roles, in the order a node is promoted (a question entity stays one).
 ROLE_INTERMEDIATE = "intermediate"
@@ -127,7 +129,7 @@ def _item_score(item: Any) -> float | None:
     return float(score) if isinstance(score, (int, float)) else None
 
 
-def build_view(result: RetrievalResult, graph: Any = None, *, max_items: int = 15,
+def build_view(result: RetrievalResult, graph: GraphStore | None = None, *, max_items: int = 15,
                question_entities: Sequence[str] | None = None, connect_hops: int = 3
                ) -> RetrievalView:
     """The :class:`RetrievalView` of ``result`` (see the module docstring).
@@ -167,11 +169,11 @@ def build_view(result: RetrievalResult, graph: Any = None, *, max_items: int = 1
     return view
 
 
-def _connect(view: RetrievalView, graph: Any, sources: list[str], targets: Iterable[str],
+def _connect(view: RetrievalView, graph: GraphStore, sources: list[str], targets: Iterable[str],
              max_hops: int) -> None:
     """Add one shortest path (as connecting edges) from the question entities to each target."""
-    known = getattr(graph, "node_index", None)
-    if known is not None:  # a KnowledgeGraph: drop names it does not hold instead of failing
+    if isinstance(graph, KnowledgeGraph):  # drop names it does not hold instead of failing
+        known = graph.node_index
         sources = [s for s in sources if s in known]
         targets = [t for t in targets if t in known]
     wanted = [t for t in dict.fromkeys(targets) if t not in sources]
