@@ -187,6 +187,9 @@ def test_stores_implement_the_protocol(pair):
     # the in-memory graph is a GraphStore that runs no Cypher
     assert isinstance(kg, GraphStore) and not isinstance(kg, CypherRunner)
     assert not is_cypher_store(kg) and not runs_cypher(kg)
+    # what a store knows about its names: read as attributes, empty unless it was given them
+    assert store.aliases == {} and not store.annotations
+    assert store.relation_labels == {} and store.relation_descriptions == {}
 
 
 def test_counts_relations_and_names(pair):

@@ -73,6 +73,28 @@ def test_storage_matches_the_hand_derived_edge_ids(kg):
     assert kg.counts() == {"nodes": 11, "edges": 13, "relations": 5}
 
 
+def test_the_protocol_lists_the_name_metadata_and_a_partial_store_is_not_one(kg):
+    """relation_labels / relation_descriptions / aliases / annotations belong to GraphStore
+    (methods read them as attributes); the server-free test store has every member."""
+    from protocol_store import ProtocolStore
+
+    from kgrag.graph.annotations import GraphAnnotations
+
+    store = ProtocolStore(kg)
+    assert isinstance(store, GraphStore)
+    assert (store.relation_labels, store.relation_descriptions, store.aliases) == (
+        kg.relation_labels, kg.relation_descriptions, kg.aliases)
+    assert isinstance(store.annotations, GraphAnnotations)
+
+    class NoNameMetadata:  # the operations only, as a store written before the attributes
+        supports_cypher = False
+
+    for name in ("counts", "has_node", "iter_node_names", "list_relations", "one_hop",
+                 "follow_path", "shortest_paths", "k_hop_subgraph", "schema_summary", "degree"):
+        setattr(NoNameMetadata, name, getattr(ProtocolStore, name))
+    assert not isinstance(NoNameMetadata(), GraphStore)
+
+
 # ---------------------------------------------------------------------- one hop
 def test_one_hop_directions(kg):
     assert tuples(kg.one_hop(["ActB"])) == edges(2, 5, 7, 10)
