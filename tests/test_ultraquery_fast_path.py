@@ -1,0 +1,151 @@
+"""UltraQuery's fast forward pass against a plain one written from the layer equations.
+
+``kgrag.methods.ultrag.ultraquery`` sums messages with bag-sums over cache-sized blocks of
+receivers, computes the first entity layer only on the nodes the input set reaches, and scores
+nodes in blocks, in reused buffers. The reference here does none of that: one message per edge
+(an ``edges x dim`` tensor), ``index_add_``, every layer on every node. Both use the packaged
+weights; they must agree to 1e-5 on random small graphs (duplicate edges, self-loops, nodes
+without edges, one-hot / fuzzy / empty input sets, batches of several relations).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kgrag.methods.ultrag import ultraquery
+from kgrag.methods.ultrag.ultraquery import DIM, NUM_LAYERS, TypedAdjacency, UltraQueryModel
+
+P = "model.model."
+
+
+def _messages(h, receivers, senders, types, rel, boundary):
+    """``boundary + sum over edges of rel[:, type] * h[sender]``, one message per edge."""
+    out = boundary.clone()
+    msg = h[senders] * rel[:, types].transpose(0, 1)  # (edges, batch, dim)
+    return out.index_add_(0, receivers, msg)
+
+
+def _layer(w, prefix, h, update):
+    lin = torch.cat([h, update], -1) @ w[prefix + "linear.weight"].t() + w[prefix + "linear.bias"]
+    norm = F.layer_norm(lin, (DIM,), w[prefix + "layer_norm.weight"], w[prefix + "layer_norm.bias"])
+    return F.relu(norm) + h
+
+
+def _relation_edges(heads, rels, tails, num_relations):
+    """The relation graph by sets: ``a`` receives from ``b`` along hh / tt / ht / th."""
+    n_types = 2 * num_relations
+    head_of = [set() for _ in range(n_types)]
+    tail_of = [set() for _ in range(n_types)]
+    for h, r, t in zip(heads, rels, tails):
+        head_of[r].add(h), tail_of[r].add(t)
+        head_of[r + num_relations].add(t), tail_of[r + num_relations].add(h)
+    edges = []
+    for k, (mine, theirs) in enumerate(((head_of, head_of), (tail_of, tail_of),
+                                        (head_of, tail_of), (tail_of, head_of))):
+        edges += [(a, b, k) for a in range(n_types) for b in range(n_types)
+                  if mine[a] & theirs[b]]
+    return (torch.tensor([e[i] for e in edges], dtype=torch.int64) for i in range(3))
+
+
+def _reference(w, heads, rels, tails, num_nodes, num_relations, x, relations):
+    n_types, b = 2 * num_relations, len(relations)
+    rr, rs, rt = _relation_edges(heads, rels, tails, num_relations)
+    boundary = torch.zeros(n_types, b, DIM)
+    boundary[torch.tensor(relations), torch.arange(b)] = 1.0
+    h = boundary
+    for i in range(NUM_LAYERS):
+        p = f"{P}relation_model.layers.{i}."
+        meta = w[p + "relation.weight"].unsqueeze(0).expand(b, -1, -1)
+        h = _layer(w, p, h, _messages(h, rr, rs, rt, meta, boundary))
+    rel_emb = h.transpose(0, 1)  # (b, 2R, d)
+    query = rel_emb[torch.arange(b), torch.tensor(relations)]
+    heads_t, tails_t = torch.as_tensor(heads), torch.as_tensor(tails)
+    receivers = torch.cat([heads_t, tails_t])
+    senders = torch.cat([tails_t, heads_t])
+    types = torch.cat([torch.as_tensor(rels), torch.as_tensor(rels) + num_relations])
+    boundary = torch.as_tensor(x).t().unsqueeze(-1) * query.unsqueeze(0)
+    h = boundary
+    for i in range(NUM_LAYERS):
+        p = f"{P}entity_model.layers.{i}."
+        hidden = F.relu(F.linear(rel_emb, w[p + "relation_projection.0.weight"],
+                                 w[p + "relation_projection.0.bias"]))
+        typed = F.linear(hidden, w[p + "relation_projection.2.weight"],
+                         w[p + "relation_projection.2.bias"])
+        h = _layer(w, p, h, _messages(h, receivers, senders, types, typed, boundary))
+    features = torch.cat([h, query.unsqueeze(0).expand(num_nodes, -1, -1)], -1)
+    hidden = F.relu(F.linear(features, w[P + "entity_model.mlp.0.weight"],
+                             w[P + "entity_model.mlp.0.bias"]))
+    logits = F.linear(hidden, w[P + "entity_model.mlp.2.weight"], w[P + "entity_model.mlp.2.bias"])
+    return torch.sigmoid(logits.squeeze(-1)).t()
+
+
+def _random_graph(rng, num_nodes, num_edges, num_relations):
+    heads = rng.integers(0, num_nodes, num_edges)
+    tails = rng.integers(0, num_nodes, num_edges)
+    rels = rng.integers(0, num_relations, num_edges)
+    # a duplicated edge and a self-loop; the last nodes have no edges at all
+    heads = np.append(heads, [heads[0], 1]) % max(num_nodes - 3, 1)
+    tails = np.append(tails, [tails[0], 1]) % max(num_nodes - 3, 1)
+    rels = np.append(rels, [rels[0], 0])
+    return heads, rels, tails
+
+
+@pytest.fixture(scope="module")
+def model():
+    return UltraQueryModel()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of a few slots / nodes, so every test graph spans several of them."""
+    monkeypatch.setattr(TypedAdjacency, "BLOCK_SLOTS", 7)
+    monkeypatch.setattr(ultraquery.Workspace, "BLOCK", 5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, seed):
+    rng = np.random.default_rng(seed)
+    num_nodes, num_relations = int(rng.integers(8, 40)), int(rng.integers(1, 5))
+    heads, rels, tails = _random_graph(rng, num_nodes, int(rng.integers(5, 80)), num_relations)
+    graph = model.prepare(heads, rels, tails, num_nodes, num_relations)
+    assert len(graph.entities.blocks) > 1
+    relations = [int(r) for r in rng.integers(0, 2 * num_relations, 3)]
+    one_hot = np.zeros((3, num_nodes), np.float32)
+    one_hot[np.arange(3), rng.integers(0, num_nodes, 3)] = 1.0  # the sparse first layer
+    fuzzy = rng.random((3, num_nodes)).astype(np.float32)  # the dense first layer
+    fuzzy[0, : num_nodes // 2] = 0
+    empty = np.zeros((3, num_nodes), np.float32)
+    for x in (one_hot, fuzzy, empty):
+        expected = _reference(model.weights, heads, rels, tails, num_nodes, num_relations, x,
+                              relations)
+        together = model.project(graph, x, relations)
+        assert together.shape == (3, num_nodes)
+        torch.testing.assert_close(together, expected, atol=1e-5, rtol=0)
+        for i, r in enumerate(relations):  # batch size 1: another workspace
+            torch.testing.assert_close(model.project(graph, x[i:i + 1], [r])[0], expected[i],
+                                       atol=1e-5, rtol=0)
+
+
+def test_graph_without_edges(model):
+    """No messages at all: every node keeps only its boundary condition."""
+    empty = np.array([], np.int64)
+    graph = model.prepare(empty, empty, empty, 4, 2)
+    x = np.eye(4, dtype=np.float32)[:2]
+    expected = _reference(model.weights, empty, empty, empty, 4, 2, x, [0, 3])
+    torch.testing.assert_close(model.project(graph, x, [0, 3]), expected, atol=1e-5, rtol=0)
+
+
+def test_results_do_not_share_the_reused_buffers(model):
+    """Each projection returns its own tensor: a later one does not overwrite it."""
+    rng = np.random.default_rng(0)
+    heads, rels, tails = _random_graph(rng, 20, 40, 2)
+    graph = model.prepare(heads, rels, tails, 20, 2)
+    x = np.zeros((1, 20), np.float32)
+    x[0, 3] = 1
+    first = model.project(graph, x, [0])
+    kept = first.clone()
+    model.project(graph, rng.random((1, 20)).astype(np.float32), [1])
+    assert torch.equal(first, kept)
