@@ -12,7 +12,7 @@
   the query's anchors fetched from the store, then cut to its SEPPR top-k (the paper's Alg. 2).
 
 **Size rule.** One projection costs six message-passing layers over *every* node and edge of the
-graph it runs on (about 4 us per node on one core: 0.15 s on MetaQA's 43k nodes). UltRAG runs the
+graph it runs on (about 3.5 us per node on one core: 0.14 s on MetaQA's 43k nodes). UltRAG runs the
 whole graph when it has at most :data:`FULL_GRAPH_MAX_NODES` nodes, and otherwise (and always on
 a database store) the SEPPR subgraph of ``subgraph_k`` nodes (paper: 30,000) around the query's
 anchors -- the paper's Algorithm 2, which it uses for Wikidata.
