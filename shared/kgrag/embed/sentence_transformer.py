@@ -56,7 +56,7 @@ class SentenceTransformerEmbedder:
     bar (``show_progress`` forces it on or off); Ctrl-C interrupts between batches.
 
     ``backend``: ``"onnx"`` runs the model with ONNX Runtime from a local export kept under the
-    kgrag cache directory (:mod:`kgrag.embed.onnx_backend`; several times faster on short texts,
+    kgrag cache directory (:mod:`kgrag.embed.onnx_backend`; about twice as fast on short names,
     same vectors within ~1e-6 cosine); ``"torch"`` runs it with PyTorch; ``"auto"`` (default)
     is ONNX when ``onnxruntime`` is installed and the model is a local directory the export
     reproduces, PyTorch otherwise. Either way texts are embedded shortest first in batches of
