@@ -3,8 +3,8 @@
 Why: embedding a graph's names is the slowest step before a graph can answer its first question.
 Entity names are short (MetaQA: 5.2 tokens with [CLS]/[SEP]), so batches in input order are about
 half padding, and PyTorch runs short sequences less efficiently than long ones; ONNX Runtime on
-length-sorted, deduplicated batches runs the same float32 graph about 1.9x faster per CPU second
-than the previous PyTorch path (docs/benchmarks-linking.md, "Embedding throughput"). The vectors
+length-sorted, deduplicated batches runs the same float32 graph 2.0-2.2x as fast as the previous
+PyTorch path (docs/benchmarks-linking.md, "Embedding throughput"). The vectors
 are the same model's, within about 1e-6 cosine (checked after every export, and by tests).
 
 Why float32 and not int8: dynamic int8 quantisation of this model is 2.4x faster again, but its
