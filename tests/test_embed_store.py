@@ -4,6 +4,9 @@ the on-disk cache (reuse, invalidation, interrupted writes)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -167,6 +170,54 @@ def test_methods_over_one_graph_embed_each_name_once(cache):
     assert byokg.scorer.node_vectors is graph_name_vectors(kg, emb, "nodes")
     # and they still link correctly
     assert graphraft.linker.dense("Paprika")[0].name == "Paprika"
+
+
+def test_concurrent_first_callers_share_one_embedding_and_one_index(cache):
+    """A server's first requests arrive together: they must wait for one computation of the
+    graph's name vectors and one FAISS index, not each embed every name (issue 18's soak)."""
+    from kgrag.linking.shared import graph_dense_index
+
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(CountingEmbedder):
+        def embed_documents(self, texts):
+            entered.set()
+            release.wait(10)
+            return super().embed_documents(texts)
+
+    emb = Slow()
+    with ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(graph_dense_index, kg, emb, "nodes") for _ in range(8)]
+        assert entered.wait(10)
+        time.sleep(0.3)  # the other callers arrive while the first one is embedding
+        release.set()
+        indexes = [f.result() for f in futures]
+    assert all(index is indexes[0] for index in indexes)
+    assert sorted(emb.calls) == sorted(kg.node_names)  # every name embedded exactly once
+
+
+def test_graphraft_on_a_graph_embeds_no_names_per_question(cache):
+    """GraphRAFT ranks a query's result nodes with the graph's shared node vectors: questions
+    embed only themselves and the candidate patterns, and keep no per-name memo."""
+    from kgrag.methods.graphraft import GraphRAFT
+
+    kg = KnowledgeGraph.from_triples(TRIPLES)
+    emb = CountingEmbedder()
+    graphraft = GraphRAFT(kg, embedder=emb)
+    graphraft.linker.build()
+    emb.calls.clear()
+    for question in ["Who directed Paprika?", "Which films did Satoshi Kon direct?",
+                     "What language is Tokyo Godfathers in?"] * 3:
+        result = graphraft.retrieve(question)
+        assert result.items
+    assert not set(emb.calls) & set(kg.node_names)
+    assert graphraft._name_vectors == {}
+    vectors = graph_name_vectors(kg, emb, "nodes")
+    q = emb._vec("Who directed Paprika?")
+    sims = graphraft._similarities(q, ["Satoshi Kon", "Paprika"])
+    np.testing.assert_allclose(sims, vectors[kg.node_ids(["Satoshi Kon", "Paprika"])] @ q,
+                               rtol=1e-6)
 
 
 def test_embedders_without_identity_share_in_process_but_never_on_disk(cache):

@@ -37,6 +37,9 @@ KINDS = ("nodes", "relations")
 
 _memo: weakref.WeakKeyDictionary[Any, dict[tuple[Any, str], _Entry]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+#: per graph and (embedder, kind): the lock a computation of those vectors holds
+_build_locks: weakref.WeakKeyDictionary[Any, dict[tuple[Any, str], threading.Lock]] = (
+    weakref.WeakKeyDictionary())
 
 
 class _Entry:
@@ -66,6 +69,21 @@ def _identity(embedder: Any) -> Any:
     return ("key", key) if key is not None else ("object", id(embedder))
 
 
+def _building_lock(graph: Any, key: tuple[Any, str]) -> threading.Lock:
+    """The lock under which ``key``'s vectors of ``graph`` are computed (one per key)."""
+    with _lock:
+        try:
+            per_graph = _build_locks.setdefault(graph, {})
+        except TypeError:  # not weakly referenceable: one lock per key, never shared anyway
+            return threading.Lock()
+        return per_graph.setdefault(key, threading.Lock())
+
+
+def _fresh(entry: _Entry | None, texts: list[str], ident: Any, embedder: Any) -> bool:
+    return entry is not None and entry.texts == texts and (
+        ident[0] == "key" or entry.embedder_ref() is embedder)
+
+
 def _entry(graph: GraphStore, embedder: Any, kind: str, texts: Sequence[str] | None) -> _Entry:
     texts = list(texts) if texts is not None else graph_texts(graph, kind)
     ident = _identity(embedder)
@@ -75,13 +93,20 @@ def _entry(graph: GraphStore, embedder: Any, kind: str, texts: Sequence[str] | N
     except TypeError:  # a graph that cannot be weakly referenced: no in-process sharing
         per_graph = {}
     entry = per_graph.get((ident, kind))
-    if entry is not None and entry.texts == texts and (
-            ident[0] == "key" or entry.embedder_ref() is embedder):
+    if _fresh(entry, texts, ident, embedder):
+        assert entry is not None
         return entry
-    vectors = embed_cached(embedder, texts, kind=kind)
-    entry = _Entry(vectors, texts, embedder)
-    with _lock:
-        per_graph[(ident, kind)] = entry
+    # Single flight: threads that ask for the same vectors at once (the first requests of a
+    # server) wait for one computation instead of each embedding every name of the graph.
+    with _building_lock(graph, (ident, kind)):
+        entry = per_graph.get((ident, kind))
+        if _fresh(entry, texts, ident, embedder):
+            assert entry is not None
+            return entry
+        vectors = embed_cached(embedder, texts, kind=kind)
+        entry = _Entry(vectors, texts, embedder)
+        with _lock:
+            per_graph[(ident, kind)] = entry
     return entry
 
 
@@ -103,3 +128,4 @@ def forget(graph: GraphStore) -> None:
     """Drop the shared vectors of ``graph`` in this process (the disk cache stays)."""
     with _lock:
         _memo.pop(graph, None)
+        _build_locks.pop(graph, None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.base import GraphStore
 
 logger = logging.getLogger("kgrag.linking")
+_lock = threading.Lock()  # guards the creation of the per-index build locks
 
 
 def graph_dense_index(graph: GraphStore, embedder: Any, kind: str = "nodes", **dense_params: Any
@@ -34,9 +36,15 @@ def graph_dense_index(graph: GraphStore, embedder: Any, kind: str = "nodes", **d
     key = ("dense", tuple(sorted(dense_params.items())))
     index = extras.get(key)
     if index is None:
-        vectors = graph_name_vectors(graph, embedder, kind)
-        index = _load_or_build(graph, embedder, kind, vectors, dense_params)
-        extras[key] = index
+        # one build per index: concurrent first callers (a server's first requests) wait
+        with _lock:
+            lock = extras.setdefault(("lock",) + key, threading.Lock())
+        with lock:
+            index = extras.get(key)
+            if index is None:
+                vectors = graph_name_vectors(graph, embedder, kind)
+                index = _load_or_build(graph, embedder, kind, vectors, dense_params)
+                extras[key] = index
     return index
 
 

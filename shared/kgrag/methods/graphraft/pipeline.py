@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence, cast
 
@@ -40,6 +41,7 @@ import numpy as np
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, ScoredEntity, Usage
 from kgrag.errors import LLMOutputError, QueryBudgetError, QueryTimeoutError
 from kgrag.graph.base import GraphStore
+from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm.base import optional_llm, track_usage
 from kgrag.llm.parsing import split_items
 from kgrag.llm.steps import (
@@ -163,7 +165,8 @@ class GraphRAFT(KGMethod):
         self.embedder = as_embedder(embedder)
         self.linker = linker or EntityLinker.from_graph(self.graph, embedder=self.embedder, mode="dense")
         self.families = tuple(families)
-        self._name_vectors: dict[str, np.ndarray] = {}
+        self._name_vectors: dict[str, np.ndarray] = {}  # database stores only
+        self._name_lock = threading.Lock()
         self.beam_width = beam_width
         self.max_nodes = max_nodes
         self.entity_examples = tuple(entity_examples)
@@ -209,21 +212,42 @@ class GraphRAFT(KGMethod):
         return self.backend.enumerate(entities, self.families)
 
     def _similarities(self, question_vec: np.ndarray, names: Sequence[str]) -> np.ndarray:
-        """Cosine of each name to the question; name vectors are kept across questions.
+        """Cosine of each name to the question.
 
-        The paper sorts a query's nodes inside the database by stored node embeddings; here a
-        name is embedded the first time it is returned and remembered (up to
-        ``NAME_VECTOR_CACHE`` names), so repeated hubs cost one embedding call.
+        The paper sorts a query's nodes inside the database by stored node embeddings. On an
+        in-memory graph those are the graph's shared node-name vectors
+        (:func:`kgrag.embed.graph_vectors.graph_name_vectors`: computed once, read from the
+        on-disk cache, mapped read-only), so a question embeds no names at all. On a database
+        store a name is embedded the first time it is returned and remembered in a memo of at
+        most ``NAME_VECTOR_CACHE`` names (emptied when full), shared by concurrent questions
+        under a lock.
         """
         if not names:
             return np.empty(0, np.float32)
-        missing = [n for n in dict.fromkeys(names) if n not in self._name_vectors]
+        if isinstance(self.graph, KnowledgeGraph):
+            index = self.graph.node_index
+            ids = [index.get(n) for n in names]
+            if None not in ids:
+                from kgrag.embed.graph_vectors import graph_name_vectors
+
+                vectors = graph_name_vectors(self.graph, self.embedder, "nodes")
+                return np.asarray(vectors[np.asarray(ids, np.int64)], np.float32) @ question_vec
+        with self._name_lock:
+            missing = [n for n in dict.fromkeys(names) if n not in self._name_vectors]
         if missing:
-            if len(self._name_vectors) + len(missing) > NAME_VECTOR_CACHE:
-                self._name_vectors.clear()
             vectors = np.asarray(self.embedder.embed_documents(missing), dtype=np.float32)
-            self._name_vectors.update(zip(missing, vectors))
-        return np.stack([self._name_vectors[n] for n in names]) @ question_vec
+        with self._name_lock:
+            if missing:
+                if len(self._name_vectors) + len(missing) > NAME_VECTOR_CACHE:
+                    self._name_vectors.clear()
+                self._name_vectors.update(zip(missing, vectors))
+            # a concurrent question may have emptied the memo in between: embed what is gone
+            rows = [self._name_vectors.get(n) for n in names]
+        if any(r is None for r in rows):
+            lost = [n for n, r in zip(names, rows) if r is None]
+            again = dict(zip(lost, np.asarray(self.embedder.embed_documents(lost), np.float32)))
+            rows = [again[n] if r is None else r for n, r in zip(names, rows)]
+        return np.stack(rows) @ question_vec
 
     def execute_selected(self, selected: Sequence[Candidate]
                          ) -> tuple[list[tuple[Candidate, list[str]]], list[Candidate]]:
