@@ -242,11 +242,11 @@ class GraphRAFT(KGMethod):
                     self._name_vectors.clear()
                 self._name_vectors.update(zip(missing, vectors))
             # a concurrent question may have emptied the memo in between: embed what is gone
-            rows = [self._name_vectors.get(n) for n in names]
-        if any(r is None for r in rows):
-            lost = [n for n, r in zip(names, rows) if r is None]
-            again = dict(zip(lost, np.asarray(self.embedder.embed_documents(lost), np.float32)))
-            rows = [again[n] if r is None else r for n, r in zip(names, rows)]
+            found = [self._name_vectors.get(n) for n in names]
+        lost = [n for n, r in zip(names, found) if r is None]
+        again = (dict(zip(lost, np.asarray(self.embedder.embed_documents(lost), np.float32)))
+                 if lost else {})
+        rows = [again[n] if r is None else r for n, r in zip(names, found)]
         return np.stack(rows) @ question_vec
 
     def execute_selected(self, selected: Sequence[Candidate]
