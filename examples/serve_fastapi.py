@@ -28,6 +28,22 @@ read-only from the saved ``.npy`` files, so the N workers share one copy in the 
 instead of holding N private copies (name tables and the embedding model are still per
 process; see docs/benchmarks.md for the numbers).
 
+**Bounded work per worker.** Retrievals are CPU-bound (numpy, the embedding model), so more
+of them at once than a worker has cores only adds memory (every running retrieval holds its
+own walks, batches and model buffers) and contention. A worker runs at most
+``--max-concurrency`` retrievals at a time (default 2); the rest wait in the event loop, which
+costs nothing, and a request whose client has gone away while it waited is dropped instead of
+computed. The workers start with one intra-op thread each (``OMP_NUM_THREADS`` /
+``MKL_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` = ``--intra-op-threads``, default 1, unless already
+set; ONNX Runtime and PyTorch honour it), so N workers use about N cores. uvicorn's supervisor
+kills a worker that does not answer its health ping in ``--healthcheck-timeout`` seconds
+(uvicorn's default 5 s is too short for a loaded machine; here 30 s).
+
+**Start-up.** A worker accepts connections only when its methods are *built*: node-name vectors
+(read from ``--cache-dir``, kgrag's vector cache, mapped read-only and so shared by the
+workers), the linkers' fuzzy and FAISS indexes, ByoKG-RAG's triplet scorer, and one warm-up
+retrieval per method. Nothing large is computed on a request.
+
 **Graceful shutdown.** SIGTERM (or Ctrl-C) stops accepting connections, lets in-flight requests
 finish (at most ``--graceful-timeout`` seconds), then exits 0.
 
@@ -45,9 +61,11 @@ public network).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -56,6 +74,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from fastapi import Request, Response
 from pydantic import BaseModel, Field
 
 log = logging.getLogger("kgrag.serve")
@@ -66,6 +85,9 @@ CONFIG_ENV = "KGRAG_SERVE_CONFIG"
 METHODS = ("byokg", "graphraft", "ultrag")
 MAX_QUESTION_CHARS = 2_000
 MAX_QUERY_CHARS = 2_000
+#: thread-pool sizes of OpenMP / MKL / OpenBLAS (numpy, PyTorch) and ONNX Runtime (kgrag reads
+#: OMP_NUM_THREADS for its sessions); set for the workers unless the caller set them
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -77,12 +99,15 @@ class ServeConfig:
     mmap: bool = True
     watch_interval: float = 2.0  # seconds between checks of the graph folder (0 = never)
     cache_dir: str | None = None  # on-disk cache of node-name embeddings, shared by workers
+    max_concurrency: int = 2  # retrievals running at once per worker; the rest wait
     test_hooks: bool = False  # accept "delay_ms" in requests (tests of drain / reload only)
 
     def __post_init__(self) -> None:
         unknown = set(self.methods) - set(METHODS)
         if unknown or not self.methods:
             raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -110,33 +135,63 @@ def graph_version(folder: str) -> str:
 
 def build_methods(kg: Any, names: tuple[str, ...], embedder: Any, cache_dir: str | None
                   ) -> dict[str, Any]:
-    """The retrieval methods served for one graph, warmed so the first request is not slow.
+    """The retrieval methods served for one graph, *built*: every index and vector set a
+    request needs exists when this returns, so no request computes one (the first requests of
+    a worker arrive together; computing 43k name vectors inside them took minutes under load).
 
-    Pass ``llm=`` here to serve the LLM modes instead (each method's ``retrieve`` then calls it).
+    ``cache_dir`` becomes kgrag's cache root for the process (:func:`kgrag.embed.configure_cache`):
+    node-name vectors are read from ``cache_dir/vectors`` (written there once, by whichever
+    process is first), mapped read-only, so the workers share one copy in the page cache.
+    Pass ``llm=`` to the constructors here to serve the LLM modes instead.
     """
-    methods: dict[str, Any] = {}
-    if cache_dir and embedder is not None:
-        from kgrag.embed import CachedEmbedder
+    if cache_dir:
+        from kgrag.embed import configure_cache
 
-        # node-name vectors computed once, on disk, for every method and every worker
-        embedder = CachedEmbedder(embedder, cache_dir)
+        configure_cache(cache_dir)
+    methods: dict[str, Any] = {}
     if "byokg" in names:
         from kgrag.methods.byokg import ByoKGRAG
 
         byokg = ByoKGRAG(kg, embedder=embedder)
-        _ = byokg.linker  # builds the scorer (node-name vectors) and the entity linker now
+        _ = byokg.scorer  # node and relation vectors (shared, cached on disk)
+        byokg.linker.build()  # fuzzy trigram index and the graph's FAISS index
         methods["byokg"] = byokg
     if "graphraft" in names:
         from kgrag.methods.graphraft import GraphRAFT
 
-        methods["graphraft"] = GraphRAFT(kg, embedder=embedder)  # links eagerly
+        graphraft = GraphRAFT(kg, embedder=embedder)
+        graphraft.linker.build()  # the same shared FAISS index
+        methods["graphraft"] = graphraft
     if "ultrag" in names:
         from kgrag.methods.ultrag import UltRAG
 
         # symbolic executor: exact traversal in ~0.1 ms per query; executor="neural" (UltRAG's
         # default, UltraQuery) costs about 4 us per graph node per projection
         methods["ultrag"] = UltRAG(kg, linking="exact", executor="symbolic")
+    warm_up(kg, methods)
     return methods
+
+
+_PLAIN_RELATION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def warm_up(kg: Any, methods: dict[str, Any]) -> None:
+    """One retrieval per method about an entity of the graph: whatever a method still builds
+    on first use (lazy tables, the model's session) is built here, before the worker serves.
+    UltRAG is warmed with a query over the first edge whose names the DSL takes as written."""
+    if not kg.num_edges:
+        return
+    head = kg.node_names[int(kg.heads[0])]
+    for name in ("byokg", "graphraft"):
+        if name in methods:
+            methods[name].retrieve(f"What is {head} related to?")
+    if "ultrag" in methods:
+        for edge in range(min(kg.num_edges, 1000)):
+            head = kg.node_names[int(kg.heads[edge])]
+            relation = kg.relation_names[int(kg.rels[edge])]
+            if _PLAIN_RELATION.fullmatch(relation) and not set(head) & {'"', "\\"}:
+                methods["ultrag"].retrieve_query(f'"{head}" -> {relation}', "")
+                break
 
 
 @dataclass
@@ -193,8 +248,10 @@ class GraphHolder:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._count_lock = threading.Lock()
-        self.in_flight = 0
+        self.in_flight = 0  # retrievals running now
         self.served = 0
+        self.waiting = 0  # requests waiting for a free slot (see ServeConfig.max_concurrency)
+        self.dropped = 0  # requests whose client went away before they ran
         self.last_reload_error: str | None = None
 
     @property
@@ -257,6 +314,10 @@ class GraphHolder:
         if self._watcher is not None:
             self._watcher.join(timeout=5)
 
+    def count(self, counter: str, delta: int) -> None:
+        with self._count_lock:
+            setattr(self, counter, getattr(self, counter) + delta)
+
     @contextmanager
     def request(self) -> Iterator[Bundle]:
         """The bundle a request runs on, counted as in flight until it is done."""
@@ -284,16 +345,20 @@ class RetrieveRequest(BaseModel):
 
 def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> Any:
     """The FastAPI application (uvicorn calls this in every worker: ``factory=True``)."""
+    import anyio
     from fastapi import FastAPI, HTTPException
 
     from kgrag.errors import KgragError
 
     config = config or ServeConfig.from_env()
     holder = GraphHolder(config, embedder)
+    slots: dict[str, asyncio.Semaphore] = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
-        holder.reload(force=True)  # the worker accepts connections only once this is done
+        # the worker accepts connections only once the graph is loaded and its methods built
+        await anyio.to_thread.run_sync(lambda: holder.reload(force=True))
+        slots["work"] = asyncio.Semaphore(config.max_concurrency)  # bound to this event loop
         holder.start_watching()
         yield
         holder.stop_watching()  # uvicorn has drained the in-flight requests by now
@@ -301,8 +366,8 @@ def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> An
     app = FastAPI(title="kgrag retrieval service", lifespan=lifespan)
     app.state.holder = holder
 
-    # Plain `def` endpoints: FastAPI runs them in its thread pool, so a retrieval (CPU-bound
-    # numpy, thread-safe in kgrag) never blocks the event loop that accepts requests.
+    # A retrieval (CPU-bound numpy, thread-safe in kgrag) runs in a worker thread, so it never
+    # blocks the event loop that accepts requests; at most `max_concurrency` run at once.
     @app.get("/health")
     def health() -> dict:
         bundle = holder.bundle
@@ -310,12 +375,11 @@ def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> An
                 "graph_version": bundle.version, "nodes": bundle.graph.num_nodes,
                 "edges": bundle.graph.num_edges, "mmap": config.mmap,
                 "methods": sorted(bundle.methods), "in_flight": holder.in_flight,
-                "served": holder.served, "last_reload_error": holder.last_reload_error}
+                "served": holder.served, "last_reload_error": holder.last_reload_error,
+                "max_concurrency": config.max_concurrency, "waiting": holder.waiting,
+                "dropped": holder.dropped}
 
-    @app.post("/retrieve")
-    def retrieve(req: RetrieveRequest) -> dict:
-        if req.delay_ms and not config.test_hooks:
-            raise HTTPException(422, "delay_ms is a test hook; start the server with --test-hooks")
+    def run(req: RetrieveRequest) -> dict:
         with holder.request() as bundle:
             if req.delay_ms:
                 time.sleep(req.delay_ms / 1000)  # simulates a slow call (e.g. an LLM) in tests
@@ -325,6 +389,25 @@ def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> An
                 raise HTTPException(404, str(exc)) from None
             except (KgragError, ValueError) as exc:  # bad query / question: the caller's fault
                 raise HTTPException(422, f"{type(exc).__name__}: {exc}") from None
+
+    @app.post("/retrieve", response_model=None)
+    async def retrieve(req: RetrieveRequest, request: Request) -> dict | Response:
+        if req.delay_ms and not config.test_hooks:
+            raise HTTPException(422, "delay_ms is a test hook; start the server with --test-hooks")
+        slot = slots["work"]
+        holder.count("waiting", +1)
+        try:
+            await slot.acquire()
+        finally:
+            holder.count("waiting", -1)
+        try:
+            if await request.is_disconnected():  # the client gave up while it waited
+                holder.count("dropped", +1)
+                return Response(status_code=499)  # nobody reads it; the work is not done
+            # not cancellable: the slot stays taken until the thread has really finished
+            return await anyio.to_thread.run_sync(run, req)
+        finally:
+            slot.release()
 
     @app.post("/admin/reload")
     def admin_reload() -> dict:
@@ -357,6 +440,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--watch-interval", type=float, default=2.0,
                    help="seconds between checks for a new graph at GRAPH (0 = off)")
     p.add_argument("--cache-dir", help="cache node-name embeddings here (shared by the workers)")
+    p.add_argument("--max-concurrency", type=int, default=2,
+                   help="retrievals running at once per worker (the rest wait)")
+    p.add_argument("--intra-op-threads", type=int, default=1,
+                   help="BLAS / ONNX Runtime / PyTorch threads per worker, unless "
+                        "OMP_NUM_THREADS is already set")
+    p.add_argument("--healthcheck-timeout", type=int, default=30,
+                   help="seconds a worker may take to answer the supervisor's ping before it "
+                        "is killed and replaced")
     p.add_argument("--graceful-timeout", type=float, default=30.0,
                    help="on SIGTERM, wait at most this long for in-flight requests")
     p.add_argument("--test-hooks", action="store_true", help=argparse.SUPPRESS)
@@ -376,12 +467,16 @@ def main(argv: list[str] | None = None) -> int:
     config = ServeConfig(graph=str(Path(args.graph).resolve()),
                          methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
                          mmap=not args.no_mmap, watch_interval=args.watch_interval,
-                         cache_dir=args.cache_dir, test_hooks=args.test_hooks)
+                         cache_dir=args.cache_dir, max_concurrency=args.max_concurrency,
+                         test_hooks=args.test_hooks)
     graph_version(config.graph)  # fail here, once, if the folder holds no saved graph
     os.environ[CONFIG_ENV] = config.to_env()  # inherited by the spawned workers
+    for var in THREAD_VARIABLES:  # read by the libraries when the workers import them
+        os.environ.setdefault(var, str(args.intra_op_threads))
     uvicorn.run("serve_fastapi:create_app", factory=True, app_dir=str(Path(__file__).parent),
                 host=args.host, port=args.port, workers=args.workers,
-                timeout_graceful_shutdown=args.graceful_timeout, log_level=args.log_level)
+                timeout_graceful_shutdown=args.graceful_timeout,
+                timeout_worker_healthcheck=args.healthcheck_timeout, log_level=args.log_level)
     return 0
 
 

@@ -137,6 +137,73 @@ def test_reload_swaps_the_graph_while_a_request_is_in_flight(serve, tmp_path):
         assert "GraphLoadError" in client.get("/health").json()["last_reload_error"]
 
 
+class CountingEmbedder:
+    """Wraps the session MiniLM and records every text embedded as a document."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.documents = inner, []
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+    def embed_documents(self, texts):
+        self.documents.extend(texts)
+        return self.inner.embed_documents(texts)
+
+
+def test_methods_are_built_before_the_first_request(serve, minilm, tmp_path):
+    """Start-up embeds the graph's names (once) and builds the indexes; requests embed none --
+    on MetaQA the first requests of a worker otherwise each embedded 43k names (issue 18)."""
+    from fastapi.testclient import TestClient
+
+    save_movies(tmp_path / "g")
+    graph = KnowledgeGraph.load(tmp_path / "g")
+    embedder = CountingEmbedder(minilm)
+    config = serve.ServeConfig(graph=str(tmp_path / "g"), methods=("byokg", "graphraft"),
+                               watch_interval=0)
+    with TestClient(serve.create_app(config, embedder=embedder)) as client:
+        at_start = list(embedder.documents)
+        # every name embedded once, for both methods (one shared set of vectors)
+        assert sorted(n for n in at_start if n in set(graph.node_names)) == sorted(graph.node_names)
+        bundle = client.app.state.holder.bundle
+        assert bundle.methods["byokg"].linker._dense is not None  # FAISS index built
+        assert bundle.methods["graphraft"].linker._dense is bundle.methods["byokg"].linker._dense
+        for question in ["Who directed Paprika?", "Where was the director of Tokyo Godfathers "
+                         "born?", "Which films did Satoshi Kon direct?"]:
+            for method in ("byokg", "graphraft"):
+                reply = client.post("/retrieve", json={"method": method, "question": question})
+                assert reply.status_code == 200, reply.text
+        assert not set(embedder.documents[len(at_start):]) & set(graph.node_names)
+
+
+def test_a_worker_runs_at_most_max_concurrency_retrievals(serve, tmp_path):
+    """Requests beyond ``max_concurrency`` wait in the event loop; all of them are answered."""
+    from fastapi.testclient import TestClient
+
+    save_movies(tmp_path / "g")
+    config = serve.ServeConfig(graph=str(tmp_path / "g"), methods=("ultrag",), watch_interval=0,
+                               max_concurrency=1, test_hooks=True)
+    with TestClient(serve.create_app(config)) as client:
+        body = {"method": "ultrag", "query": QUERY, "delay_ms": 400}
+        with ThreadPoolExecutor(3) as pool:
+            replies = [pool.submit(client.post, "/retrieve", json=body) for _ in range(3)]
+            seen = []
+            while not all(r.done() for r in replies):
+                health = client.get("/health").json()
+                seen.append((health["in_flight"], health["waiting"]))
+                time.sleep(0.02)
+            assert all(r.result().status_code == 200 for r in replies)
+        assert max(running for running, _ in seen) == 1
+        assert max(waiting for _, waiting in seen) >= 1
+        assert client.get("/health").json()["served"] == 3
+    with pytest.raises(ValueError, match="max_concurrency"):
+        serve.ServeConfig(graph="g", max_concurrency=0)
+
+
 # ---------------------------------------------------------------------------- the real server
 def free_port() -> int:
     with socket.socket() as s:
