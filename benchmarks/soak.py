@@ -12,7 +12,8 @@ Reported: requests, throughput, p50 / p90 / p99 / max latency per method and ove
 (any non-200 or failed connection; goal 0), ultrag answers that miss the gold set (goal 0),
 byokg hit@1, and memory (RSS, PSS, USS from ``/proc/<pid>/smaps_rollup``) of every server
 process after start-up, after the warm-up ("start") and at the end (goal: < 5 % growth from
-start to end). Ends with SIGTERM and checks the service exits 0. Loopback only; every request
+start to end), and the workers lost (died and replaced; goal 0). Measuring starts only after
+every method has answered in every worker, then ``--warmup`` seconds of load. Ends with SIGTERM and checks the service exits 0. Loopback only; every request
 has a timeout and the run has a hard time cap.
 
     flock /work/bench.lock python benchmarks/soak.py --minutes 10 --clients 8 --workers 2
@@ -81,6 +82,62 @@ def workload(seed: int, per_hop: int) -> list[dict]:
                 requests.append({"method": "ultrag", "query": f'"{topic}" -> {path}',
                                  "top_k": 100, "_gold": gold})
     return requests
+
+
+def post(port: int, body: dict, timeout: float) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", "/retrieve", json.dumps(body), {"content-type": "application/json"})
+        resp = conn.getresponse()
+        payload = resp.read()
+        return resp.status, (json.loads(payload) if resp.status == 200 else
+                             {"detail": payload[:300].decode("utf-8", "replace")})
+    finally:
+        conn.close()
+
+
+def warm_every_worker(port: int, requests: list[dict], workers: int, timeout: float,
+                      limit: float = 600.0) -> dict[str, list[int]]:
+    """Send requests (a new connection each, from a few threads, so the kernel hands them to
+    different workers) until every method has answered 200 in ``workers`` distinct worker
+    processes; returns the worker pids seen per method. Raises if that takes over ``limit`` s
+    or a request fails: the measurement starts only on a service that is fully up."""
+    samples = {m: [r for r in requests if r["method"] == m][:50] for m in MIX}
+    seen: dict[str, set[int]] = {m: set() for m in MIX}
+    lock = threading.Lock()
+    failures: list[str] = []
+    deadline = time.monotonic() + limit
+
+    def done() -> bool:
+        return all(len(p) >= workers for p in seen.values())
+
+    def loop(offset: int) -> None:
+        i = offset
+        while not done() and not failures and time.monotonic() < deadline:
+            method = min(seen, key=lambda m: len(seen[m]))
+            req = samples[method][i % len(samples[method])]
+            i += 1
+            try:
+                status, reply = post(port, {k: v for k, v in req.items()
+                                            if not k.startswith("_")}, timeout)
+            except (OSError, http.client.HTTPException) as exc:
+                failures.append(f"{method}: {type(exc).__name__}: {exc}")
+                return
+            if status != 200:
+                failures.append(f"{method}: HTTP {status} {reply}")
+                return
+            with lock:
+                seen[method].add(int(reply["pid"]))
+
+    threads = [threading.Thread(target=loop, args=(k,), daemon=True) for k in range(2 * workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(limit + timeout)
+    if failures or not done():
+        raise RuntimeError(f"warm-up failed: {failures[:3] or 'not every worker answered'}; "
+                           f"workers seen per method: {seen}")
+    return {m: sorted(p) for m, p in seen.items()}
 
 
 def free_port() -> int:
@@ -233,20 +290,22 @@ def main(argv: list[str] | None = None) -> dict:
                     "mix": MIX, "machine": "shared 2-core machine (other engineers' jobs ran too)"}
     try:
         started = time.monotonic()
-        while True:
+        while True:  # a worker answers only once its methods are built (lifespan)
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
                 conn.request("GET", "/health")
-                if conn.getresponse().status == 200 and len(server_pids(server.pid)) > args.workers:
+                if conn.getresponse().status == 200:
                     break
             except OSError:
                 pass
             if server.poll() is not None or time.monotonic() - started > 600:
                 raise RuntimeError(f"the service did not start; see {log_path}")
             time.sleep(0.5)
-        time.sleep(2)  # let every worker finish its start-up
+        # every method answered in every worker: nothing is built on a measured request
+        result["workers_warmed"] = warm_every_worker(port, requests, args.workers, args.timeout)
         result["startup_seconds"] = round(time.monotonic() - started, 1)
         result["memory_after_startup"] = snapshot(server.pid)
+        worker_pids = set.union(*(set(p) for p in result["workers_warmed"].values()))
         now = time.monotonic()
         measure_from = now + args.warmup
         deadline = measure_from + args.minutes * 60
@@ -263,6 +322,9 @@ def main(argv: list[str] | None = None) -> dict:
         for c in clients:
             c.join(args.timeout + 10)
         result["memory_end"] = snapshot(server.pid)
+        alive = set(server_pids(server.pid))
+        # a worker that died (and was replaced by uvicorn) is an error of the service
+        result["workers_lost"] = sorted(worker_pids - alive)
         result["memory_timeline"] = [{k: v for k, v in s.items() if k != "processes"}
                                      for s in timeline]
         records = [r for c in clients for r in c.records]
@@ -299,7 +361,8 @@ def table(result: dict) -> str:
                      f"{s1['workers_rss_kb'] / 1024:.0f} MB "
                      f"({result['workers_rss_growth_pct']:+.2f} %), PSS "
                      f"{s0['workers_pss_kb'] / 1024:.0f} -> {s1['workers_pss_kb'] / 1024:.0f} MB "
-                     f"({result['workers_pss_growth_pct']:+.2f} %); exit code "
+                     f"({result['workers_pss_growth_pct']:+.2f} %); workers lost "
+                     f"{len(result.get('workers_lost', []))}; exit code "
                      f"{result.get('exit_code')}")
     return "\n".join(lines)
 
