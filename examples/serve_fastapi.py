@@ -382,6 +382,9 @@ def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> An
     def run(req: RetrieveRequest) -> dict:
         with holder.request() as bundle:
             if req.delay_ms:
+                marker_dir = os.environ.get("KGRAG_SERVE_TEST_MARKERS")
+                if marker_dir:  # tests: say "this request is running" to the test process
+                    Path(marker_dir, f"{os.getpid()}-{time.monotonic_ns()}").touch()
                 time.sleep(req.delay_ms / 1000)  # simulates a slow call (e.g. an LLM) in tests
             try:
                 return bundle.retrieve(req.method, req.question, req.query, req.top_k)
