@@ -127,22 +127,20 @@ class TypedAdjacency:
         types = np.asarray(types, np.int64)
         self.num_nodes = num_nodes
         self.num_edges = len(receivers)
-        # slots sorted by receiver, then type (a receiver sums its slots in type order)
-        slots, slot_of_edge = np.unique(receivers * max(num_types, 1) + types,
-                                        return_inverse=True)
-        slot_of_edge = slot_of_edge.reshape(-1)
-        slot_receiver = slots // max(num_types, 1)
-        self.num_slots = len(slots)
+        num_types = max(num_types, 1)
         # int32 indices when they fit (the bag-sum kernel is a little faster with them)
         index_dtype = np.int32 if max(num_nodes, len(receivers)) < 2**31 else np.int64
-        # bags of senders, one per slot; duplicate edges stay duplicates (summed, as the
-        # reference sums them)
-        order = np.lexsort((senders, slot_of_edge))
-        slot_senders = senders[order].astype(index_dtype)
-        slot_start = _bag_offsets(slot_of_edge, self.num_slots)  # first edge of each slot
+        # slots sorted by receiver, then type (a receiver sums its slots in type order), and
+        # bags of senders, one per slot, sorted by sender; duplicate edges stay duplicates
+        # (summed, as the reference sums them)
+        slots, slot_start, slot_senders = _sorted_slots(receivers, types, senders, num_types,
+                                                        num_nodes)
+        slot_senders = slot_senders.astype(index_dtype)
+        slot_receiver = slots // num_types
+        self.num_slots = len(slots)
         # first slot of each node, and the end of the last
-        node_start = np.append(_bag_offsets(slot_receiver, num_nodes), self.num_slots)
-        self._slot_types = torch.from_numpy(slots % max(num_types, 1))
+        node_start = np.searchsorted(slot_receiver, np.arange(num_nodes + 1))
+        self._slot_types = torch.from_numpy(slots % num_types)
         #: per block: (first node, end node, first slot, end slot, its slots' senders, their
         #: offsets, its nodes' slot offsets) -- offsets relative to the block
         self.blocks: list[tuple[int, int, int, int, Any, Any, Any]] = []
@@ -166,9 +164,12 @@ class TypedAdjacency:
         self.max_block_slots = max((b[3] - b[2] for b in self.blocks), default=0)
         self._arange = torch.arange(self.max_block_slots, dtype=torch.int32
                                     if index_dtype == np.int32 else torch.int64)
-        # receiver-by-sender 0/1 pattern, to find the nodes a sparse input set reaches
-        self.pattern = sp.csr_matrix((np.ones(len(senders), np.float32), (receivers, senders)),
-                                     shape=(num_nodes, num_nodes))
+        # receiver-by-sender pattern (edge counts), to find the nodes a sparse input set
+        # reaches: the slots' senders are already grouped by receiver
+        edge_start = np.append(slot_start, self.num_edges)
+        self.pattern = sp.csr_matrix(
+            (np.ones(self.num_edges, np.float32), slot_senders, edge_start[node_start]),
+            shape=(num_nodes, num_nodes))
 
     def reached(self, nodes: np.ndarray) -> np.ndarray:
         """Sorted ids of ``nodes`` and of every node receiving a message from one of them."""
@@ -211,12 +212,29 @@ class TypedAdjacency:
         return out
 
 
-def _bag_offsets(bag_of_item: np.ndarray, num_bags: int) -> np.ndarray:
-    """Start of each bag in the items sorted by bag (``embedding_bag``'s ``offsets``)."""
-    counts = np.bincount(bag_of_item, minlength=num_bags)
-    offsets = np.zeros(num_bags, np.int64)
-    np.cumsum(counts[:-1], out=offsets[1:])
-    return offsets
+def _sorted_slots(receivers: np.ndarray, types: np.ndarray, senders: np.ndarray,
+                  num_types: int, num_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(slots, first edge of each slot, senders)`` of typed edges sorted by
+    ``(receiver, type, sender)``, slot key ``receiver * num_types + type``.
+
+    One plain sort of a packed int64 key (no permutation, no second sort) when
+    ``(slot * num_nodes + sender)`` fits; ``np.lexsort`` otherwise. Equal keys are identical
+    edges, so the order among them does not matter and both give the same arrays.
+    """
+    slot_of = receivers * num_types + types
+    if len(slot_of) and (int(slot_of.max()) + 1) * max(num_nodes, 1) < 2**62:
+        key = slot_of * num_nodes + senders
+        key.sort()
+        sorted_senders = key % num_nodes
+        sorted_slots = key // num_nodes
+    else:
+        order = np.lexsort((senders, slot_of))
+        sorted_slots, sorted_senders = slot_of[order], senders[order]
+    first = np.empty(len(sorted_slots), bool)
+    first[:1] = True
+    np.not_equal(sorted_slots[1:], sorted_slots[:-1], out=first[1:])
+    slot_start = np.flatnonzero(first)
+    return sorted_slots[slot_start], slot_start, sorted_senders
 
 
 def relation_graph(heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, num_nodes: int,
