@@ -111,3 +111,18 @@ def test_cli_oracle_with_gold_paths_and_relation_labels(files, capsys):
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| simgrag"))
     assert "| 3 | 100.0 |" in row  # 3 questions, Hits@1 100
+
+
+def test_your_own_dataset_needs_no_datasets_folder(files, minilm, monkeypatch, tmp_path):
+    """A user_dataset carries its own paths: evaluate() must not look for ../shared/data (it
+    raised FileNotFoundError in a checkout without that folder)."""
+    from kgrag.eval import runner
+
+    monkeypatch.setattr(runner, "data_root_candidates",
+                        lambda: [("nowhere", tmp_path / "no-such-folder")])
+    with pytest.raises(FileNotFoundError):
+        runner.default_data_root()
+    dataset = user_dataset(files / "qa.jsonl", graph=files / "kb.tsv")
+    summary = evaluate("ultrag", dataset, mode="oracle", out_dir=files / "o2", embedder=minilm,
+                       progress=False)
+    assert summary["metrics"]["answer_recall"] > 0

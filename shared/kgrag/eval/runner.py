@@ -407,8 +407,12 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
     else:
         check_applicable(method_name, dataset_name, mode)
         spec = DATASETS[dataset_name]
-    root = (_check_data_root(Path(data_root)) if data_root is not None
-            else default_data_root())
+    if data_root is not None:
+        root = _check_data_root(Path(data_root))
+    elif dataset_name in DATASETS and spec is DATASETS[dataset_name]:
+        root = default_data_root()
+    else:  # your own files (user_dataset) carry their own paths: no datasets folder needed
+        root = Path.cwd()
     random.seed(seed)
     np.random.seed(seed)
     examples = spec.load_examples(root, limit, seed)
