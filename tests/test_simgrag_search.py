@@ -15,8 +15,8 @@ from kgrag.methods.simgrag.search import (
     CandidateSet,
     enumerate_matches,
     plan_steps,
-    top_k_subgraphs,
 )
+from kgrag.methods.simgrag.topk import top_k_reusing, top_k_subgraphs
 from simgrag_oracle import oracle_top_k
 
 K1 = [
@@ -227,8 +227,18 @@ def test_step_plan_counts_each_node_once_on_cycles():
 
 
 # ---------------------------------------------------------------- property test vs brute force
+SHAPES = {"edge": [(0, 1)], "path2": [(0, 1), (1, 2)], "path3": [(0, 1), (1, 2), (2, 3)],
+          "star3": [(0, 1), (0, 2), (3, 0)], "triangle": [(0, 1), (1, 2), (2, 0)],
+          "multi": [(0, 1), (1, 0), (1, 2)], "square": [(0, 1), (1, 2), (2, 3), (3, 0)]}
+# shapes whose reusing matches need every kind of quotient: walk-back paths, parallel and
+# triple-parallel edges (edge reuse without node reuse), a self-loop, a star with a parallel arm
+REUSE_SHAPES = {**SHAPES, "double": [(0, 1), (0, 1)], "triple": [(0, 1), (1, 0), (0, 1)],
+                "loop": [(0, 0), (0, 1)], "path4": [(0, 1), (1, 2), (2, 3), (3, 4)],
+                "star_multi": [(0, 1), (0, 2), (1, 0)]}
+
+
 @st.composite
-def search_case(draw):
+def search_case(draw, shapes=SHAPES, modes=(True, False, "prefer")):
     n = draw(st.integers(3, 9))
     n_rel = draw(st.integers(1, 3))
     n_edges = draw(st.integers(1, 16))
@@ -238,10 +248,7 @@ def search_case(draw):
         np.array([h for h, _, _ in triples]), np.array([r for _, r, _ in triples]),
         np.array([t for _, _, t in triples]), [f"n{i}" for i in range(n)],
         [f"r{i}" for i in range(n_rel)])
-    shape = draw(st.sampled_from(["edge", "path2", "path3", "star3", "triangle", "multi", "square"]))
-    edges = {"edge": [(0, 1)], "path2": [(0, 1), (1, 2)], "path3": [(0, 1), (1, 2), (2, 3)],
-             "star3": [(0, 1), (0, 2), (3, 0)], "triangle": [(0, 1), (1, 2), (2, 0)],
-             "multi": [(0, 1), (1, 0), (1, 2)], "square": [(0, 1), (1, 2), (2, 3), (3, 0)]}[shape]
+    edges = shapes[draw(st.sampled_from(sorted(shapes)))]
     n_pat = 1 + max(max(e) for e in edges)
     dist = st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 1.0, 1.3])  # coarse values force ties
 
@@ -256,7 +263,7 @@ def search_case(draw):
     if all(t is None for t in node_tables) and all(t is None for t in rel_tables):
         node_tables[0] = {0: 0.0}
     k = draw(st.integers(1, 5))
-    injective = draw(st.sampled_from([True, False, "prefer"]))
+    injective = draw(st.sampled_from(list(modes)))
     distinct = draw(st.booleans())
     refine = draw(st.booleans())
     lookahead = draw(st.booleans())
@@ -288,6 +295,27 @@ def test_pruned_search_equals_brute_force(case):
         assert [(m.gsd, m.edges, m.nodes) for m in every.matches[:k]] == expected
         if not refine:  # like for like: branch and bound never extends more than Algorithm 1
             assert result.stats["partials"] <= every.stats["partials"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(search_case(shapes=REUSE_SHAPES, modes=("prefer",)))
+def test_reusing_matches_equal_brute_force(case):
+    """The quotient search (and the filtering one it replaced) return exactly the oracle's
+    best reusing matches -- keys bit-identical, ties broken the same way -- and "prefer" on
+    walk-backs, parallel edges and self-loops equals the oracle too."""
+    kg, n_pat, edges, node_tables, rel_tables, k, _, distinct, refine, lookahead = case
+    args = (kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables), k)
+    options = dict(distinct_subgraphs=distinct, refine=refine, lookahead=lookahead)
+    expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=False,
+                            distinct_subgraphs=distinct, require_reuse=True)
+    for method in ("quotient", "filter"):
+        result = top_k_reusing(*args, method=method, **options)
+        assert result.complete
+        assert [(m.gsd, m.edges, m.nodes) for m in result.matches] == expected, method
+    prefer = top_k_subgraphs(*args, injective="prefer", **options)
+    assert [(m.gsd, m.edges, m.nodes) for m in prefer.matches] == oracle_top_k(
+        kg, n_pat, edges, node_tables, rel_tables, k, injective="prefer",
+        distinct_subgraphs=distinct)
 
 
 @pytest.mark.parametrize("n, high", [(10, 5), (5000, 3), (20000, 2_500_000), (70000, 1)])

@@ -21,8 +21,8 @@ from kgrag.methods.simgrag.search import (
     SearchResult,
     SubgraphSearch,
     enumerate_matches,
-    top_k_subgraphs,
 )
+from kgrag.methods.simgrag.topk import top_k_reusing, top_k_subgraphs
 
 __all__ = [
     "CandidateGenerator",
@@ -42,6 +42,7 @@ __all__ = [
     "parse_answers",
     "parse_pattern_reply",
     "pattern_prompt",
+    "top_k_reusing",
     "top_k_subgraphs",
     "verbalize_graphs",
 ]

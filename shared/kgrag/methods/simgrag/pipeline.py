@@ -42,7 +42,8 @@ from kgrag.methods.simgrag.prompts import (
     pattern_prompt,
     verbalize_graphs,
 )
-from kgrag.methods.simgrag.search import CandidateSet, Match, SearchResult, top_k_subgraphs
+from kgrag.methods.simgrag.search import CandidateSet, Match, SearchResult
+from kgrag.methods.simgrag.topk import top_k_subgraphs
 from kgrag.text.relations import all_relation_texts
 
 

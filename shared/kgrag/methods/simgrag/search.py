@@ -47,11 +47,17 @@ method can miss a subgraph, as the paper notes.
 
 **Injectivity.** By default the node mapping is injective (Definition 1's bijection onto the
 matched subgraph) and two pattern edges never share a graph edge; ``injective=False`` allows a
-graph node (and edge) to serve several pattern items; ``injective="prefer"`` is the reference
-code's ranking: the best injective match, then the best match that reuses a node or edge, then
-the rest of both by key. Walk-back questions ("the parent of X's child") need reuse: 48% of
-PathQuestion PQ-3H gold paths revisit an entity. Matching is never induced: extra graph edges
-among matched nodes are ignored.
+graph node (and edge) to serve several pattern items, and ``require_reuse=True`` (with it)
+keeps only the matches that do; ``injective="prefer"`` (:func:`~.topk.top_k_subgraphs`) is the
+reference code's ranking: the best injective match, then the best match that reuses a node or
+edge, then the rest of both by key. Walk-back questions ("the parent of X's child") need reuse:
+48% of PathQuestion PQ-3H gold paths revisit an entity. Matching is never induced: extra graph
+edges among matched nodes are ignored.
+
+**Quotients.** A :class:`Layout` lets a search run over a quotient pattern (two nodes or two
+parallel edges merged, :mod:`~.quotient`) and report its matches, keys and GSD as matches of
+the original pattern; a self-loop pattern edge (what merging two adjacent nodes leaves) matches
+a graph self-loop, and refinement keeps only the nodes that have one.
 """
 
 from __future__ import annotations
@@ -174,6 +180,42 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class PatternCosts:
+    """The GSD terms of a pattern: per node its distances (``None``: wildcard), per edge a dense
+    relation-id -> distance array (``inf`` off the candidates; ``None``: wildcard). Built once
+    and shared by every quotient search that reports matches of this pattern (:class:`Layout`).
+    """
+
+    nodes: tuple[_NodeCosts | None, ...]
+    relations: tuple[np.ndarray | None, ...]
+
+    @classmethod
+    def of(cls, kg, node_candidates: Sequence[CandidateSet | None],
+           relation_candidates: Sequence[CandidateSet | None]) -> PatternCosts:
+        for c in node_candidates:
+            _check_ids(c, kg.num_nodes)
+        return cls(tuple(None if c is None else _NodeCosts(c.ids, c.distances)
+                         for c in node_candidates),
+                   tuple(_dense(c, kg.num_relations) for c in relation_candidates))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a search reports its matches as matches of another pattern, of which the searched
+    pattern is a quotient (:mod:`kgrag.methods.simgrag.quotient`): reported node ``p`` is searched
+    node ``node_of[p]``, reported edge ``q`` is searched edge ``edge_of[q]``.
+
+    Keys and GSD are then the reported pattern's, summed in its own fixed order with its own
+    ``costs``, so a match found through a quotient is bit-identical to the same match found by
+    searching the reported pattern itself.
+    """
+
+    costs: PatternCosts
+    node_of: tuple[int, ...]
+    edge_of: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class _Step:
     src: int  # pattern node already mapped
     dst: int  # pattern node reached by this step
@@ -240,7 +282,8 @@ class SubgraphSearch:
 
     ``max_partials`` and ``time_limit`` (seconds) bound the work; when either is hit the best
     matches found so far are returned with ``complete=False``. ``refine`` applies exact
-    neighbourhood filtering to the candidate domains first (see :meth:`_refine`).
+    neighbourhood filtering to the candidate domains first (see :meth:`_refine`). ``layout``
+    reports the matches as matches of a pattern this one is a quotient of (:class:`Layout`).
     """
 
     def __init__(self, kg, n_nodes: int, edges: Sequence[tuple[int, int]],
@@ -250,7 +293,8 @@ class SubgraphSearch:
                  require_reuse: bool = False, refine: bool = True,
                  refine_budget: int = 1_000_000,
                  lookahead: bool = True, max_gsd: float = math.inf, batch_max: int = 1024,
-                 max_partials: int | None = 20_000_000, time_limit: float | None = None) -> None:
+                 max_partials: int | None = 20_000_000, time_limit: float | None = None,
+                 layout: Layout | None = None) -> None:
         if k is not None and k < 1:
             raise ValueError("k must be a positive integer")
         if k is None and prune:
@@ -277,11 +321,11 @@ class SubgraphSearch:
         self.max_partials = max_partials
         self.time_limit = time_limit
         for c in node_candidates:
-            if c is not None and len(c) and (c.ids.min() < 0 or c.ids.max() >= kg.num_nodes):
-                raise ValueError("candidate id outside the graph")
+            _check_ids(c, kg.num_nodes)
         self.node_cost: list[_NodeCosts | None] = [
             None if c is None else _NodeCosts(c.ids, c.distances) for c in node_candidates]
-        self.rel_cost = [self._dense(c, kg.num_relations) for c in relation_candidates]
+        self.rel_cost = [_dense(c, kg.num_relations) for c in relation_candidates]
+        self._set_layout(layout)
         self.degree = [0] * n_nodes
         for u, v in self.edges:
             self.degree[u] += 1
@@ -290,9 +334,9 @@ class SubgraphSearch:
         if all(c is None for c in self.node_cost):
             self._anchor_on_relation(relation_candidates)
         self.refined = self._refine(refine_budget) if refine else 0
-        self.root = min((v for v in range(n_nodes) if self.node_cost[v] is not None),
-                        key=lambda v: (len(self.node_cost[v].ids), -self.degree[v], v))
-        root_cost = self.node_cost[self.root]
+        domains = {v: c for v, c in enumerate(self.node_cost) if c is not None}
+        self.root = min(domains, key=lambda v: (len(domains[v].ids), -self.degree[v], v))
+        root_cost = domains[self.root]
         self.root_candidates = CandidateSet(root_cost.ids, root_cost.costs)
         self.steps = plan_steps(n_nodes, self.edges, self.root)
         self.step_of_edge = [0] * len(self.edges)
@@ -325,15 +369,23 @@ class SubgraphSearch:
         self.complete = True
 
     # ------------------------------------------------------------------ setup
-    @staticmethod
-    def _dense(cands: CandidateSet | None, size: int) -> np.ndarray | None:
-        if cands is None:
-            return None
-        if len(cands) and (cands.ids.min() < 0 or cands.ids.max() >= size):
-            raise ValueError("candidate id outside the graph")
-        arr = np.full(size, np.inf, dtype=np.float64)
-        arr[cands.ids] = cands.distances
-        return arr
+    def _set_layout(self, layout: Layout | None) -> None:
+        """Where the reported GSD terms come from: this pattern's own costs (the same lists, so
+        refinement, which only narrows domains, is seen) or the layout's pattern."""
+        self._node_of: np.ndarray | None = None
+        self._edge_of: np.ndarray | None = None
+        if layout is None:
+            self._out_nodes: Sequence[_NodeCosts | None] = self.node_cost
+            self._out_rels: Sequence[np.ndarray | None] = self.rel_cost
+            return
+        if (len(layout.node_of) != len(layout.costs.nodes)
+                or len(layout.edge_of) != len(layout.costs.relations)
+                or any(not 0 <= v < self.n_nodes for v in layout.node_of)
+                or any(not 0 <= j < len(self.edges) for j in layout.edge_of)):
+            raise ValueError("layout does not map onto the searched pattern")
+        self._out_nodes, self._out_rels = layout.costs.nodes, layout.costs.relations
+        self._node_of = np.asarray(layout.node_of, dtype=np.intp)
+        self._edge_of = np.asarray(layout.edge_of, dtype=np.intp)
 
     def _anchor_on_relation(self, rel_cands) -> None:
         """No known node: restrict one end of the most selective known-relation edge.
@@ -402,6 +454,11 @@ class SubgraphSearch:
         for _ in range(2):
             changed = False
             for j, (u, v) in enumerate(self.edges):
+                if u == v:
+                    filtered = self._refine_loop(j, u, budget, done)
+                    applied += filtered is not None
+                    changed |= bool(filtered)
+                    continue
                 for a, b in ((u, v), (v, u)):
                     source = self.node_cost[b]
                     if source is None or sources.get(b) == {a}:
@@ -433,6 +490,28 @@ class SubgraphSearch:
             if not changed:
                 break
         return applied
+
+    def _refine_loop(self, j: int, u: int, budget: int, done: dict) -> bool | None:
+        """A self-loop pattern edge ``j`` at ``u`` (quotient patterns have them): keep the
+        domain's nodes with a graph self-loop through a candidate relation (exact). Returns
+        whether the domain shrank, None when the filter was not applied (no readable domain, or
+        unchanged since it last was)."""
+        domain = self.node_cost[u]
+        last = done.get((j, u, u))
+        if (domain is None or (last is not None and last[1] is domain)
+                or self._domain_reads(domain) > budget):
+            return None
+        own, e, other = self._domain_edges(domain)
+        ok = other == domain.ids[own]
+        rel_cost = self.rel_cost[j]
+        if rel_cost is not None:
+            ok &= np.isfinite(rel_cost[self.kg.rels[e]])
+        keep = np.zeros(len(domain.ids), dtype=bool)
+        keep[own[ok]] = True
+        if not keep.all():
+            self.node_cost[u] = domain.restrict(keep)
+        done[(j, u, u)] = (domain, self.node_cost[u])
+        return not keep.all()
 
     # ------------------------------------------------------------------ bookkeeping
     def threshold(self) -> float:
@@ -573,8 +652,9 @@ class SubgraphSearch:
         rel_cost = self.rel_cost[step.edge]
         if rel_cost is not None:
             cost += rel_cost[self.kg.rels[edges]]
-        if step.new and self.node_cost[step.dst] is not None:
-            cost += self.node_cost[step.dst](ends)
+        target = self.node_cost[step.dst]
+        if step.new and target is not None:
+            cost += target(ends)
         return cost
 
     def _ahead_table(self, t: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -649,12 +729,12 @@ class SubgraphSearch:
         G2 = G[own] + cost
         ok &= G2 + self.rest[s + 1] <= self.threshold() + EPS
         own, e, t, G2 = own[ok], e[ok], t[ok], G2[ok]
-        if (s + 1 == len(self.steps) and self._plain_top_k() and not self.require_reuse
-                and len(G2) > self.k):
+        k = self._batch_k()
+        if s + 1 == len(self.steps) and k is not None and not self.require_reuse and len(G2) > k:
             # last step: only this batch's k cheapest (ties kept) can enter the result, so a
             # hub's thousands of completions are not materialised (EPS covers the summation
             # order, which differs from _collect's by rounding only)
-            kth = np.partition(G2, self.k - 1)[self.k - 1]
+            kth = np.partition(G2, k - 1)[k - 1]
             ok = G2 <= kth + EPS
             own, e, t, G2 = own[ok], e[ok], t[ok], G2[ok]
         F2 = F[own]
@@ -667,37 +747,48 @@ class SubgraphSearch:
         E2 = np.concatenate([E[own], e[:, None]], axis=1)
         return F2, E2, G2, L2
 
-    def _distances(self, F: np.ndarray, E: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Per-node and per-edge GSD terms of complete matches, in pattern order."""
+    def _reported(self, F: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Complete matches as the reported pattern's node ids and edge ids (pattern order)."""
+        Ep = E[:, self.step_of_edge]  # edge ids in pattern-edge order
+        if self._node_of is None or self._edge_of is None:
+            return F, Ep
+        return F[:, self._node_of], Ep[:, self._edge_of]
+
+    def _distances(self, F: np.ndarray, Ep: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per-node and per-edge GSD terms of reported matches (:meth:`_reported`), in order."""
         rels = self.kg.rels
-        node_d = [np.zeros(len(F)) if c is None else c(F[:, i]) for i, c in enumerate(self.node_cost)]
-        edge_d = [np.zeros(len(E)) if c is None else c[rels[E[:, self.step_of_edge[j]]]]
-                  for j, c in enumerate(self.rel_cost)]
+        node_d = [np.zeros(len(F)) if c is None else c(F[:, i])
+                  for i, c in enumerate(self._out_nodes)]
+        edge_d = [np.zeros(len(Ep)) if c is None else c[rels[Ep[:, j]]]
+                  for j, c in enumerate(self._out_rels)]
         return node_d, edge_d
 
-    def _plain_top_k(self) -> bool:
-        """True when a batch's k best keys are all it can contribute: a bounded search whose
-        results are not merged by edge set (``distinct_subgraphs`` may replace a duplicate)."""
-        return self.k is not None and self.prune and not self.distinct
+    def _batch_k(self) -> int | None:
+        """``k`` when a batch's k best keys are all it can contribute (a bounded search whose
+        results are not merged by edge set: ``distinct_subgraphs`` may replace a duplicate),
+        else None."""
+        return self.k if self.prune and not self.distinct else None
 
     def _collect(self, F: np.ndarray, E: np.ndarray, G: np.ndarray) -> None:
         if len(G) == 0:
             return
-        node_d, edge_d = self._distances(F, E)
+        reuses = (_reuses(F) | _reuses(E)) if self.require_reuse else None
+        F, Ep = self._reported(F, E)
+        node_d, edge_d = self._distances(F, Ep)
         gsd = node_d[0].copy()
         for d in node_d[1:] + edge_d:
             gsd += d  # one fixed summation order: identical GSD for identical matches
         ok = (gsd <= self.threshold() + EPS) & (gsd <= self.max_gsd)
-        if self.require_reuse:
-            ok &= _reuses(F) | _reuses(E)
+        if reuses is not None:
+            ok &= reuses
         if not ok.any():
             return
-        gsd, F, E = gsd[ok], F[ok], E[ok]
-        if self._plain_top_k() and len(gsd) > self.k:
-            keep = gsd <= np.partition(gsd, self.k - 1)[self.k - 1]  # every tie at the k-th
-            gsd, F, E = gsd[keep], F[keep], E[keep]
-        Ep = E[:, self.step_of_edge]  # edge ids in pattern-edge order
-        keys = [F[:, i] for i in range(self.n_nodes - 1, -1, -1)]
+        gsd, F, Ep = gsd[ok], F[ok], Ep[ok]
+        k = self._batch_k()
+        if k is not None and len(gsd) > k:
+            keep = gsd <= np.partition(gsd, k - 1)[k - 1]  # every tie at the k-th
+            gsd, F, Ep = gsd[keep], F[keep], Ep[keep]
+        keys = [F[:, i] for i in range(F.shape[1] - 1, -1, -1)]
         keys += [Ep[:, j] for j in range(Ep.shape[1] - 1, -1, -1)]
         order = np.lexsort(keys + [gsd])
         gsd_l, Ep_l, F_l = gsd[order].tolist(), Ep[order].tolist(), F[order].tolist()
@@ -708,10 +799,25 @@ class SubgraphSearch:
     def _match(self, key: tuple) -> Match:
         gsd, edges, nodes = key
         F = np.asarray([nodes], dtype=np.int64)
-        E = np.asarray([[edges[self.steps[s].edge] for s in range(len(self.steps))]], np.int64)
-        node_d, edge_d = self._distances(F, E)
+        Ep = np.asarray([edges], dtype=np.int64)
+        node_d, edge_d = self._distances(F, Ep)
         return Match(gsd, nodes, edges, tuple(float(d[0]) for d in node_d),
                      tuple(float(d[0]) for d in edge_d))
+
+
+def _check_ids(cands: CandidateSet | None, size: int) -> None:
+    if cands is not None and len(cands) and (cands.ids.min() < 0 or cands.ids.max() >= size):
+        raise ValueError("candidate id outside the graph")
+
+
+def _dense(cands: CandidateSet | None, size: int) -> np.ndarray | None:
+    """Relation candidates as a dense id -> distance array (``inf`` elsewhere)."""
+    if cands is None:
+        return None
+    _check_ids(cands, size)
+    arr = np.full(size, np.inf, dtype=np.float64)
+    arr[cands.ids] = cands.distances
+    return arr
 
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:
@@ -739,33 +845,6 @@ def _reuses(rows: np.ndarray) -> np.ndarray:
         return np.zeros(len(rows), dtype=bool)
     ordered = np.sort(rows, axis=1)
     return (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
-
-
-def _key(m: Match) -> tuple:
-    return (m.gsd, m.edges, m.nodes)
-
-
-def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
-                    node_candidates: Sequence[CandidateSet | None],
-                    relation_candidates: Sequence[CandidateSet | None], k: int = 3, *,
-                    injective: bool | str = True, **options) -> SearchResult:
-    """The ``k`` best matches by GSD with branch and bound (see :class:`SubgraphSearch`).
-
-    ``injective="prefer"`` runs an injective search and a search restricted to matches that
-    reuse a node or edge, and returns the best of the first, the best of the second, then the
-    rest of both by key (each search is exact, so the merged list is too).
-    """
-    args = (kg, n_nodes, edges, node_candidates, relation_candidates)
-    if injective != "prefer":
-        return SubgraphSearch(*args, k=k, injective=bool(injective), **options).run()
-    strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
-    loose = SubgraphSearch(*args, k=k, injective=False, require_reuse=True, **options).run()
-    head = strict.matches[:1] + loose.matches[:1]
-    rest = sorted(strict.matches[1:] + loose.matches[1:], key=_key)
-    stats = {key: strict.stats.get(key, 0) + loose.stats.get(key, 0)
-             for key in ("partials", "batches", "seconds")}
-    stats["root_candidates"] = strict.stats.get("root_candidates", 0)
-    return SearchResult((head + rest)[:k], strict.complete and loose.complete, stats)
 
 
 def enumerate_matches(kg, n_nodes: int, edges: Sequence[tuple[int, int]],

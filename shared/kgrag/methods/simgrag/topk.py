@@ -1,0 +1,216 @@
+"""The top-k entry point of SimGRAG's subgraph search: injective, non-injective or ``"prefer"``.
+
+``injective="prefer"`` (SimGRAG's default) is the reference code's ranking: the best injective
+match, then the best match that reuses a graph node or edge, then the rest of both by key. The
+reusing half is :func:`top_k_reusing`, which searches one quotient pattern per pair of pattern
+nodes (and per pair of parallel pattern edges) instead of filtering a non-injective search.
+
+Why: a search that keeps only the reusing matches cannot prune -- most good matches do not
+reuse, so they are found and discarded while the top-k threshold stays loose. At 10M edges that
+reuse-only search took medians of 2.2 s (2-hop path) and 4.7 s (3-hop star) against 55 / 112 ms
+for the injective one. In a quotient every match reuses by construction, so the bound prunes as
+usual; quotients whose merged candidate sets are empty, or which need a graph self-loop on a
+graph without any, are skipped without a search, and the others run cheapest lower bound first
+with the k-th GSD found so far as their ``max_gsd``.
+
+Exactness: each quotient search is exact for its matches, reported through a
+:class:`~.search.Layout` with the original pattern's key and GSD (same summation order, so
+bit-identical with the exhaustive enumeration); the reusing matches are exactly the union of the
+quotients' matches (:mod:`~.quotient`), and the union's top k is the top k of the per-quotient
+top k lists, de-duplicated (by key, or by edge set with ``distinct_subgraphs``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kgrag.methods.simgrag.quotient import Quotient, reuse_quotients
+from kgrag.methods.simgrag.search import (
+    EPS,
+    CandidateSet,
+    Layout,
+    Match,
+    PatternCosts,
+    SearchResult,
+    SubgraphSearch,
+)
+
+#: how :func:`top_k_reusing` finds the reusing matches
+REUSE_METHODS = ("quotient", "filter")
+
+
+def _key(m: Match) -> tuple:
+    return (m.gsd, m.edges, m.nodes)
+
+
+def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                    node_candidates: Sequence[CandidateSet | None],
+                    relation_candidates: Sequence[CandidateSet | None], k: int = 3, *,
+                    injective: bool | str = True, **options: Any) -> SearchResult:
+    """The ``k`` best matches by GSD with branch and bound (see :class:`~.search.SubgraphSearch`).
+
+    ``injective="prefer"`` runs an injective search and :func:`top_k_reusing`, and returns the
+    best of the first, the best of the second, then the rest of both by key (each is exact, so
+    the merged list is too).
+    """
+    args = (kg, n_nodes, edges, node_candidates, relation_candidates)
+    if injective != "prefer":
+        return SubgraphSearch(*args, k=k, injective=bool(injective), **options).run()
+    strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
+    loose = top_k_reusing(*args, k, **options)
+    head = strict.matches[:1] + loose.matches[:1]
+    rest = sorted(strict.matches[1:] + loose.matches[1:], key=_key)
+    stats = {key: strict.stats.get(key, 0) + loose.stats.get(key, 0)
+             for key in ("partials", "batches", "seconds")}
+    stats["root_candidates"] = strict.stats.get("root_candidates", 0)
+    stats["reuse_searches"] = loose.stats.get("searches", 1)
+    return SearchResult((head + rest)[:k], strict.complete and loose.complete, stats)
+
+
+def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                  node_candidates: Sequence[CandidateSet | None],
+                  relation_candidates: Sequence[CandidateSet | None], k: int = 3, *,
+                  method: str = "quotient", **options: Any) -> SearchResult:
+    """The ``k`` best matches (by key) that map two pattern nodes to one graph node or two
+    pattern edges to one graph edge; ``options`` as for :class:`~.search.SubgraphSearch`.
+
+    ``method="quotient"`` (default) searches the quotient patterns (module docs);
+    ``method="filter"`` is one non-injective search keeping only reusing matches
+    (``require_reuse=True``): the same result, kept as a reference, but it cannot prune until
+    it holds ``k`` reusing matches. The quotient searches share one work budget
+    (``max_partials``, ``time_limit``), as the single filtered search has.
+    """
+    if method not in REUSE_METHODS:
+        raise ValueError(f"method must be one of {REUSE_METHODS}, got {method!r}")
+    if k < 1:
+        raise ValueError("k must be a positive integer")
+    args = (kg, n_nodes, edges, node_candidates, relation_candidates)
+    if method == "filter":
+        return SubgraphSearch(*args, k=k, injective=False, require_reuse=True, **options).run()
+    if len(node_candidates) != n_nodes or len(relation_candidates) != len(edges):
+        raise ValueError("one candidate set per pattern node and per pattern edge is needed")
+    started = time.perf_counter()
+    max_gsd = options.pop("max_gsd", math.inf)
+    max_partials = options.pop("max_partials", 20_000_000)
+    time_limit = options.pop("time_limit", None)
+    distinct = bool(options.get("distinct_subgraphs", False))
+    plans = _plans(kg, n_nodes, edges, node_candidates, relation_candidates)
+    costs = PatternCosts.of(kg, node_candidates, relation_candidates)
+    best: dict[tuple, Match] = {}  # by key, or by edge set with distinct_subgraphs
+    complete, partials, batches, searches = True, 0, 0, 0
+    for bound, q, q_nodes, q_rels in plans:
+        ranked = sorted(best.values(), key=_key)
+        limit = min(max_gsd, ranked[k - 1].gsd if len(ranked) >= k else math.inf)
+        if bound > limit + EPS:
+            break  # plans come by ascending bound: no later quotient can place a match either
+        budget = _remaining(max_partials, partials, time_limit, started)
+        result = SubgraphSearch(kg, q.n_nodes, q.edges, q_nodes, q_rels, k=k, injective=False,
+                                max_gsd=limit, layout=Layout(costs, q.node_of, q.edge_of),
+                                **budget, **options).run()
+        searches += 1
+        complete &= result.complete
+        partials += int(result.stats.get("partials", 0))
+        batches += int(result.stats.get("batches", 0))
+        for m in result.matches:
+            slot = tuple(sorted(m.edges)) if distinct else _key(m)
+            if slot not in best or _key(m) < _key(best[slot]):
+                best[slot] = m
+    matches = sorted(best.values(), key=_key)[:k]
+    return SearchResult(matches, complete, {
+        "partials": partials, "batches": batches, "searches": searches,
+        "quotients": len(plans), "seconds": time.perf_counter() - started})
+
+
+def _remaining(max_partials: int | None, used: int, time_limit: float | None,
+               started: float) -> dict[str, Any]:
+    """What is left of the shared work budget for the next quotient search."""
+    return {"max_partials": None if max_partials is None else max(0, max_partials - used),
+            "time_limit": None if time_limit is None
+            else max(0.0, time_limit - (time.perf_counter() - started))}
+
+
+def _plans(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+           node_candidates: Sequence[CandidateSet | None],
+           relation_candidates: Sequence[CandidateSet | None]):
+    """``(lower bound, quotient, node candidates, relation candidates)`` of every quotient that
+    can have a match, by ascending lower bound (the sum of each merged set's smallest
+    distance). A node with a self-loop pattern edge can only map to a graph node with a
+    self-loop through a candidate relation, so its candidates are cut to those (a wildcard's
+    become them, at distance 0); quotients left with an empty set are skipped unsearched."""
+    loop_nodes, loop_rels = _self_loops(kg)
+    plans = []
+    for index, q in enumerate(reuse_quotients(n_nodes, edges)):
+        if q.has_self_loop and not len(loop_nodes):
+            continue
+        q_nodes = [_merged([node_candidates[p] for p in group]) for group in q.node_groups()]
+        q_rels = [_merged([relation_candidates[p] for p in group]) for group in q.edge_groups()]
+        for j, (u, v) in enumerate(q.edges):
+            if u == v:
+                rel = q_rels[j]
+                ok = (np.ones(len(loop_nodes), dtype=bool) if rel is None
+                      else np.isin(loop_rels, rel.ids))
+                q_nodes[u] = _restricted(q_nodes[u], np.unique(loop_nodes[ok]))
+        sets = [c for c in q_nodes + q_rels if c is not None]
+        if any(len(c) == 0 for c in sets):
+            continue
+        bound = 0.0
+        for c in sets:
+            bound += c.min_distance
+        plans.append((bound, index, q, q_nodes, q_rels))
+    plans.sort(key=lambda plan: (plan[0], plan[1]))
+    return [(bound, q, q_nodes, q_rels) for bound, _, q, q_nodes, q_rels in plans]
+
+
+def _merged(sets: list[CandidateSet | None]) -> CandidateSet | None:
+    """The candidates of merged pattern items: the ids in every known set, their distances
+    summed (a wildcard, ``None``, admits everything at 0); ``None`` when all are wildcards."""
+    known = [c for c in sets if c is not None]
+    if not known:
+        return None
+    out = known[0]
+    for c in known[1:]:
+        common, ia, ib = np.intersect1d(out.ids, c.ids, assume_unique=True, return_indices=True)
+        out = CandidateSet(common, out.distances[ia] + c.distances[ib])
+    return out
+
+
+def _restricted(cands: CandidateSet | None, allowed: np.ndarray) -> CandidateSet:
+    """``cands`` cut to the sorted ids ``allowed`` (a wildcard becomes them at distance 0)."""
+    if cands is None:
+        return CandidateSet.presorted(allowed.astype(np.int64), np.zeros(len(allowed)))
+    keep = np.isin(cands.ids, allowed)
+    return CandidateSet.presorted(cands.ids[keep], cands.distances[keep])
+
+
+#: per graph (graphs are read-only): the node and relation of each of its self-loops
+_LOOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _self_loops(kg) -> tuple[np.ndarray, np.ndarray]:
+    """``(node ids, relation ids)`` of the graph's self-loops (edges from a node to itself),
+    read once per graph; nothing is read when the graph's stats count none."""
+    stats = getattr(kg, "stats", None)
+    if isinstance(stats, dict) and stats.get("self_loops") == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    try:
+        cached = _LOOPS.get(kg)
+    except TypeError:  # not weakly referenceable: read every time
+        cached = None
+    if cached is None:
+        loops = np.flatnonzero(np.asarray(kg.heads) == np.asarray(kg.tails))
+        cached = (np.asarray(kg.heads)[loops].astype(np.int64),
+                  np.asarray(kg.rels)[loops].astype(np.int64))
+        try:
+            _LOOPS[kg] = cached
+        except TypeError:
+            pass
+    return cached
+
+
+__all__ = ["REUSE_METHODS", "Quotient", "top_k_reusing", "top_k_subgraphs"]
