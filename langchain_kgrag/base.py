@@ -32,11 +32,16 @@ from langchain_kgrag.conversions import result_to_documents
 
 
 def constructor_params(method_cls: Any) -> set[str]:
-    """The keyword names ``method_cls.__init__`` accepts (empty for ``None``)."""
+    """The keyword names ``method_cls.__init__`` accepts (empty for ``None``), including the
+    fields of its ``config_class`` (knobs it takes as ``**params``, such as SimGRAG's ``k``)."""
     if method_cls is None:
         return set()
-    return {p.name for p in inspect.signature(method_cls.__init__).parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    names = {p.name for p in inspect.signature(method_cls.__init__).parameters.values()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    config_class = getattr(method_cls, "config_class", None)
+    if config_class is not None:
+        names.update(config_class.field_names())
+    return names
 
 
 class QuestionInput(BaseModel):

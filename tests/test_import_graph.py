@@ -116,6 +116,7 @@ def _layer(module: str) -> int:
 def _method(module: str) -> str | None:
     parts = module.split(".")
     if parts[:2] == ["kgrag", "methods"] and len(parts) > 2 and parts[2] not in ("base",
+                                                                               "config",
                                                                                "registry"):
         return parts[2]
     return None

@@ -180,6 +180,36 @@ def test_langchain_tool_and_from_graph():
     assert docs[0].metadata["gsd"] == pytest.approx(0.2, abs=1e-6)
 
 
+def test_knobs_are_a_config_passed_whole_or_as_keywords():
+    from kgrag.methods.simgrag.config import SimGRAGConfig
+
+    kg = KnowledgeGraph.from_triples(K1)
+    emb = distance_embedder(kg, K1_TABLES)
+    by_keywords = SimGRAG(kg, embedder=emb, k=1, k_nodes=2, humanize_relations=False)
+    config = SimGRAGConfig(k=1, k_nodes=2, humanize_relations=False)
+    by_config = SimGRAG(kg, embedder=emb, config=config)
+    assert by_keywords.config == by_config.config == config
+    assert (by_keywords.k, by_config.k) == (1, 1)  # every knob is still an attribute
+    pattern = [("Tokyo Godfathers", "director", "UNKNOWN director 1")]
+    assert ([s.metadata["gsd"] for s in by_config.retrieve_pattern(pattern).items]
+            == [s.metadata["gsd"] for s in by_keywords.retrieve_pattern(pattern).items])
+    overridden = SimGRAG(kg, embedder=emb, config=config, k=2, injective=True)
+    assert (overridden.k, overridden.injective, overridden.candidates.k_nodes) == (2, True, 2)
+    assert config.k == 1  # the config itself is frozen and unchanged
+    with pytest.raises(TypeError, match=r"unknown SimGRAG parameter\(s\): k_node \(see"):
+        SimGRAG(kg, embedder=emb, k_node=2)
+    for bad in ({"k": 0}, {"injective": "sometimes"}, {"task": "chat"}, {"index": "ivf"},
+                {"k_relations": "many"}, {"retries": -1}, {"max_partials": -1}):
+        with pytest.raises(ValueError):
+            SimGRAGConfig(**bad)
+    # an example pack's task applies unless one is asked for
+    assert SimGRAG(kg, embedder=emb, config=config, examples="factkg").task == "fact"
+    assert SimGRAG(kg, embedder=emb, config=config, examples="metaqa").task == "qa"
+    # the LangChain retriever hands a knob named like one of its own fields (k) to the method
+    retriever = LCSimGRAG.from_graph(kg, embedder=emb, k=2, k_nodes=2, humanize_relations=False)
+    assert retriever.method.k == 2 and retriever.method.config.k == 2
+
+
 def test_malformed_pattern_is_re_asked_once_then_fails(k1_method):
     llm = FakeListChatModel(responses=["I think the director is Satoshi Kon.", PATTERN_REPLY])
     result = with_llm(k1_method, llm).retrieve("Who directed Tokyo Godfathers?")

@@ -8,17 +8,18 @@ are the same method.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from kgrag.graph.base import Direction, check_direction
+from kgrag.methods.config import MethodConfig
 
 #: how triplets are retrieved around the linked entities
 TRIPLET_MODES = ("agentic", "scoring", "none")
 
 
 @dataclass(frozen=True)
-class ByoKGConfig:
+class ByoKGConfig(MethodConfig):
     """ByoKG-RAG's knobs (paper defaults in brackets).
 
     - Linking: ``linking_mode`` [hybrid = fuzzy + dense], ``top_m`` [3] links per mention.
@@ -33,6 +34,8 @@ class ByoKGConfig:
     - Agentic caps (not in the paper): ``max_entities_per_hop``, ``max_triplets_per_hop``.
     - LLM-free mode: ``llm_free_hops`` [2], ``llm_free_max_paths``, ``llm_free_candidates``.
     """
+
+    label: ClassVar[str] = "ByoKG-RAG"
 
     linking_mode: str = "hybrid"
     top_m: int = 3
@@ -62,18 +65,3 @@ class ByoKGConfig:
         if self.iterations < 1 or self.agentic_hops < 1 or self.top_m < 1:
             raise ValueError("iterations, agentic_hops and top_m must be at least 1")
         check_direction(self.direction)
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    def replace(self, **params: Any) -> ByoKGConfig:
-        """A copy with ``params`` changed; ``TypeError`` naming any unknown parameter."""
-        unknown = set(params) - set(self.field_names())
-        if unknown:
-            raise TypeError(f"unknown ByoKG-RAG parameter(s): {', '.join(sorted(unknown))} "
-                            f"(see ByoKGConfig: {', '.join(self.field_names())})")
-        return replace(self, **params) if params else self
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)

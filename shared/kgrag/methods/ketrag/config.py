@@ -6,15 +6,17 @@ splits ``m``, context limit ``L`` and channel ratio ``lambda``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from kgrag.methods.config import MethodConfig
 
 #: GraphRAG's default entity types, which KET-RAG inherits.
 DEFAULT_ENTITY_TYPES = ("organization", "person", "geo", "event")
 
 
 @dataclass(frozen=True)
-class KETRAGConfig:
+class KETRAGConfig(MethodConfig):
     """Every knob of indexing and retrieval.
 
     Indexing:
@@ -39,6 +41,8 @@ class KETRAGConfig:
       ``candidate_factor`` (the keyword channel pools sub-chunks up to 2 x its budget before
       ranking them).
     """
+
+    label: ClassVar[str] = "KET-RAG"
 
     chunk_size: int = 1200
     chunk_overlap: int = 0
@@ -84,21 +88,10 @@ class KETRAGConfig:
             if not ok:
                 raise ValueError(message)
 
-    def replace(self, **changes: Any) -> KETRAGConfig:
-        unknown = set(changes) - {f.name for f in fields(self)}
-        if unknown:
-            raise TypeError(f"unknown KET-RAG parameter(s): {', '.join(sorted(unknown))}")
-        return KETRAGConfig(**{**asdict(self), **changes})
-
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["entity_types"] = list(self.entity_types)
+        data["entity_types"] = list(self.entity_types)  # JSON has no tuples
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> KETRAGConfig:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
     #: Parameters that only affect retrieval (may differ between the saved index and a query).
     RETRIEVAL_PARAMS = ("context_tokens", "graph_share", "top_k_entities", "top_k_relationships",

@@ -49,6 +49,8 @@ from kgrag.methods.simgrag.search import CandidateSet
 from kgrag.text.names import relation_words
 
 DEFAULT_HNSW_THRESHOLD = 1_000_000
+#: the node vector index kinds :class:`NameIndex` builds
+INDEX_KINDS = ("auto", "flat", "int8", "hnsw")
 
 #: ``index="auto"`` stays exact (flat) above this k(n), however many names there are: HNSW's
 #: search grows with efSearch = 8 k. Measured on 500k random 64-d vectors
@@ -137,7 +139,7 @@ class NameIndex:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
-        if index not in ("auto", "flat", "int8", "hnsw"):
+        if index not in INDEX_KINDS:
             raise ValueError("index must be 'auto', 'flat', 'int8' or 'hnsw'")
         if index == "auto":  # HNSW for many names, unless searches will ask for a large k
             if len(vectors) < hnsw_threshold:

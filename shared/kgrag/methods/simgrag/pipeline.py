@@ -31,7 +31,8 @@ from kgrag.llm import as_llm, optional_llm
 from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_async, run_sync
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.base import KGMethod
-from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, CandidateGenerator
+from kgrag.methods.simgrag.candidates import CandidateGenerator
+from kgrag.methods.simgrag.config import SimGRAGConfig
 from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
 from kgrag.methods.simgrag.examples import example_pack
 from kgrag.methods.simgrag.prompts import (
@@ -50,7 +51,10 @@ from kgrag.text.relations import all_relation_texts
 class SimGRAG(KGMethod):
     """SimGRAG over a :class:`~kgrag.KnowledgeGraph` (fast path) or any name-level GraphStore.
 
-    Parameters (paper defaults for MetaQA; FactKG/DBpedia used k_nodes=16384, k_relations=512):
+    Parameters (paper defaults for MetaQA; FactKG/DBpedia used k_nodes=16384, k_relations=512).
+    Every knob is a field of :class:`~kgrag.methods.simgrag.config.SimGRAGConfig`, passed as
+    ``config=`` or as keywords (which override ``config``'s fields); the components (``llm``,
+    ``embedder``), ``node_types``, the examples, ``prompts`` and ``node_vectors`` are not.
 
     * ``k`` (3) -- subgraphs returned; ``k_nodes`` (16) / ``k_relations`` (``"auto"``) --
       nearest graph nodes / relations per known pattern item; ``"auto"`` takes every relation
@@ -78,8 +82,9 @@ class SimGRAG(KGMethod):
       the node vector index (exact flat below the threshold, HNSW above; efSearch = factor × k).
     * ``max_partials`` / ``time_limit`` -- work bounds of one search (the result then says
       ``complete=False``); ``lookahead`` (True) -- tighten Eq. 11's bound with each mapped
-      node's cheapest next step (same results, less work; ``False`` is the paper's bound); ``max_local_edges`` -- edge cap when a database store's neighbourhood
-      is materialised for matching.
+      node's cheapest next step (same results, less work; ``False`` is the paper's bound);
+      ``max_local_edges`` -- edge cap when a database store's neighbourhood is materialised
+      for matching.
     * ``node_vectors`` -- precomputed node-name embeddings (rows in node-id order), e.g. cached.
     * ``on_unusable_reply`` (``"raise"``) -- a pattern (or blank answer) reply still unusable
       after the re-asks raises :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an
@@ -90,54 +95,57 @@ class SimGRAG(KGMethod):
     """
 
     name = "simgrag"
+    #: the knobs' dataclass: its fields are keyword parameters of the constructor too
+    config_class = SimGRAGConfig
 
-    def __init__(self, graph: GraphStore, *, llm: Any = None, embedder: Any = None, k: int = 3,
-                 k_nodes: int = 16, k_relations: int | str = "auto", k_types: int = 16,
+    def __init__(self, graph: GraphStore, *, llm: Any = None, embedder: Any = None,
                  node_types: Mapping[str, Iterable[str]] | None = None,
-                 injective: bool | str = "prefer",
-                 distinct_subgraphs: bool = False, task: str = "qa",
                  pattern_examples: Sequence[tuple[str, str]] | None = None,
-                 answer_examples: Sequence[tuple[str, str, str]] | None = None, retries: int = 1,
-                 index: str = "auto", hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD,
-                 hnsw_m: int = 32, ef_construction: int = 200, ef_search_factor: int = 8,
-                 max_partials: int | None = 20_000_000, time_limit: float | None = 30.0,
-                 lookahead: bool = True,
-                 max_local_edges: int = 2_000_000, humanize_relations: bool = True,
+                 answer_examples: Sequence[tuple[str, str, str]] | None = None,
                  node_vectors: np.ndarray | None = None, examples: Any = None,
                  prompts: Mapping[str, Any] | None = None,
-                 on_unusable_reply: str = "raise") -> None:
+                 config: SimGRAGConfig | None = None, **params: Any) -> None:
         from kgrag.embed import as_embedder
 
-        if k < 1:
-            raise ValueError("k must be at least 1")
-        if injective not in (True, False, "prefer"):
-            raise ValueError("injective must be True, False or 'prefer'")
+        #: the tuning knobs (:class:`~kgrag.methods.simgrag.config.SimGRAGConfig`); ``params``
+        #: (``k=5``, ``k_nodes=16384`` ...) override fields of ``config``
+        self.config = cfg = (config or SimGRAGConfig()).replace(**params)
         pack = example_pack(examples) if examples is not None else None
-        if pack is not None and task == "qa":
-            task = pack.task
-        if task not in ("qa", "fact"):
-            raise ValueError("task must be 'qa' or 'fact'")
-        self.on_unusable_reply = on_unusable_reply
+        self.on_unusable_reply = cfg.on_unusable_reply
         self.graph = graph
         self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
         self.llm = optional_llm(llm)
         self.embedder = as_embedder(embedder)
-        self.k = int(k)
-        self.injective = injective
-        self.distinct_subgraphs = distinct_subgraphs
-        self.task = task
+        # every knob is also an attribute, as before the config existed
+        self.k = int(cfg.k)
+        self.injective = cfg.injective
+        self.distinct_subgraphs = cfg.distinct_subgraphs
+        #: an example pack's task unless one was asked for ("qa" is the default)
+        self.task = pack.task if pack is not None and cfg.task == "qa" else cfg.task
+        self._set_examples(pack, pattern_examples, answer_examples)
+        self.prompts = PromptSet(PROMPTS, prompts, method="SimGRAG")
+        self.retries = cfg.retries
+        self.max_partials, self.time_limit = cfg.max_partials, cfg.time_limit
+        self.lookahead = cfg.lookahead
+        self.max_local_edges = cfg.max_local_edges
+        self._set_up_candidates(graph, cfg, node_types, node_vectors)
+
+    def _set_examples(self, pack: Any, pattern_examples: Sequence[tuple[str, str]] | None,
+                      answer_examples: Sequence[tuple[str, str, str]] | None) -> None:
+        """Few-shot examples: the given ones, else the pack's (answer examples only when the
+        pack's task is this method's), else the generic pattern examples."""
         if pattern_examples is None:
             pattern_examples = pack.pattern_examples if pack else DEFAULT_PATTERN_EXAMPLES
-        if answer_examples is None and pack is not None and pack.task == task:
+        if answer_examples is None and pack is not None and pack.task == self.task:
             answer_examples = pack.answer_examples
         self.pattern_examples = list(pattern_examples)
         self.answer_examples = None if answer_examples is None else list(answer_examples)
-        self.prompts = PromptSet(PROMPTS, prompts, method="SimGRAG")
-        self.retries = retries
-        self.max_partials = max_partials
-        self.time_limit = time_limit
-        self.lookahead = lookahead
-        self.max_local_edges = max_local_edges
+
+    def _set_up_candidates(self, graph: GraphStore, cfg: SimGRAGConfig,
+                           node_types: Mapping[str, Iterable[str]] | None,
+                           node_vectors: np.ndarray | None) -> None:
+        """The graph's names and the candidate generator over their vectors (node vectors
+        shared with every other method over this graph and embedder unless given)."""
         if self.kg is not None:
             node_names: Sequence[str] = self.kg.node_names
             relation_names: Sequence[str] = self.kg.relation_names
@@ -146,18 +154,19 @@ class SimGRAG(KGMethod):
             relation_names = list(graph.list_relations())
         self.node_names = node_names
         self.relation_names = list(relation_names)
-        if node_vectors is None:  # shared with every other method over this graph and embedder
+        if node_vectors is None:
             from kgrag.embed.graph_vectors import graph_name_vectors
 
             node_vectors = graph_name_vectors(self.kg if self.kg is not None else graph,
                                               self.embedder, "nodes")
         self.candidates = CandidateGenerator(
-            node_names, relation_names, self.embedder, k_nodes=k_nodes, k_relations=k_relations,
-            k_types=k_types, node_types=node_types if node_types is not None else
-            _graph_node_types(graph), humanize_relations=humanize_relations,
-            node_vectors=node_vectors,
-            relation_texts=all_relation_texts(graph, self.relation_names), index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
-            ef_construction=ef_construction, ef_search_factor=ef_search_factor)
+            node_names, relation_names, self.embedder, k_nodes=cfg.k_nodes,
+            k_relations=cfg.k_relations, k_types=cfg.k_types,
+            node_types=node_types if node_types is not None else _graph_node_types(graph),
+            humanize_relations=cfg.humanize_relations, node_vectors=node_vectors,
+            relation_texts=all_relation_texts(graph, self.relation_names), index=cfg.index,
+            hnsw_threshold=cfg.hnsw_threshold, hnsw_m=cfg.hnsw_m,
+            ef_construction=cfg.ef_construction, ef_search_factor=cfg.ef_search_factor)
 
     # ------------------------------------------------------------------ query -> pattern
     def pattern_prompt(self, question: str) -> str:
@@ -245,9 +254,9 @@ class SimGRAG(KGMethod):
         sub_nodes = [node_c[v] for v in node_ids]
         sub_rels = [rel_c[j] for j in comp]
         sub = (tuple(pattern.nodes[v] for v in node_ids), tuple(pattern.triples[j] for j in comp))
-        options = dict(injective=self.injective, distinct_subgraphs=self.distinct_subgraphs,
-                       max_partials=self.max_partials, time_limit=self.time_limit,
-                       lookahead=self.lookahead)
+        options: dict[str, Any] = dict(
+            injective=self.injective, distinct_subgraphs=self.distinct_subgraphs,
+            max_partials=self.max_partials, time_limit=self.time_limit, lookahead=self.lookahead)
         if self.kg is not None:
             result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels, self.k,
                                      **options)
@@ -271,12 +280,12 @@ class SimGRAG(KGMethod):
         match lies within ``e`` hops of a root candidate; an edge joining two pattern nodes at
         depth ``e`` (odd cycles) needs one hop more.
         """
-        known = [i for i, c in enumerate(node_c) if c is not None]
+        known = {i: c for i, c in enumerate(node_c) if c is not None}
         if not known:
             raise PatternError("with a database graph store the pattern needs at least one "
                                "known entity (relation-only patterns need the in-memory graph)")
-        root = min(known, key=lambda i: (len(node_c[i]), i))
-        seeds = [self.node_names[i] for i in node_c[root].ids.tolist()]
+        root = min(known, key=lambda i: (len(known[i]), i))
+        seeds = [self.node_names[i] for i in known[root].ids.tolist()]
         if not seeds:
             return None
         depth = {root: 0}

@@ -8,12 +8,13 @@ The components (LLM, embedder, linker, executor, arbitrator, prompts, checkpoint
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass
 from numbers import Real
-from typing import Any
+from typing import Any, ClassVar
 
 from kgrag.errors import ConfigurationError
 from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
+from kgrag.methods.config import MethodConfig
 from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA
 from kgrag.methods.ultrag.neural import FULL_GRAPH_MAX_NODES
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS
@@ -27,7 +28,7 @@ DEFAULT_MIN_MEMBERSHIP = 1e-3
 
 
 @dataclass(frozen=True)
-class UltRAGConfig:
+class UltRAGConfig(MethodConfig):
     """UltRAG's knobs (paper defaults in brackets; see :class:`~kgrag.methods.ultrag.UltRAG`).
 
     - Linking: ``linking`` ["dense"; "exact" needs no model], ``sigma`` [0.1] and ``link_k``
@@ -47,6 +48,8 @@ class UltRAGConfig:
       entity, most of them near 0 (1e-21 ... 1e-4): the floor keeps those out of a top-50 list.
       ``retrieve`` says how many the floor removed (``metadata["below_min_membership"]``).
     """
+
+    label: ClassVar[str] = "UltRAG"
 
     linking: str = "dense"
     sigma: float = PAPER_SIGMA
@@ -93,25 +96,10 @@ class UltRAGConfig:
             raise ValueError("subgraph_k must be >= 1")
         check_min_membership(self.min_membership)
 
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    def replace(self, **params: Any) -> UltRAGConfig:
-        """A copy with ``params`` changed; ``TypeError`` naming any unknown parameter."""
-        unknown = set(params) - set(self.field_names())
-        if unknown:
-            raise TypeError(f"unknown UltRAG parameter(s): {', '.join(sorted(unknown))} "
-                            f"(see UltRAGConfig: {', '.join(self.field_names())})")
-        return replace(self, **params) if params else self
-
     def executor_options(self) -> dict[str, Any]:
         """The symbolic executor's options."""
         return {"projection": self.projection, "logic": self.logic,
                 "threshold": self.threshold, "soft_and": self.soft_and}
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def check_min_membership(value: float) -> float:

@@ -1,0 +1,86 @@
+"""SimGRAG's tuning knobs in one place, with the paper's MetaQA defaults (:class:`SimGRAGConfig`).
+
+The components and data (LLM, embedder, node types, few-shot examples or an example pack,
+prompts, precomputed node vectors) stay :class:`~kgrag.methods.simgrag.SimGRAG` constructor
+arguments; everything else is a field here. ``SimGRAG(kg, k=5)`` and
+``SimGRAG(kg, config=SimGRAGConfig(k=5))`` are the same method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
+from kgrag.methods.config import MethodConfig
+from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, INDEX_KINDS
+
+#: how pattern nodes may share graph nodes (see ``injective``)
+INJECTIVE_MODES = (True, False, "prefer")
+#: what the answer prompt asks for
+TASKS = ("qa", "fact")
+
+
+@dataclass(frozen=True)
+class SimGRAGConfig(MethodConfig):
+    """SimGRAG's knobs (defaults in brackets; see :class:`~kgrag.methods.simgrag.SimGRAG`).
+
+    - Retrieval: ``k`` [3] subgraphs; ``k_nodes`` [16] / ``k_relations`` ["auto": every
+      relation up to 512] / ``k_types`` [16] nearest candidates per pattern node, relation and
+      type (the paper's k(n), k(r), k(t); FactKG/DBpedia used 16384 / 512).
+    - Matching: ``injective`` ["prefer"; True, False], ``distinct_subgraphs`` [False],
+      ``lookahead`` [True], work bounds ``max_partials`` [20,000,000] and ``time_limit``
+      [30 s] per search, ``max_local_edges`` [2,000,000] for database stores.
+    - Node vector index: ``index`` ["auto"], ``hnsw_threshold``, ``hnsw_m`` [32],
+      ``ef_construction`` [200], ``ef_search_factor`` [8].
+    - LLM steps: ``task`` ["qa" or "fact"], ``retries`` [1] re-asks of an unparsable pattern
+      (or a blank answer), ``on_unusable_reply`` ["raise" or "empty"; docs/examples.md,
+      "Unusable LLM replies"], ``humanize_relations`` [True] (``directed_by`` is embedded as
+      "directed by").
+    """
+
+    label: ClassVar[str] = "SimGRAG"
+
+    k: int = 3
+    k_nodes: int = 16
+    k_relations: int | str = "auto"
+    k_types: int = 16
+    injective: bool | str = "prefer"
+    distinct_subgraphs: bool = False
+    task: str = "qa"
+    retries: int = 1
+    index: str = "auto"
+    hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD
+    hnsw_m: int = 32
+    ef_construction: int = 200
+    ef_search_factor: int = 8
+    max_partials: int | None = 20_000_000
+    time_limit: float | None = 30.0
+    lookahead: bool = True
+    max_local_edges: int = 2_000_000
+    humanize_relations: bool = True
+    on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError("k must be at least 1")
+        if self.injective not in INJECTIVE_MODES:
+            raise ValueError("injective must be True, False or 'prefer'")
+        if self.task not in TASKS:
+            raise ValueError("task must be 'qa' or 'fact'")
+        if self.k_relations != "auto" and (isinstance(self.k_relations, str)
+                                           or self.k_relations < 1):
+            raise ValueError("k_relations must be a positive integer or 'auto'")
+        if self.k_nodes < 1 or self.k_types < 1:
+            raise ValueError("k_nodes and k_types must be at least 1")
+        if self.index not in INDEX_KINDS:
+            raise ValueError(f"index must be one of {INDEX_KINDS}, got {self.index!r}")
+        if self.retries < 0:
+            raise ValueError("retries must be >= 0")
+        if self.max_partials is not None and self.max_partials < 0:
+            raise ValueError("max_partials must be >= 0 or None")
+        if self.time_limit is not None and self.time_limit < 0:
+            raise ValueError("time_limit must be >= 0 or None")
+        if self.max_local_edges < 1:
+            raise ValueError("max_local_edges must be >= 1")
+        check_unusable_reply(self.on_unusable_reply)
