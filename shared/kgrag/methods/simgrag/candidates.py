@@ -172,7 +172,7 @@ class NameIndex:
         if len(queries) == 0 or len(self) == 0:
             return [CandidateSet(np.empty(0, np.int64), np.empty(0)) for _ in range(len(queries))]
         k = max(1, min(int(k), len(self)))
-        if self.kind == "hnsw":
+        if self.exact is None:  # HNSW
             self.index.hnsw.efSearch = max(k, self.ef_search_factor * k)
             squared, ids = self.index.search(queries, k)
         else:  # every query vector in one pass over the rows; identical vectors at exactly 0
