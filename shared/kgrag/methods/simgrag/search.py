@@ -360,7 +360,7 @@ class SubgraphSearch:
             self._bound_steps.append([t for t in range(s, len(self.steps))
                                       if self.steps[t].src in mapped])
         self.refine_budget = refine_budget
-        self._reverse: dict[int, tuple | None] = {}
+        self._index: dict[int, tuple | None] = {}
         self._ahead: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
         self._results: list[tuple] = []
         self._by_edge_set: dict[tuple[int, ...], tuple] = {}
@@ -594,49 +594,73 @@ class SubgraphSearch:
             i = j
             size = min(size * 2, self.batch_max) if self.prune else n
 
-    def _reverse_index(self, s: int):
-        """Edges between step ``s``'s target domain and the rest of the graph, sorted by the end
-        outside the domain: ``(outer end, edge id, domain end, option cost)``, or None when the
-        domain is unknown or too large to read (``refine_budget``). Built once per step; the
-        option cost (:meth:`_option_cost`) is read from the domain by position, not searched."""
-        if s in self._reverse:
-            return self._reverse[s]
-        kg, step = self.kg, self.steps[s]
+    def _step_index(self, s: int):
+        """Step ``s``'s options from every source node at once, sorted by source node:
+        ``(source node, edge id, target node, option cost)`` (:meth:`_option_cost`), or None
+        when the target's domain is unknown or too large to read (``refine_budget``). Built
+        once per step from the incident edges of one of the two domains: the target's (every
+        edge into it, keyed by the end outside it), or the source's when that domain is known
+        and reads fewer adjacency entries -- a quotient search's merged source domain of a few
+        hundred nodes then does not sort the million edges of a wildcard target's domain."""
+        if s in self._index:
+            return self._index[s]
+        step = self.steps[s]
         index = None
-        target = self.node_cost[step.dst]
-        if target is not None:
-            if self._domain_reads(target) <= self.refine_budget:
-                own, e, outer = self._domain_edges(target)
-                rel_cost = self.rel_cost[step.edge]
-                if rel_cost is not None:  # what _option_cost(s, e, inner) adds, term by term
-                    cost = rel_cost[kg.rels[e]]
-                    keep = np.isfinite(cost)
-                    if not keep.all():
-                        own, e, outer, cost = own[keep], e[keep], outer[keep], cost[keep]
-                else:
-                    cost = np.zeros(len(e), dtype=np.float64)
-                if step.new:
-                    cost = cost + target.costs[own]
-                inner = target.ids[own]
-                order = stable_argsort(outer)
-                index = (outer[order], e[order], inner[order], cost[order])
-        self._reverse[s] = index
+        target, source = self.node_cost[step.dst], self.node_cost[step.src]
+        if target is not None and self._domain_reads(target) <= self.refine_budget:
+            if source is not None and self._domain_reads(source) < self._domain_reads(target):
+                index = self._forward_index(s, source, target)
+            else:
+                index = self._reverse_index(s, target)
+        self._index[s] = index
         return index
+
+    def _reverse_index(self, s: int, target: _NodeCosts):
+        """:meth:`_step_index` from the target domain's edges; the option cost is read from
+        the domain by position, not searched."""
+        kg, step = self.kg, self.steps[s]
+        own, e, outer = self._domain_edges(target)
+        rel_cost = self.rel_cost[step.edge]
+        if rel_cost is not None:  # what _option_cost(s, e, inner) adds, term by term
+            cost = rel_cost[kg.rels[e]]
+            keep = np.isfinite(cost)
+            if not keep.all():
+                own, e, outer, cost = own[keep], e[keep], outer[keep], cost[keep]
+        else:
+            cost = np.zeros(len(e), dtype=np.float64)
+        if step.new:
+            cost = cost + target.costs[own]
+        inner = target.ids[own]
+        order = stable_argsort(outer)
+        return outer[order], e[order], inner[order], cost[order]
+
+    def _forward_index(self, s: int, source: _NodeCosts, target: _NodeCosts):
+        """:meth:`_step_index` from the source domain's edges: those whose other end is in
+        the target domain, costed by :meth:`_option_cost` (a closing step: relation only)."""
+        own, e, other = self._domain_edges(source)
+        cost = self._option_cost(s, e, other)
+        if not self.steps[s].new:
+            cost = np.where(np.isfinite(target(other)), cost, np.inf)
+        keep = np.isfinite(cost)
+        own, e, other, cost = own[keep], e[keep], other[keep], cost[keep]
+        order = stable_argsort(own)
+        return source.ids[own[order]], e[order], other[order], cost[order]
 
     def _options(self, s: int, nodes: np.ndarray):
         """Step ``s``'s candidate edges from each of ``nodes`` (distinct ids), whatever the partial
         match: ``(owner index into nodes, edge ids, other ends, cost)``, grouped by owner.
 
-        When the step's target has a readable domain, the edges are looked up from the domain's
-        side (a binary search per node), so a hub's whole adjacency is never read.
+        When the step's target has a readable domain, the edges are looked up in the step's
+        index (:meth:`_step_index`, a binary search per node), so a hub's whole adjacency is
+        never read for it unless the hub is in the smaller of the two domains.
         """
-        reverse = self._reverse_index(s)
-        if reverse is not None:
-            outer, edges, inner, costs = reverse
-            lo = np.searchsorted(outer, nodes, side="left")
-            hi = np.searchsorted(outer, nodes, side="right")
+        index = self._step_index(s)
+        if index is not None:
+            sources, edges, targets, costs = index
+            lo = np.searchsorted(sources, nodes, side="left")
+            hi = np.searchsorted(sources, nodes, side="right")
             pos, own = expand_ranges(lo, hi - lo)
-            return own, edges[pos], inner[pos], costs[pos]  # grouped by owner (nodes are sorted)
+            return own, edges[pos], targets[pos], costs[pos]  # grouped by owner (nodes sorted)
         own, e, t = self._incident(nodes)
         cost = self._option_cost(s, e, t)
         ok = np.isfinite(cost)
@@ -660,8 +684,9 @@ class SubgraphSearch:
     def _ahead_table(self, t: int) -> tuple[np.ndarray, np.ndarray] | None:
         """For step ``t``: sorted source node ids and the cheapest option of each, ``(ids,
         best)`` -- a source absent from ``ids`` has no option at all. A group minimum over the
-        step's reverse index, built once per step, ignoring injectivity (so a lower bound);
-        None when the target's domain is unknown or too large to read (``refine_budget``).
+        step's index (:meth:`_step_index`), built once per step, ignoring injectivity (so a
+        lower bound); None when the target's domain is unknown or too large to read
+        (``refine_budget``).
 
         Reading the *source* domain's edges instead (when the target's are unreadable) was
         measured too: it added 14 ms to 1-hop and 2-hop path queries at 10M edges and saved
@@ -670,11 +695,11 @@ class SubgraphSearch:
         if t in self._ahead:
             return self._ahead[t]
         table = None
-        reverse = self._reverse_index(t)
-        if reverse is not None:
-            outer, _, _, cost = reverse
-            if len(outer):
-                ids, first = np.unique(outer, return_index=True)  # outer is sorted
+        index = self._step_index(t)
+        if index is not None:
+            sources, _, _, cost = index
+            if len(sources):
+                ids, first = np.unique(sources, return_index=True)  # sources are sorted
                 table = (ids, np.minimum.reduceat(cost, first))
             else:
                 table = (np.empty(0, np.int64), np.empty(0))
