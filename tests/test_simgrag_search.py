@@ -265,9 +265,11 @@ def search_case(draw, shapes=SHAPES, modes=(True, False, "prefer")):
     k = draw(st.integers(1, 5))
     injective = draw(st.sampled_from(list(modes)))
     distinct = draw(st.booleans())
-    refine = draw(st.booleans())
-    lookahead = draw(st.booleans())
-    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine, lookahead
+    # a small refine_budget leaves some domains unreadable: no filtering, no look-ahead table
+    # from them, or (reuse searches) a table from the source side only
+    options = dict(refine=draw(st.booleans()), lookahead=draw(st.booleans()),
+                   refine_budget=draw(st.sampled_from([1_000_000, 6, 0])))
+    return kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, options
 
 
 def as_sets(tables):
@@ -277,12 +279,11 @@ def as_sets(tables):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(search_case())
 def test_pruned_search_equals_brute_force(case):
-    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, refine, lookahead = case
+    kg, n_pat, edges, node_tables, rel_tables, k, injective, distinct, options = case
     expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=injective,
                             distinct_subgraphs=distinct)
     result = top_k_subgraphs(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables), k,
-                             injective=injective, distinct_subgraphs=distinct, refine=refine,
-                             lookahead=lookahead)
+                             injective=injective, distinct_subgraphs=distinct, **options)
     assert result.complete
     got = [(m.gsd, m.edges, m.nodes) for m in result.matches]
     assert got == expected
@@ -293,7 +294,7 @@ def test_pruned_search_equals_brute_force(case):
         every = enumerate_matches(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
                                   injective=injective, refine=False)
         assert [(m.gsd, m.edges, m.nodes) for m in every.matches[:k]] == expected
-        if not refine:  # like for like: branch and bound never extends more than Algorithm 1
+        if not options["refine"]:  # like for like: B&B never extends more than Algorithm 1
             assert result.stats["partials"] <= every.stats["partials"]
 
 
@@ -303,9 +304,9 @@ def test_reusing_matches_equal_brute_force(case):
     """The quotient search (and the filtering one it replaced) return exactly the oracle's
     best reusing matches -- keys bit-identical, ties broken the same way -- and "prefer" on
     walk-backs, parallel edges and self-loops equals the oracle too."""
-    kg, n_pat, edges, node_tables, rel_tables, k, _, distinct, refine, lookahead = case
+    kg, n_pat, edges, node_tables, rel_tables, k, _, distinct, options = case
     args = (kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables), k)
-    options = dict(distinct_subgraphs=distinct, refine=refine, lookahead=lookahead)
+    options = dict(options, distinct_subgraphs=distinct)
     expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=False,
                             distinct_subgraphs=distinct, require_reuse=True)
     for method in ("quotient", "filter"):
@@ -324,3 +325,53 @@ def test_stable_argsort_is_numpys_stable_argsort(n, high):
 
     values = np.random.default_rng(n).integers(0, high + 1, n)
     assert stable_argsort(values).tolist() == np.argsort(values, kind="stable").tolist()
+
+
+def test_zero_cost_domain_lookup_by_mask_equals_binary_search():
+    """A domain whose costs are all 0 answers large queries through a membership mask; it must
+    give what the binary search gives, also after restriction and for ids past the domain."""
+    from kgrag.methods.simgrag.search import _NodeCosts
+
+    rng = np.random.default_rng(7)
+    ids = rng.choice(50_000, 3_000, replace=False)
+    zero = _NodeCosts(ids, np.zeros(len(ids)))
+    query = rng.integers(0, 60_000, 3 * _NodeCosts.MASK_QUERIES)
+    query[:100] = ids[:100]
+    expected = np.where(np.isin(query, ids), 0.0, np.inf)
+    assert zero.zero and len(query) >= zero.MASK_QUERIES
+    assert np.array_equal(zero(query), expected)
+    assert np.array_equal(zero(query[:10]), expected[:10])  # the binary-search path
+    keep = rng.random(len(ids)) < 0.5
+    narrowed = zero.restrict(keep)
+    assert narrowed.zero
+    assert np.array_equal(narrowed(query), np.where(np.isin(query, zero.ids[keep]), 0.0, np.inf))
+    costly = _NodeCosts(ids, np.full(len(ids), 0.5))
+    assert not costly.zero
+    assert np.array_equal(costly(query), np.where(np.isin(query, ids), 0.5, np.inf))
+
+
+def test_adjacency_filter_reads_either_domain_with_the_same_result():
+    """Refinement's filter (target nodes joined to the source domain through a candidate
+    relation) is read from the domain with fewer incident edges; both ways agree with the
+    definition, self-loops included."""
+    from kgrag.methods.simgrag.search import SubgraphSearch, _NodeCosts
+
+    rng = np.random.default_rng(3)
+    n, m = 60, 150
+    heads, tails = rng.integers(0, n, m), rng.integers(0, n, m)
+    heads[:5] = tails[:5]  # a few self-loops
+    kg = KnowledgeGraph.from_arrays(heads, rng.integers(0, 3, m), tails,
+                                    [f"n{i}" for i in range(n)], ["r0", "r1", "r2"])
+    search = SubgraphSearch(kg, 2, [(0, 1)], [CandidateSet.from_mapping({0: 0.0}), None], [None])
+    rel_cost = np.array([0.1, np.inf, np.inf])
+    ok_rel = np.isfinite(rel_cost[kg.rels])
+    for small, large in [(8, 20), (20, 8)]:
+        target = _NodeCosts(rng.choice(n, small, replace=False), np.zeros(small))
+        source = _NodeCosts(rng.choice(n, large, replace=False), np.zeros(large))
+        assert ((search._domain_reads(target) < search._domain_reads(source))
+                == (small < large))  # both branches are taken
+        expected = [bool(np.any(ok_rel & (((kg.heads == t) & np.isin(kg.tails, source.ids))
+                                          | ((kg.tails == t) & np.isin(kg.heads, source.ids)))))
+                    for t in target.ids.tolist()]
+        assert search._adjacent(target, source, rel_cost).tolist() == expected
+        assert 0 < sum(expected) < len(expected)  # a filter that keeps some and drops some

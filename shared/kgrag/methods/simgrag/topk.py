@@ -38,6 +38,7 @@ from kgrag.methods.simgrag.search import (
     Match,
     PatternCosts,
     SearchResult,
+    SharedDomains,
     SubgraphSearch,
 )
 
@@ -62,6 +63,7 @@ def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
     args = (kg, n_nodes, edges, node_candidates, relation_candidates)
     if injective != "prefer":
         return SubgraphSearch(*args, k=k, injective=bool(injective), **options).run()
+    options.setdefault("shared", SharedDomains(kg))  # both halves read each domain once
     strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
     loose = top_k_reusing(*args, k, **options)
     head = strict.matches[:1] + loose.matches[:1]
@@ -100,8 +102,9 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
     max_partials = options.pop("max_partials", 20_000_000)
     time_limit = options.pop("time_limit", None)
     distinct = bool(options.get("distinct_subgraphs", False))
+    options["shared"] = options.get("shared") or SharedDomains(kg)
     plans = _plans(kg, n_nodes, edges, node_candidates, relation_candidates)
-    costs = PatternCosts.of(kg, node_candidates, relation_candidates)
+    costs = PatternCosts.of(kg, node_candidates, relation_candidates, options["shared"])
     best: dict[tuple, Match] = {}  # by key, or by edge set with distinct_subgraphs
     complete, partials, batches, searches = True, 0, 0, 0
     for bound, q, q_nodes, q_rels in plans:
@@ -112,7 +115,7 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
         budget = _remaining(max_partials, partials, time_limit, started)
         result = SubgraphSearch(kg, q.n_nodes, q.edges, q_nodes, q_rels, k=k, injective=False,
                                 max_gsd=limit, layout=Layout(costs, q.node_of, q.edge_of),
-                                **budget, **options).run()
+                                source_index=True, **budget, **options).run()
         searches += 1
         complete &= result.complete
         partials += int(result.stats.get("partials", 0))
