@@ -65,10 +65,11 @@ class SimGRAG(KGMethod):
       candidates for unknown nodes of entity-free pattern components.
     * ``injective`` (``"prefer"``) -- ``True``: a graph node matches at most one pattern node
       (Definition 1); ``False`` allows reuse; ``"prefer"`` (the default since it was measured
-      on every dataset: never lower, PQ-3H Hits@3 63 -> 99.7, MetaQA-3hop 98 -> 100, about 2x
-      the matching time, still milliseconds) ranks the best injective match first, then the best
-      reusing one, then the rest (the reference code's ranking; needed for walk-back questions
-      such as PathQuestion's "X's parent's child's parent");
+      on every dataset: never lower, PQ-3H Hits@3 63 -> 99.7, MetaQA-3hop 98 -> 100, two to
+      four times the matching time on small graphs, still milliseconds) ranks the best injective
+      match first, then the best reusing one (found by searching quotient patterns,
+      :mod:`~kgrag.methods.simgrag.topk`), then the rest (the reference code's ranking; needed
+      for walk-back questions such as PathQuestion's "X's parent's child's parent");
       ``distinct_subgraphs`` (False) -- keep one mapping per distinct edge set (the paper counts
       mappings, so a role-swapped copy of a subgraph is a separate result).
     * ``task`` -- ``"qa"`` or ``"fact"`` (fact verification answer prompt); ``pattern_examples``,
