@@ -7,18 +7,9 @@ against ``kgrag.methods.graphraft.cli`` keeps working for now.
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 from kgrag.commands import graphraft as _moved
 from kgrag.commands.graphraft import DEMO_QUESTION, demo_steps, register
-
-warnings.warn("kgrag.methods.graphraft.cli moved to kgrag.commands.graphraft; import from there", DeprecationWarning,
-              stacklevel=2)
+from kgrag.methods.moved import forward_to
 
 __all__ = ["DEMO_QUESTION", "demo_steps", "register"]
-
-
-def __getattr__(name: str) -> Any:
-    """The moved module's other names (e.g. its private command functions)."""
-    return getattr(_moved, name)
+__getattr__ = forward_to(__name__, _moved)

@@ -7,18 +7,9 @@ against ``kgrag.methods.ultrag.cli`` keeps working for now.
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 from kgrag.commands import ultrag as _moved
 from kgrag.commands.ultrag import DEMO_QUERY, demo_steps, register
-
-warnings.warn("kgrag.methods.ultrag.cli moved to kgrag.commands.ultrag; import from there", DeprecationWarning,
-              stacklevel=2)
+from kgrag.methods.moved import forward_to
 
 __all__ = ["DEMO_QUERY", "demo_steps", "register"]
-
-
-def __getattr__(name: str) -> Any:
-    """The moved module's other names (e.g. its private command functions)."""
-    return getattr(_moved, name)
+__getattr__ = forward_to(__name__, _moved)
