@@ -396,6 +396,7 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
     LLM reply scores the question as a miss (``on_unusable_reply="empty"``, its reason in the
     record's answer text) instead of stopping the run, unless ``params`` say otherwise.
     """
+    own_files = isinstance(dataset_name, DatasetSpec)
     if isinstance(dataset_name, DatasetSpec):  # your own data (see user_dataset)
         spec = dataset_name
         if method_name not in METHOD_KINDS or mode not in METHOD_DATASETS[method_name][1]:
@@ -409,10 +410,10 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
         spec = DATASETS[dataset_name]
     if data_root is not None:
         root = _check_data_root(Path(data_root))
-    elif dataset_name in DATASETS and spec is DATASETS[dataset_name]:
-        root = default_data_root()
-    else:  # your own files (user_dataset) carry their own paths: no datasets folder needed
+    elif own_files:  # your own files (user_dataset) carry their own paths: no datasets folder
         root = Path.cwd()
+    else:
+        root = default_data_root()
     random.seed(seed)
     np.random.seed(seed)
     examples = spec.load_examples(root, limit, seed)
