@@ -14,7 +14,11 @@ recombining their words (2-4 words, as in ``bench_linking.py``). Paths, each wit
   ``model.encode`` over chunks of 512 texts in input order, batch size 64);
 - ``torch``: today's PyTorch fallback (``backend="torch"``: each distinct text once, shortest
   first);
-- ``onnx``: today's default when ``onnxruntime`` is installed (``backend="onnx"``);
+- ``onnx``: today's default for small inputs when ``onnxruntime`` is installed
+  (``backend="onnx"``, float32);
+- ``bf16``: today's default for a graph's names (``precision="auto"`` from 20,000 distinct
+  texts up) on CPUs with native bfloat16 (AVX512-BF16 / AMX): PyTorch with bfloat16 matrix
+  products (``kgrag.embed.bf16_backend``), timed on the sample and the whole list;
 - ``onnx-int8`` (rejected, for reference): the same export through
   ``onnxruntime.quantization.quantize_dynamic`` (weight MatMuls only, per-channel QInt8), timed on
   the sample: faster, but its vectors miss the 1e-3 cosine bound (see
@@ -48,6 +52,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench_linking import kb_names, synthetic_names
 from kgrag.embed import SentenceTransformerEmbedder
+from kgrag.embed.bf16_backend import max_cosine_error
 from kgrag.embed.onnx_backend import OnnxSentenceEncoder
 
 
@@ -102,7 +107,8 @@ def speedups(row: dict, prev: dict) -> dict:
 
 
 def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
-               onnx_dir: Path, torch_emb: SentenceTransformerEmbedder, work: Path) -> list[dict]:
+               onnx_dir: Path, torch_emb: SentenceTransformerEmbedder, work: Path, *,
+               full_onnx: bool = True) -> list[dict]:
     import torch
 
     rng = random.Random(0)
@@ -110,12 +116,19 @@ def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
     rows = []
     for n in threads:
         torch.set_num_threads(n)
-        onnx_emb = SentenceTransformerEmbedder(backend="onnx", show_progress=False)
+        onnx_emb = SentenceTransformerEmbedder(backend="onnx", precision="float32",
+                                               show_progress=False)
         onnx_emb._onnx = OnnxSentenceEncoder(onnx_dir, threads=n)
-        int8_emb = SentenceTransformerEmbedder(backend="onnx", show_progress=False)
+        int8_emb = SentenceTransformerEmbedder(backend="onnx", precision="float32",
+                                               show_progress=False)
         int8_emb._onnx = int8_encoder(onnx_dir, work, n)
+        # today's default for a graph's names on a CPU with native bfloat16 (precision="auto"
+        # picks it from BULK_MIN_TEXTS distinct texts up); forced here so the sample uses it too
+        bf16_emb = SentenceTransformerEmbedder(precision="bfloat16", show_progress=False)
+        bf16_emb._model = torch_emb.model
         for warm in (int8_emb.embed_documents, onnx_emb.embed_documents,
-                     torch_emb.embed_documents, lambda t: previous_path(torch_emb.model, t)):
+                     torch_emb.embed_documents, bf16_emb.embed_documents,
+                     lambda t: previous_path(torch_emb.model, t)):
             warm(sample[-64:])  # first calls pay one-off set-up; none of it is timed
         ref, prev = timed(lambda t: previous_path(torch_emb.model, t), sample)
         base = {"list": label, "threads": n}
@@ -125,18 +138,34 @@ def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
         tor_row = {**base, "path": "torch", **tor, "sample": True}
         rows.append({**tor_row, **speedups(tor_row, prev_row)})
         got_sample, onx_s = timed(onnx_emb.embed_documents, sample)
-        err = float(np.max(1.0 - np.sum(ref * got_sample, axis=1)))
+        err = max_cosine_error(ref, got_sample)
         row = {**base, "path": "onnx", **onx_s, "sample": True, "max_1_minus_cos_vs_previous": err}
         rows.append({**row, **speedups(row, prev_row)})
         got8, q8 = timed(int8_emb.embed_documents, sample)
-        err8 = float(np.max(1.0 - np.sum(ref * got8, axis=1)))
         row = {**base, "path": "onnx-int8 (rejected)", **q8, "sample": True,
-               "max_1_minus_cos_vs_previous": err8}
+               "max_1_minus_cos_vs_previous": max_cosine_error(ref, got8)}
         rows.append({**row, **speedups(row, prev_row)})
-        _, onx = timed(onnx_emb.embed_documents, names)
-        row = {**base, "path": "onnx", **onx, "sample": False, "max_1_minus_cos_vs_previous": err}
+        got16, b16 = timed(bf16_emb.embed_documents, sample)
+        err16 = max_cosine_error(ref, got16)
+        row = {**base, "path": "bf16", **b16, "sample": True,
+               "max_1_minus_cos_vs_previous": err16}
         rows.append({**row, **speedups(row, prev_row)})
-        for row in rows[-5:]:
+        count = 6
+        full_onnx_vectors = None
+        if full_onnx:
+            full_onnx_vectors, onx = timed(onnx_emb.embed_documents, names)
+            row = {**base, "path": "onnx", **onx, "sample": False,
+                   "max_1_minus_cos_vs_previous": err}
+            rows.append({**row, **speedups(row, prev_row)})
+            count += 1
+        full16, b16 = timed(bf16_emb.embed_documents, names)
+        row = {**base, "path": "bf16", **b16, "sample": False,
+               "max_1_minus_cos_vs_previous": err16}
+        if full_onnx_vectors is not None:  # every name, against float32
+            row["max_1_minus_cos_vs_onnx_float32_all_names"] = max_cosine_error(
+                full_onnx_vectors, full16)
+        rows.append({**row, **speedups(row, prev_row)})
+        for row in rows[-count:]:
             print(json.dumps(row), flush=True)
     return rows
 
@@ -148,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--previous-sample", type=int, default=4000,
                         help="names timed with the previous (slow) path per list")
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--full-onnx-max", type=int, default=100_000,
+                        help="time float32 ONNX on whole synthetic lists up to this size "
+                             "(larger: on the sample only)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/embed_throughput.json"))
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
@@ -164,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.synthetic:
         synth = synthetic_names(real, args.synthetic)
         rows += bench_list(f"synthetic ({len(synth)} names)", synth, args.previous_sample,
-                           threads[-1:], onnx_dir, torch_emb, work)
+                           threads[-1:], onnx_dir, torch_emb, work,
+                           full_onnx=len(synth) <= args.full_onnx_max)
     result = {"rows": rows, "machine": {
         "python": platform.python_version(), "cpus": os.cpu_count(),
         "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "shared": "2 cores shared with other engineers' jobs"},

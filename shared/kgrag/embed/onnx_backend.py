@@ -236,7 +236,8 @@ def _verify(st_model: Any, encoder: OnnxSentenceEncoder) -> float:
 
 
 def encode_sorted(token_ids: Sequence[Sequence[int]], run: Any, *, batch_size: int,
-                  pad_id: int = 0, progress: Any = None) -> np.ndarray:
+                  pad_id: int = 0, progress: Any = None, workers: int = 1,
+                  worker_init: Any = None) -> np.ndarray:
     """Vectors of tokenised texts, computed in batches of similar length, each distinct token
     sequence once.
 
@@ -244,6 +245,10 @@ def encode_sorted(token_ids: Sequence[Sequence[int]], run: Any, *, batch_size: i
     differing only in case for an uncased model) give identical vectors, so they are run once.
     ``run(ids, mask)`` maps padded int64 arrays to a (batch, dim) float array. ``progress`` (a
     tqdm bar or ``None``) is advanced by the number of input texts each batch covers.
+
+    ``workers > 1`` runs batches on that many threads at once (``run`` must be thread-safe;
+    ``worker_init()`` is called once in each thread first); results are placed by row, so the
+    output is the same. Ctrl-C cancels the batches not yet started.
     """
     n = len(token_ids)
     first: dict[tuple[int, ...], int] = {}
@@ -251,11 +256,13 @@ def encode_sorted(token_ids: Sequence[Sequence[int]], run: Any, *, batch_size: i
     for i, sequence in enumerate(token_ids):
         owner[i] = first.setdefault(tuple(sequence), len(first))
     uniques = list(first)
+    if not uniques:
+        raise ValueError("nothing to encode")
     copies = np.bincount(owner, minlength=len(uniques))
     order = sorted(range(len(uniques)), key=lambda u: len(uniques[u]))
-    out: np.ndarray | None = None
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+    def compute(rows: list[int]) -> np.ndarray:
         width = max(1, max(len(uniques[u]) for u in rows))
         ids = np.full((len(rows), width), pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -263,12 +270,30 @@ def encode_sorted(token_ids: Sequence[Sequence[int]], run: Any, *, batch_size: i
             seq = uniques[u]
             ids[r, :len(seq)] = seq
             mask[r, :len(seq)] = 1
-        vectors = np.asarray(run(ids, mask), dtype=np.float32)
+        return np.asarray(run(ids, mask), dtype=np.float32)
+
+    out: np.ndarray | None = None
+
+    def place(rows: list[int], vectors: np.ndarray) -> None:
+        nonlocal out
         if out is None:
             out = np.empty((len(uniques), vectors.shape[1]), dtype=np.float32)
         out[rows] = vectors
         if progress is not None:
             progress.update(int(copies[rows].sum()))
-    if out is None:
-        raise ValueError("nothing to encode")
+
+    if workers <= 1 or len(batches) < 2:
+        for rows in batches:
+            place(rows, compute(rows))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(min(workers, len(batches)), thread_name_prefix="kgrag-embed",
+                                  initializer=worker_init)
+        try:
+            for rows, vectors in zip(batches, pool.map(compute, batches)):
+                place(rows, vectors)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    assert out is not None
     return out[owner]
