@@ -16,7 +16,7 @@ from kgrag.methods.simgrag.search import (
     enumerate_matches,
     plan_steps,
 )
-from kgrag.methods.simgrag.topk import top_k_reusing, top_k_subgraphs
+from kgrag.methods.simgrag.topk import enumerate_reusing, top_k_reusing, top_k_subgraphs
 from simgrag_oracle import oracle_top_k
 
 K1 = [
@@ -309,10 +309,21 @@ def test_reusing_matches_equal_brute_force(case):
     options = dict(options, distinct_subgraphs=distinct)
     expected = oracle_top_k(kg, n_pat, edges, node_tables, rel_tables, k, injective=False,
                             distinct_subgraphs=distinct, require_reuse=True)
+    # rest_max_gsd (what "prefer" asks for): the best, then only the rest up to that GSD
+    rests = [-math.inf, math.inf] + sorted({g for g, _, _ in expected})[1:2]
     for method in ("quotient", "filter"):
         result = top_k_reusing(*args, method=method, **options)
         assert result.complete
         assert [(m.gsd, m.edges, m.nodes) for m in result.matches] == expected, method
+        for rest in rests:
+            cut = top_k_reusing(*args, method=method, rest_max_gsd=rest, **options)
+            assert [(m.gsd, m.edges, m.nodes) for m in cut.matches] == (
+                expected[:1] + [e for e in expected[1:] if e[0] <= rest + 1e-9]), (method, rest)
+    if not distinct:  # the quotient enumeration the 10M-edge benchmark checks against
+        every = enumerate_reusing(*args[:-1], refine=options["refine"])
+        assert [(m.gsd, m.edges, m.nodes) for m in every] == oracle_top_k(
+            kg, n_pat, edges, node_tables, rel_tables, 10**9, injective=False,
+            require_reuse=True)
     prefer = top_k_subgraphs(*args, injective="prefer", **options)
     assert [(m.gsd, m.edges, m.nodes) for m in prefer.matches] == oracle_top_k(
         kg, n_pat, edges, node_tables, rel_tables, k, injective="prefer",

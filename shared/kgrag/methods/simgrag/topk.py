@@ -65,7 +65,10 @@ def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
         return SubgraphSearch(*args, k=k, injective=bool(injective), **options).run()
     options.setdefault("shared", SharedDomains(kg))  # both halves read each domain once
     strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
-    loose = top_k_reusing(*args, k, **options)
+    if k == 1 and strict.matches:  # the list is the best injective match alone
+        return SearchResult(strict.matches, strict.complete, dict(strict.stats))
+    loose = top_k_reusing(*args, k, rest_max_gsd=prefer_rest_bound(strict.matches, k),
+                          **options)
     head = strict.matches[:1] + loose.matches[:1]
     rest = sorted(strict.matches[1:] + loose.matches[1:], key=_key)
     stats = {key: strict.stats.get(key, 0) + loose.stats.get(key, 0)
@@ -75,12 +78,34 @@ def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
     return SearchResult((head + rest)[:k], strict.complete and loose.complete, stats)
 
 
+def prefer_rest_bound(strict: Sequence[Match], k: int) -> float:
+    """The largest GSD a reusing match after the first can have and still be listed by the
+    ``"prefer"`` ranking, given the injective top ``k`` (``strict``).
+
+    The list is ``strict[:1] + reusing[:1]`` and then the best of both rests for the places
+    left; a later reusing match is listed only if it beats the injective match holding the
+    last of those places. ``-inf`` when no place is left, ``inf`` when the injective rest
+    cannot fill them.
+    """
+    places = k - min(1, len(strict)) - 1
+    if places <= 0:
+        return -math.inf
+    return strict[places].gsd if len(strict) - 1 >= places else math.inf
+
+
 def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
                   node_candidates: Sequence[CandidateSet | None],
                   relation_candidates: Sequence[CandidateSet | None], k: int = 3, *,
-                  method: str = "quotient", **options: Any) -> SearchResult:
+                  method: str = "quotient", rest_max_gsd: float = math.inf,
+                  **options: Any) -> SearchResult:
     """The ``k`` best matches (by key) that map two pattern nodes to one graph node or two
     pattern edges to one graph edge; ``options`` as for :class:`~.search.SubgraphSearch`.
+
+    ``rest_max_gsd``: after the best reusing match, only those with GSD ``<= rest_max_gsd`` are
+    wanted (the list is the best one, then the next best up to that GSD, at most ``k``). The
+    ``"prefer"`` ranking needs no more: a reusing match after the first is shown only if it
+    beats an injective one. It lets every quotient search after the first match prune against
+    ``max(best GSD, rest_max_gsd)`` instead of the k-th GSD; ``-inf`` asks for the best alone.
 
     ``method="quotient"`` (default) searches the quotient patterns (module docs);
     ``method="filter"`` is one non-injective search keeping only reusing matches
@@ -94,7 +119,10 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
         raise ValueError("k must be a positive integer")
     args = (kg, n_nodes, edges, node_candidates, relation_candidates)
     if method == "filter":
-        return SubgraphSearch(*args, k=k, injective=False, require_reuse=True, **options).run()
+        found = SubgraphSearch(*args, k=k, injective=False, require_reuse=True,
+                               **options).run()
+        return SearchResult(_within_rest(found.matches, rest_max_gsd), found.complete,
+                            found.stats)
     if len(node_candidates) != n_nodes or len(relation_candidates) != len(edges):
         raise ValueError("one candidate set per pattern node and per pattern edge is needed")
     started = time.perf_counter()
@@ -109,7 +137,8 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
     complete, partials, batches, searches = True, 0, 0, 0
     for bound, q, q_nodes, q_rels in plans:
         ranked = sorted(best.values(), key=_key)
-        limit = min(max_gsd, ranked[k - 1].gsd if len(ranked) >= k else math.inf)
+        limit = min(max_gsd, ranked[k - 1].gsd if len(ranked) >= k else math.inf,
+                    max(ranked[0].gsd if ranked else math.inf, rest_max_gsd + EPS))
         if bound > limit + EPS:
             break  # plans come by ascending bound: no later quotient can place a match either
         budget = _remaining(max_partials, partials, time_limit, started)
@@ -124,10 +153,44 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
             slot = tuple(sorted(m.edges)) if distinct else _key(m)
             if slot not in best or _key(m) < _key(best[slot]):
                 best[slot] = m
-    matches = sorted(best.values(), key=_key)[:k]
+    matches = _within_rest(sorted(best.values(), key=_key)[:k], rest_max_gsd)
     return SearchResult(matches, complete, {
         "partials": partials, "batches": batches, "searches": searches,
         "quotients": len(plans), "seconds": time.perf_counter() - started})
+
+
+def enumerate_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                      node_candidates: Sequence[CandidateSet | None],
+                      relation_candidates: Sequence[CandidateSet | None], *,
+                      max_gsd: float = math.inf, **options: Any) -> list[Match]:
+    """Every reusing match with GSD ``<= max_gsd``, by key: each quotient pattern enumerated
+    without pruning (:func:`~.search.enumerate_matches`), the union de-duplicated.
+
+    A reference for checking :func:`top_k_reusing` where the filtered enumeration of the whole
+    pattern (``require_reuse=True``) cannot run: that one extends every non-reusing partial
+    match under the bound too, which at 10M edges needs more memory than the machine has. The
+    decomposition itself is checked against brute force in the tests.
+    """
+    shared = options.pop("shared", None) or SharedDomains(kg)
+    costs = PatternCosts.of(kg, node_candidates, relation_candidates, shared)
+    found: dict[tuple, Match] = {}
+    for bound, q, q_nodes, q_rels in _plans(kg, n_nodes, edges, node_candidates,
+                                            relation_candidates):
+        if bound > max_gsd + EPS:
+            break
+        every = SubgraphSearch(kg, q.n_nodes, q.edges, q_nodes, q_rels, k=None, prune=False,
+                               injective=False, max_gsd=max_gsd, max_partials=None,
+                               layout=Layout(costs, q.node_of, q.edge_of), source_index=True,
+                               shared=shared, **options).run()
+        for m in every.matches:
+            found.setdefault(_key(m), m)
+    return sorted(found.values(), key=_key)
+
+
+def _within_rest(ranked: list[Match], rest_max_gsd: float) -> list[Match]:
+    """The first match, then those of the rest with GSD up to ``rest_max_gsd``: the part of a
+    list searched with :func:`top_k_reusing`'s ``rest_max_gsd`` that is exact."""
+    return ranked[:1] + [m for m in ranked[1:] if m.gsd <= rest_max_gsd + EPS]
 
 
 def _remaining(max_partials: int | None, used: int, time_limit: float | None,
@@ -216,4 +279,5 @@ def _self_loops(kg) -> tuple[np.ndarray, np.ndarray]:
     return cached
 
 
-__all__ = ["REUSE_METHODS", "Quotient", "top_k_reusing", "top_k_subgraphs"]
+__all__ = ["REUSE_METHODS", "Quotient", "enumerate_reusing", "prefer_rest_bound",
+           "top_k_reusing", "top_k_subgraphs"]
