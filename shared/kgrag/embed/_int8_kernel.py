@@ -96,6 +96,44 @@ def _dot_u8s8_pair(typingctx, high, low, q_offset, codes, x_offset, blocks):
     return sig, codegen
 
 
+@intrinsic
+def _dot_u8s8_joined(typingctx, high, low, q_offset, codes, x_offset, blocks):
+    """``256 * sum(high . codes) + sum(low . codes)`` over the same bytes as
+    :func:`_dot_u8s8_pair`, joined lane by lane before one horizontal sum (half the
+    reductions). Each lane holds at most ``blocks * 4`` products of at most 255 * 127, so the
+    joined lane stays below 2**31 for rows up to 4,096 bytes (the caller checks)."""
+    sig = types.int32(high, low, types.intp, codes, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        high_arr, low_arr, q_off, codes_arr, x_off, n_blocks = args
+        v16 = ir.VectorType(ir.IntType(32), 16)
+
+        def pointer(arr, arg_type, offset):
+            data = context.make_array(arg_type)(context, builder, arr).data
+            return builder.bitcast(builder.gep(data, [offset]), v16.as_pointer())
+
+        ph = pointer(high_arr, signature.args[0], q_off)
+        pl = pointer(low_arr, signature.args[1], q_off)
+        px = pointer(codes_arr, signature.args[3], x_off)
+        vnni = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.x86.avx512.vpdpbusd.512")
+        acc_h = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
+        acc_l = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
+        with cgutils.for_range(builder, n_blocks) as loop:
+            x = builder.load(builder.gep(px, [loop.index]), align=1)
+            h = builder.load(builder.gep(ph, [loop.index]), align=1)
+            low_v = builder.load(builder.gep(pl, [loop.index]), align=1)
+            builder.store(builder.call(vnni, [builder.load(acc_h), h, x]), acc_h)
+            builder.store(builder.call(vnni, [builder.load(acc_l), low_v, x]), acc_l)
+        shift = ir.Constant(v16, [ir.Constant(ir.IntType(32), 8)] * 16)
+        joined = builder.add(builder.shl(builder.load(acc_h), shift), builder.load(acc_l))
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(32), [v16]), "llvm.vector.reduce.add.v16i32")
+        return builder.call(reduce, [joined])
+
+    return sig, codegen
+
+
 @njit(nogil=True, cache=True)
 def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
                      q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
@@ -104,6 +142,7 @@ def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, querie
     the same width; the same int32 products, so the same bounds."""
     m, width = queries.shape
     blocks = width // 64
+    joined = width <= 4096  # lanes of the joined sum stay in int32 (_dot_u8s8_joined)
     high = np.empty((m, width), dtype=np.uint8)
     low = np.empty((m, width), dtype=np.uint8)
     for k in range(m):
@@ -121,9 +160,13 @@ def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, querie
         base = sq_norms[i]
         offset = 128 * np.int64(row_sums[i])
         for k in range(m):
-            acc_h, acc_l = _dot_u8s8_pair(flat_high, flat_low, k * width, flat_codes, i * width,
-                                          blocks)
-            acc = 256 * (np.int64(acc_h) - offset) + np.int64(acc_l)
+            if joined:
+                acc = np.int64(_dot_u8s8_joined(flat_high, flat_low, k * width, flat_codes,
+                                                i * width, blocks)) - 256 * offset
+            else:
+                acc_h, acc_l = _dot_u8s8_pair(flat_high, flat_low, k * width, flat_codes,
+                                              i * width, blocks)
+                acc = 256 * (np.int64(acc_h) - offset) + np.int64(acc_l)
             center = base - 2.0 * (np.float64(acc) * (scale * q_scales[k]))
             bound = _finish(center, n + r + q_norms[k] + q_errors[k], r, n, q_norms[k],
                             q_errors[k])
