@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,10 +201,13 @@ class SharedDomains:
     Entries are keyed by the candidate set's (or domain's and relation array's) identity and keep
     those objects alive, so an id is never reused while cached; each value depends on its key
     alone (searches replace domains when they narrow them, never change one in place).
+    Thread-safe: the two halves of ``injective="prefer"`` run at once; a value two threads
+    compute at the same time is computed twice and stored once.
     """
 
     def __init__(self, kg) -> None:
         self.kg = kg
+        self._lock = threading.Lock()
         self._nodes: dict[int, tuple[CandidateSet, _NodeCosts]] = {}
         self._relations: dict[int, tuple[CandidateSet, np.ndarray]] = {}
         self._neighbours: dict[tuple[int, int], tuple[np.ndarray | None, np.ndarray]] = {}
@@ -214,23 +218,25 @@ class SharedDomains:
         """The domain of a pattern node's candidates (None: wildcard)."""
         if cands is None:
             return None
-        hit = self._nodes.get(id(cands))
-        if hit is None or hit[0] is not cands:
-            _check_ids(cands, self.kg.num_nodes)
-            hit = (cands, _NodeCosts(cands.ids, cands.distances))
-            self._nodes[id(cands)] = hit
-            self._shared.add(id(hit[1]))
-        return hit[1]
+        with self._lock:
+            hit = self._nodes.get(id(cands))
+            if hit is None or hit[0] is not cands:
+                _check_ids(cands, self.kg.num_nodes)
+                hit = (cands, _NodeCosts(cands.ids, cands.distances))
+                self._nodes[id(cands)] = hit
+                self._shared.add(id(hit[1]))
+            return hit[1]
 
     def relation_costs(self, cands: CandidateSet | None) -> np.ndarray | None:
         """A pattern edge's relation candidates as a dense array (None: wildcard)."""
         if cands is None:
             return None
-        hit = self._relations.get(id(cands))
-        if hit is None or hit[0] is not cands:
-            hit = (cands, _dense(cands, self.kg.num_relations))
-            self._relations[id(cands)] = hit
-        return hit[1]
+        with self._lock:
+            hit = self._relations.get(id(cands))
+            if hit is None or hit[0] is not cands:
+                hit = (cands, _dense(cands, self.kg.num_relations))
+                self._relations[id(cands)] = hit
+            return hit[1]
 
     def neighbours(self, domain: _NodeCosts, rel_cost: np.ndarray | None,
                    compute: Callable[[], np.ndarray]) -> np.ndarray:
@@ -241,8 +247,12 @@ class SharedDomains:
         key = (id(domain), id(rel_cost))
         hit = self._neighbours.get(key)
         if hit is None or hit[0] is not rel_cost:
-            hit = (rel_cost, compute())
-            self._neighbours[key] = hit
+            value = compute()  # outside the lock: the other half's search goes on meanwhile
+            with self._lock:
+                hit = self._neighbours.get(key)
+                if hit is None or hit[0] is not rel_cost:
+                    hit = (rel_cost, value)
+                    self._neighbours[key] = hit
         return hit[1]
 
     def reverse_index(self, domain: _NodeCosts, rel_cost: np.ndarray | None, new: bool,
@@ -256,8 +266,12 @@ class SharedDomains:
         key = (id(domain), id(rel_cost), new, id(source))
         hit = self._indexes.get(key)
         if hit is None or hit[0] is not rel_cost or hit[1] is not source:
-            hit = (rel_cost, source, compute())  # holds both: their ids stay unique
-            self._indexes[key] = hit
+            value = compute()
+            with self._lock:
+                hit = self._indexes.get(key)
+                if hit is None or hit[0] is not rel_cost or hit[1] is not source:
+                    hit = (rel_cost, source, value)  # holds both: their ids stay unique
+                    self._indexes[key] = hit
         return hit[2]
 
 

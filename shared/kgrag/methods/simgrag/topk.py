@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,17 +58,37 @@ def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
 
     ``injective="prefer"`` runs an injective search and :func:`top_k_reusing`, and returns the
     best of the first, the best of the second, then the rest of both by key (each is exact, so
-    the merged list is too).
+    the merged list is too). The two run at once, the injective one on a second thread (numpy
+    releases the GIL in their sorts and gathers): the reuse search prunes against the
+    injective list's bound (:func:`prefer_rest_bound`) from the moment it is known, and its
+    list is cut to that bound at the end, so the result does not depend on which finishes
+    first. ``k=1`` runs the injective search alone first (the reuse search is needed only when
+    it finds nothing).
     """
     args = (kg, n_nodes, edges, node_candidates, relation_candidates)
     if injective != "prefer":
         return SubgraphSearch(*args, k=k, injective=bool(injective), **options).run()
     options.setdefault("shared", SharedDomains(kg))  # both halves read each domain once
-    strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
-    if k == 1 and strict.matches:  # the list is the best injective match alone
-        return SearchResult(strict.matches, strict.complete, dict(strict.stats))
-    loose = top_k_reusing(*args, k, rest_max_gsd=prefer_rest_bound(strict.matches, k),
-                          **options)
+    if k == 1:
+        strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
+        if strict.matches:  # the list is the best injective match alone
+            return SearchResult(strict.matches, strict.complete, dict(strict.stats))
+        loose = top_k_reusing(*args, k, rest_max_gsd=-math.inf, **options)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="kgrag-simgrag") as pool:
+            pending = pool.submit(
+                lambda: SubgraphSearch(*args, k=k, injective=True, **options).run())
+
+            def rest_bound() -> float:  # inf (no cut) until the injective list is known
+                return (prefer_rest_bound(pending.result().matches, k) if pending.done()
+                        else math.inf)
+
+            loose = _top_k_quotients(*args, k, rest_bound, **options)
+            strict = pending.result()
+        loose = SearchResult(_within_rest(loose.matches, prefer_rest_bound(strict.matches, k)),
+                             loose.complete, loose.stats)
     head = strict.matches[:1] + loose.matches[:1]
     rest = sorted(strict.matches[1:] + loose.matches[1:], key=_key)
     stats = {key: strict.stats.get(key, 0) + loose.stats.get(key, 0)
@@ -123,6 +143,20 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
                                **options).run()
         return SearchResult(_within_rest(found.matches, rest_max_gsd), found.complete,
                             found.stats)
+    result = _top_k_quotients(*args, k, lambda: rest_max_gsd, **options)
+    return SearchResult(_within_rest(result.matches, rest_max_gsd), result.complete,
+                        result.stats)
+
+
+def _top_k_quotients(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
+                     node_candidates: Sequence[CandidateSet | None],
+                     relation_candidates: Sequence[CandidateSet | None], k: int,
+                     rest_bound: Callable[[], float], **options: Any) -> SearchResult:
+    """The quotient searches of :func:`top_k_reusing`. ``rest_bound()`` is read before each
+    search and may fall over time (never rise); every match up to ``max(best, its final
+    value)`` within the top ``k`` is found, so the caller cuts the list at that final value."""
+    if k < 1:
+        raise ValueError("k must be a positive integer")
     if len(node_candidates) != n_nodes or len(relation_candidates) != len(edges):
         raise ValueError("one candidate set per pattern node and per pattern edge is needed")
     started = time.perf_counter()
@@ -138,7 +172,7 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
     for bound, q, q_nodes, q_rels in plans:
         ranked = sorted(best.values(), key=_key)
         limit = min(max_gsd, ranked[k - 1].gsd if len(ranked) >= k else math.inf,
-                    max(ranked[0].gsd if ranked else math.inf, rest_max_gsd + EPS))
+                    max(ranked[0].gsd if ranked else math.inf, rest_bound() + EPS))
         if bound > limit + EPS:
             break  # plans come by ascending bound: no later quotient can place a match either
         budget = _remaining(max_partials, partials, time_limit, started)
@@ -153,7 +187,7 @@ def top_k_reusing(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
             slot = tuple(sorted(m.edges)) if distinct else _key(m)
             if slot not in best or _key(m) < _key(best[slot]):
                 best[slot] = m
-    matches = _within_rest(sorted(best.values(), key=_key)[:k], rest_max_gsd)
+    matches = sorted(best.values(), key=_key)[:k]
     return SearchResult(matches, complete, {
         "partials": partials, "batches": batches, "searches": searches,
         "quotients": len(plans), "seconds": time.perf_counter() - started})
