@@ -1,4 +1,5 @@
-"""Small, connected samples of MetaQA's KB for the database tests."""
+"""Samples of MetaQA's KB: small connected ones for the database tests, entity names for the
+embedding tests."""
 
 from __future__ import annotations
 
@@ -29,3 +30,15 @@ def metaqa_films(n_triples: int, seed: int, *, forbidden: str = "'\"\\") -> list
         if len(out) >= n_triples:
             break
     return out
+
+
+def metaqa_entity_names() -> list[str]:
+    """MetaQA's distinct entity names (heads and tails), in file order."""
+    names: dict[str, None] = {}
+    with open(shared_data("metaqa", "kb_reconstructed.txt"), encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.rstrip("\n").split("|")
+            if len(parts) == 3:
+                names.setdefault(parts[0])
+                names.setdefault(parts[2])
+    return list(names)

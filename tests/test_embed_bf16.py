@@ -15,16 +15,9 @@ from kgrag.errors import EmbeddingError
 
 
 def metaqa_sample(n: int, seed: int = 16) -> list[str]:
-    from shared_data import shared_data
+    from metaqa_samples import metaqa_entity_names
 
-    names: dict[str, None] = {}
-    with open(shared_data("metaqa", "kb_reconstructed.txt"), encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.rstrip("\n").split("|")
-            if len(parts) == 3:
-                names.setdefault(parts[0])
-                names.setdefault(parts[2])
-    return random.Random(seed).sample(list(names), n)
+    return random.Random(seed).sample(metaqa_entity_names(), n)
 
 
 def bf16_embedder(minilm, **kwargs) -> SentenceTransformerEmbedder:

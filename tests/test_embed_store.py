@@ -112,16 +112,9 @@ def test_onnx_backend_within_1e_3_cosine_of_previous_path_on_metaqa_names(minilm
     pytest.importorskip("onnx")
     import random
 
-    from shared_data import shared_data
+    from metaqa_samples import metaqa_entity_names
 
-    names: dict[str, None] = {}
-    with open(shared_data("metaqa", "kb_reconstructed.txt"), encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.rstrip("\n").split("|")
-            if len(parts) == 3:
-                names.setdefault(parts[0])
-                names.setdefault(parts[2])
-    sample = random.Random(16).sample(list(names), 400)
+    sample = random.Random(16).sample(metaqa_entity_names(), 400)
     # names where int8 inference strayed furthest, plus case duplicates (deduplicated tokens)
     sample += ["LOL", "Big Fan", "Gotcha!", "If....", "ne", "why?", "Perfect", "PERFECT"]
     onnx = SentenceTransformerEmbedder(backend="onnx", show_progress=False)

@@ -59,6 +59,34 @@ def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_
             upper[k, i] = center + bound
 
 
+def _vnni_sums(context, builder, signature, args):
+    """LLVM IR of the shared loop: two ``vpdpbusd`` accumulators (high and low query bytes)
+    over the same code loads; returns the two 16-lane int32 vectors and the reduce function."""
+    high_arr, low_arr, q_off, codes_arr, x_off, n_blocks = args
+    v16 = ir.VectorType(ir.IntType(32), 16)
+
+    def pointer(arr, arg_type, offset):
+        data = context.make_array(arg_type)(context, builder, arr).data
+        return builder.bitcast(builder.gep(data, [offset]), v16.as_pointer())
+
+    ph = pointer(high_arr, signature.args[0], q_off)
+    pl = pointer(low_arr, signature.args[1], q_off)
+    px = pointer(codes_arr, signature.args[3], x_off)
+    vnni = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.x86.avx512.vpdpbusd.512")
+    acc_h = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
+    acc_l = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
+    with cgutils.for_range(builder, n_blocks) as loop:
+        x = builder.load(builder.gep(px, [loop.index]), align=1)
+        h = builder.load(builder.gep(ph, [loop.index]), align=1)
+        low_v = builder.load(builder.gep(pl, [loop.index]), align=1)
+        builder.store(builder.call(vnni, [builder.load(acc_h), h, x]), acc_h)
+        builder.store(builder.call(vnni, [builder.load(acc_l), low_v, x]), acc_l)
+    reduce = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.IntType(32), [v16]), "llvm.vector.reduce.add.v16i32")
+    return builder.load(acc_h), builder.load(acc_l), reduce
+
+
 @intrinsic
 def _dot_u8s8_pair(typingctx, high, low, q_offset, codes, x_offset, blocks):
     """``(sum(high[q:q+64b] * codes[x:x+64b]), sum(low[...] * codes[...]))``: unsigned query
@@ -67,30 +95,8 @@ def _dot_u8s8_pair(typingctx, high, low, q_offset, codes, x_offset, blocks):
     sig = pair(high, low, types.intp, codes, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
-        high_arr, low_arr, q_off, codes_arr, x_off, n_blocks = args
-        v16 = ir.VectorType(ir.IntType(32), 16)
-
-        def pointer(arr, arg_type, offset):
-            data = context.make_array(arg_type)(context, builder, arr).data
-            return builder.bitcast(builder.gep(data, [offset]), v16.as_pointer())
-
-        ph = pointer(high_arr, signature.args[0], q_off)
-        pl = pointer(low_arr, signature.args[1], q_off)
-        px = pointer(codes_arr, signature.args[3], x_off)
-        vnni = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.x86.avx512.vpdpbusd.512")
-        acc_h = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
-        acc_l = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
-        with cgutils.for_range(builder, n_blocks) as loop:
-            x = builder.load(builder.gep(px, [loop.index]), align=1)
-            h = builder.load(builder.gep(ph, [loop.index]), align=1)
-            low_v = builder.load(builder.gep(pl, [loop.index]), align=1)
-            builder.store(builder.call(vnni, [builder.load(acc_h), h, x]), acc_h)
-            builder.store(builder.call(vnni, [builder.load(acc_l), low_v, x]), acc_l)
-        reduce = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.IntType(32), [v16]), "llvm.vector.reduce.add.v16i32")
-        sums = (builder.call(reduce, [builder.load(acc_h)]),
-                builder.call(reduce, [builder.load(acc_l)]))
+        acc_h, acc_l, reduce = _vnni_sums(context, builder, signature, args)
+        sums = (builder.call(reduce, [acc_h]), builder.call(reduce, [acc_l]))
         return context.make_tuple(builder, signature.return_type, sums)
 
     return sig, codegen
@@ -105,31 +111,9 @@ def _dot_u8s8_joined(typingctx, high, low, q_offset, codes, x_offset, blocks):
     sig = types.int32(high, low, types.intp, codes, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
-        high_arr, low_arr, q_off, codes_arr, x_off, n_blocks = args
-        v16 = ir.VectorType(ir.IntType(32), 16)
-
-        def pointer(arr, arg_type, offset):
-            data = context.make_array(arg_type)(context, builder, arr).data
-            return builder.bitcast(builder.gep(data, [offset]), v16.as_pointer())
-
-        ph = pointer(high_arr, signature.args[0], q_off)
-        pl = pointer(low_arr, signature.args[1], q_off)
-        px = pointer(codes_arr, signature.args[3], x_off)
-        vnni = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.x86.avx512.vpdpbusd.512")
-        acc_h = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
-        acc_l = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
-        with cgutils.for_range(builder, n_blocks) as loop:
-            x = builder.load(builder.gep(px, [loop.index]), align=1)
-            h = builder.load(builder.gep(ph, [loop.index]), align=1)
-            low_v = builder.load(builder.gep(pl, [loop.index]), align=1)
-            builder.store(builder.call(vnni, [builder.load(acc_h), h, x]), acc_h)
-            builder.store(builder.call(vnni, [builder.load(acc_l), low_v, x]), acc_l)
-        shift = ir.Constant(v16, [ir.Constant(ir.IntType(32), 8)] * 16)
-        joined = builder.add(builder.shl(builder.load(acc_h), shift), builder.load(acc_l))
-        reduce = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.IntType(32), [v16]), "llvm.vector.reduce.add.v16i32")
-        return builder.call(reduce, [joined])
+        acc_h, acc_l, reduce = _vnni_sums(context, builder, signature, args)
+        shift = ir.Constant(acc_h.type, [ir.Constant(ir.IntType(32), 8)] * 16)
+        return builder.call(reduce, [builder.add(builder.shl(acc_h, shift), acc_l)])
 
     return sig, codegen
 

@@ -131,12 +131,7 @@ class Bf16SentenceEncoder:
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Padded int64 ``ids`` / ``mask`` (batch, width) -> float32 (batch, dim) vectors."""
         torch = self._torch
-        ids_t = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
-        features: dict[str, Any] = {"input_ids": ids_t,
-                                    "attention_mask": torch.from_numpy(
-                                        np.ascontiguousarray(mask, dtype=np.int64))}
-        if "token_type_ids" in self.inputs:
-            features["token_type_ids"] = torch.zeros_like(ids_t)
+        features = self._features(ids, mask)
         with torch.inference_mode():
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 features = self.transformer(features)
@@ -147,8 +142,8 @@ class Bf16SentenceEncoder:
             vectors = features["sentence_embedding"].float()
         return vectors.numpy()
 
-    def float32_run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The model's own float32 pipeline (the reference :meth:`verify` compares with)."""
+    def _features(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
+        """The model's input dict for padded int64 ``ids`` / ``mask``."""
         torch = self._torch
         ids_t = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
         features: dict[str, Any] = {"input_ids": ids_t,
@@ -156,6 +151,12 @@ class Bf16SentenceEncoder:
                                         np.ascontiguousarray(mask, dtype=np.int64))}
         if "token_type_ids" in self.inputs:
             features["token_type_ids"] = torch.zeros_like(ids_t)
+        return features
+
+    def float32_run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The model's own float32 pipeline (the reference :meth:`verify` compares with)."""
+        torch = self._torch
+        features = self._features(ids, mask)
         with torch.inference_mode():
             for module in self.model:
                 features = module(features)
