@@ -259,8 +259,9 @@ def test_cli_params_are_python_literals():
         "k": 5, "injective": "prefer", "name": "plain text", "flag": True}
 
 
-def test_your_own_questions_and_graph(tmp_path, capsys):
-    from kgrag.cli import main
+def people_qa(tmp_path: Path):
+    """A user's own files: PEOPLE's birthplaces as a triples file and two questions on them
+    (``kb.tsv``, ``qa.jsonl`` in ``tmp_path``), read as a dataset."""
     from kgrag.eval.runner import user_dataset
 
     (tmp_path / "kb.tsv").write_text("".join(f"{p}\tplace_of_birth\t{c}\n" for p, c, _ in PEOPLE),
@@ -268,7 +269,13 @@ def test_your_own_questions_and_graph(tmp_path, capsys):
     (tmp_path / "qa.jsonl").write_text("".join(
         json.dumps({"id": p, "question": f"where was {p} born?", "answers": [c]}) + "\n"
         for p, c, _ in PEOPLE[:2]), encoding="utf-8")
-    dataset = user_dataset(tmp_path / "qa.jsonl", graph=tmp_path / "kb.tsv")
+    return user_dataset(tmp_path / "qa.jsonl", graph=tmp_path / "kb.tsv")
+
+
+def test_your_own_questions_and_graph(tmp_path, capsys):
+    from kgrag.cli import main
+
+    dataset = people_qa(tmp_path)
     llm = FakeListChatModel(responses=['"Alice" -> place_of_birth', "Paris",
                                        '"Bob" -> place_of_birth', "Berlin"])
     summary = evaluate("ultrag", dataset, mode="llm", llm=llm, out_dir=tmp_path / "o",
@@ -285,14 +292,9 @@ def test_your_own_questions_and_graph(tmp_path, capsys):
 
 def test_llm_mode_scores_an_unusable_reply_as_a_miss(tmp_path):
     from kgrag.errors import LLMOutputError
-    from kgrag.eval.runner import run_stem, user_dataset
+    from kgrag.eval.runner import run_stem
 
-    (tmp_path / "kb.tsv").write_text("".join(f"{p}\tplace_of_birth\t{c}\n" for p, c, _ in PEOPLE),
-                                     encoding="utf-8")
-    (tmp_path / "qa.jsonl").write_text("".join(
-        json.dumps({"id": p, "question": f"where was {p} born?", "answers": [c]}) + "\n"
-        for p, c, _ in PEOPLE[:2]), encoding="utf-8")
-    dataset = user_dataset(tmp_path / "qa.jsonl", graph=tmp_path / "kb.tsv")
+    dataset = people_qa(tmp_path)
     exact = {"linking": "exact"}
     # the first question's query reply stays unreadable after the re-ask; the run goes on
     llm = FakeListChatModel(responses=["no idea", "still no idea", '"Bob" -> place_of_birth',
