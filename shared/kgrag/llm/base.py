@@ -199,10 +199,12 @@ def exhausted_error() -> LLMCallError:
                         "of replies?)")
 
 
-def _from_stop_iteration(exc: BaseException) -> bool:
-    """Whether ``exc`` is a ``RuntimeError`` that Python or asyncio made of a StopIteration."""
-    return isinstance(exc, RuntimeError) and isinstance(exc.__cause__ or exc.__context__,
-                                                        StopIteration)
+def _exhausted(exc: Exception) -> bool:
+    """Whether ``exc`` means a model ran out of replies: a ``StopIteration``, or a
+    ``RuntimeError`` that Python or asyncio made of one."""
+    return isinstance(exc, StopIteration) or (
+        isinstance(exc, RuntimeError)
+        and isinstance(exc.__cause__ or exc.__context__, StopIteration))
 
 
 def _typed_failures(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -213,10 +215,8 @@ def _typed_failures(func: Callable[..., Any]) -> Callable[..., Any]:
         async def acall(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await func(*args, **kwargs)
-            except StopIteration:
-                raise exhausted_error() from None
-            except RuntimeError as exc:
-                if _from_stop_iteration(exc):
+            except (StopIteration, RuntimeError) as exc:
+                if _exhausted(exc):
                     raise exhausted_error() from None
                 raise
         return acall
@@ -225,10 +225,8 @@ def _typed_failures(func: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except StopIteration:
-            raise exhausted_error() from None
-        except RuntimeError as exc:
-            if _from_stop_iteration(exc):
+        except (StopIteration, RuntimeError) as exc:
+            if _exhausted(exc):
                 raise exhausted_error() from None
             raise
     return call
