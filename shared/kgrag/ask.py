@@ -136,7 +136,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from kgrag.commands.common import add_graph_arguments
+    from kgrag.commands.common import add_graph_arguments, add_model_arguments
 
     parser = add_command(
         subparsers, "ask", help="retrieve for one question with a method; optionally draw it",
@@ -165,8 +165,6 @@ def register(subparsers: Any) -> None:
                                           "\"directed_by\", \"Satoshi Kon\")]'")
     parser.add_argument("--query", help="UltRAG logical query (DSL) instead of an LLM, e.g. "
                                         "'\"Japan\" -> country_of_inv'")
-    parser.add_argument("--llm", metavar="MODULE:FACTORY",
-                        help="package.module:factory returning a LangChain chat model or a "
-                             "LlamaIndex LLM")
+    add_model_arguments(parser, embedder_help=None)
     parser.add_argument("--top", type=int, default=10, help="items printed and drawn (default 10)")
     parser.set_defaults(func=_cmd_ask)

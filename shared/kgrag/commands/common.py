@@ -92,6 +92,21 @@ def load_factory(spec: str | None, option: str = "--llm") -> Any:
     return factory() if callable(factory) else factory
 
 
+LLM_HELP = "package.module:factory returning a LangChain chat model or a LlamaIndex LLM"
+EMBEDDER_HELP = ("package.module:factory returning an embedder (default: the packaged "
+                 "all-MiniLM-L6-v2)")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, *, llm_help: str | None = LLM_HELP,
+                        embedder_help: str | None = EMBEDDER_HELP) -> None:
+    """``--llm`` and ``--embedder`` (``MODULE:FACTORY``, read by :func:`load_factory`); a help of
+    ``None`` leaves that option out."""
+    if llm_help is not None:
+        parser.add_argument("--llm", metavar="MODULE:FACTORY", help=llm_help)
+    if embedder_help is not None:
+        parser.add_argument("--embedder", metavar="MODULE:FACTORY", help=embedder_help)
+
+
 def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     """``GRAPH``, ``--sep`` and ``--on-error``: how every command names its graph."""
     parser.add_argument("graph", metavar="GRAPH",

@@ -18,15 +18,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kgrag.commands.common import add_command, load_factory
+from kgrag.commands.common import add_command, add_model_arguments, load_factory
 from kgrag.context.types import Chunk
 
 TEXT_SUFFIXES = (".txt", ".md")
+KETRAG_LLM_HELP = "package.module:factory returning a LangChain/LlamaIndex LLM"
 
-
-def load_llm(spec: str | None, option: str = "--llm") -> Any:
-    """Call the factory named ``module:function`` and return its model (``None`` for no spec)."""
-    return load_factory(spec, option)
+#: the name this module's loader had before every command used :func:`load_factory`
+#: (``kgrag.methods.ketrag.cli`` still exports it)
+load_llm = load_factory
 
 
 def read_documents(path: Path) -> list[dict[str, Any]]:
@@ -52,8 +52,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
     source = Path(args.directory)
     out = Path(args.out) if args.out else source.with_name(source.name.rstrip("/") + ".ketrag")
-    llm = load_llm(args.llm)
-    embedder = load_llm(args.embedder, "--embedder")
+    llm = load_factory(args.llm)
+    embedder = load_factory(args.embedder, "--embedder")
     budget = args.budget if args.budget is not None else (0.8 if llm is not None else 0.0)
     docs = read_documents(source)
     print(f"KET-RAG: indexing {len(docs)} document(s) from {source} "
@@ -90,8 +90,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         params["context_tokens"] = args.context_tokens
     if args.graph_share is not None:
         params["graph_share"] = args.graph_share
-    llm = load_llm(args.llm)
-    method = KETRAG.load(args.index, llm=llm, embedder=load_llm(args.embedder, "--embedder"),
+    llm = load_factory(args.llm)
+    method = KETRAG.load(args.index, llm=llm, embedder=load_factory(args.embedder, "--embedder"),
                          **params)
     if llm is not None:
         answer = method.answer(args.question)
@@ -143,11 +143,10 @@ def register(subparsers: Any) -> None:
                   "kgrag ketrag index docs/ --llm mymodels:chat --budget 0.8"])
     index.add_argument("directory", metavar="DIR", help="folder of text files (or one file)")
     index.add_argument("--out", help="index directory to write (default: DIR.ketrag)")
-    index.add_argument("--llm", metavar="MODULE:FACTORY",
-                       help="package.module:factory returning a LangChain/LlamaIndex LLM")
-    index.add_argument("--embedder", metavar="MODULE:FACTORY",
-                       help="package.module:factory returning an embedder (LangChain, "
-                            "LlamaIndex or kgrag); default: the packaged all-MiniLM-L6-v2")
+    add_model_arguments(index, llm_help=KETRAG_LLM_HELP,
+                        embedder_help="package.module:factory returning an embedder "
+                                      "(LangChain, LlamaIndex or kgrag); default: the packaged "
+                                      "all-MiniLM-L6-v2")
     index.add_argument("--budget", type=float, default=None,
                        help="beta, share of chunks sent to the LLM (default 0.8 with --llm, else 0)")
     index.add_argument("--chunk-size", type=int, default=1200,
@@ -176,10 +175,9 @@ def register(subparsers: Any) -> None:
         examples=['kgrag ketrag ask docs.ketrag "Where was Ada Lovelace born?" --json'])
     ask.add_argument("index", metavar="INDEX", help="index directory written by 'index'")
     ask.add_argument("question", metavar="QUESTION", help="the question, in words")
-    ask.add_argument("--llm", metavar="MODULE:FACTORY",
-                     help="package.module:factory returning a LangChain/LlamaIndex LLM")
-    ask.add_argument("--embedder", metavar="MODULE:FACTORY",
-                     help="package.module:factory of the embedder the index was built with")
+    add_model_arguments(ask, llm_help=KETRAG_LLM_HELP,
+                        embedder_help="package.module:factory of the embedder the index was "
+                                      "built with")
     ask.add_argument("--context-tokens", type=int, default=None,
                      help="L, the context budget in tokens (default 12000)")
     ask.add_argument("--graph-share", type=float, default=None,

@@ -19,6 +19,7 @@ from typing import Any
 from kgrag.commands.common import (
     add_command,
     add_graph_arguments,
+    add_model_arguments,
     graph_from_args,
     in_rank_order,
     load_factory,
@@ -121,12 +122,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--question", help="a question; the LLM writes the pattern (needs --llm)")
     parser.add_argument("--answer", action="store_true",
                         help="also answer the question from the subgraphs (needs --llm)")
-    parser.add_argument("--llm", metavar="MODULE:FACTORY",
-                        help="package.module:factory returning a LangChain chat model or a "
-                             "LlamaIndex LLM")
-    parser.add_argument("--embedder", metavar="MODULE:FACTORY",
-                        help="package.module:factory returning an embedder (default: the "
-                             "packaged all-MiniLM-L6-v2)")
+    add_model_arguments(parser)
     parser.add_argument("--k", type=int, default=3,
                         help="subgraphs to return, best first (default 3)")
     parser.add_argument("--k-nodes", type=int, default=16,

@@ -21,7 +21,7 @@ import argparse
 import ast
 from typing import Any
 
-from kgrag.commands.common import load_factory
+from kgrag.commands.common import add_model_arguments, load_factory
 from kgrag.errors import KgragError
 
 
@@ -153,12 +153,8 @@ def register(subparsers: Any) -> None:
                         help="embedding cache: name and passage vectors kept between runs, and "
                              "the ONNX export of the model (default: $KGRAG_CACHE_DIR or the "
                              "user cache directory)")
-    parser.add_argument("--llm", metavar="MODULE:FACTORY",
-                        help="package.module:factory returning a LangChain/LlamaIndex LLM "
-                             "(needed by --mode llm)")
-    parser.add_argument("--embedder", metavar="MODULE:FACTORY",
-                        help="package.module:factory returning an embedder (default: the "
-                             "packaged all-MiniLM-L6-v2)")
+    add_model_arguments(parser, llm_help="package.module:factory returning a LangChain/"
+                                         "LlamaIndex LLM (needed by --mode llm)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="method constructor parameter (repeatable)")
     parser.add_argument("--k", type=int, default=10, help="k of Hits@k (default 10)")
