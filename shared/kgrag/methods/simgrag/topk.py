@@ -89,13 +89,19 @@ def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
             strict = pending.result()
         loose = SearchResult(_within_rest(loose.matches, prefer_rest_bound(strict.matches, k)),
                              loose.complete, loose.stats)
-    head = strict.matches[:1] + loose.matches[:1]
-    rest = sorted(strict.matches[1:] + loose.matches[1:], key=_key)
     stats = {key: strict.stats.get(key, 0) + loose.stats.get(key, 0)
              for key in ("partials", "batches", "seconds")}
     stats["root_candidates"] = strict.stats.get("root_candidates", 0)
     stats["reuse_searches"] = loose.stats.get("searches", 1)
-    return SearchResult((head + rest)[:k], strict.complete and loose.complete, stats)
+    return SearchResult(prefer_merge(strict.matches, loose.matches, k),
+                        strict.complete and loose.complete, stats)
+
+
+def prefer_merge(strict: Sequence[Match], reusing: Sequence[Match], k: int) -> list[Match]:
+    """The ``"prefer"`` list from the injective and the reusing top lists (each by key): the
+    best of each, then the rest of both by key, ``k`` in all."""
+    head = list(strict[:1]) + list(reusing[:1])
+    return (head + sorted(list(strict[1:]) + list(reusing[1:]), key=_key))[:k]
 
 
 def prefer_rest_bound(strict: Sequence[Match], k: int) -> float:
@@ -313,5 +319,5 @@ def _self_loops(kg) -> tuple[np.ndarray, np.ndarray]:
     return cached
 
 
-__all__ = ["REUSE_METHODS", "Quotient", "enumerate_reusing", "prefer_rest_bound",
-           "top_k_reusing", "top_k_subgraphs"]
+__all__ = ["REUSE_METHODS", "Quotient", "enumerate_reusing", "prefer_merge",
+           "prefer_rest_bound", "top_k_reusing", "top_k_subgraphs"]
