@@ -95,6 +95,8 @@ def test_model_failing_the_check_falls_back_to_float32_or_raises_when_forced(min
 def test_precision_is_validated():
     with pytest.raises(ValueError, match="precision must be one of"):
         SentenceTransformerEmbedder(precision="int8")
+    with pytest.raises(ValueError, match="is the CPU path"):
+        SentenceTransformerEmbedder(precision="bfloat16", device="cuda")
 
 
 @pytest.mark.parametrize(("flags", "native"), [

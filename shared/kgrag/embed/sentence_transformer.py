@@ -65,10 +65,10 @@ class SentenceTransformerEmbedder:
 
     ``precision``: ``"auto"`` (default) embeds large inputs (at least
     :data:`~kgrag.embed.bf16_backend.BULK_MIN_TEXTS` distinct texts: a graph's names) with
-    bfloat16 matrix products in PyTorch when the CPU runs them natively (AVX512-BF16 / AMX), 1.7x
-    as fast as float32 ONNX Runtime, and everything else in float32; ``"float32"`` never uses
-    bfloat16; ``"bfloat16"`` uses it for every input (emulated, hence slow, on CPUs without
-    it). bfloat16 vectors are checked against float32 on probe texts first and must be within
+    bfloat16 matrix products in PyTorch when the CPU runs them natively (AVX512-BF16 / AMX),
+    1.6-1.9x as fast as float32 ONNX Runtime on MetaQA's names, and everything else in float32;
+    ``"float32"`` never uses bfloat16; ``"bfloat16"`` uses it for every input (emulated, hence
+    slow, on CPUs without it; CPU inference only). bfloat16 vectors are checked against float32 on probe texts first and must be within
     1e-3 (1 - cosine); MiniLM's are within about 1e-4 (:mod:`kgrag.embed.bf16_backend`).
     """
 
@@ -89,6 +89,9 @@ class SentenceTransformerEmbedder:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision == "bfloat16" and device != "cpu":
+            raise ValueError("precision='bfloat16' is the CPU path (device='cpu'); on "
+                             f"{device!r} use precision='auto' or 'float32'")
         self.model_name_or_path = model_name_or_path
         self.batch_size = batch_size
         self.device = device
@@ -229,6 +232,7 @@ class SentenceTransformerEmbedder:
     # ------------------------------------------------------------------ bfloat16 (bulk)
     def _wants_bf16(self, texts: list[str]) -> bool:
         if self.precision == "float32" or self._bf16_failed or self.device != "cpu":
+            # "bfloat16" on another device is refused in __init__
             return False
         if self.precision == "bfloat16":
             return True
