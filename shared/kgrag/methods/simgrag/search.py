@@ -210,8 +210,8 @@ class SharedDomains:
         self._lock = threading.Lock()
         self._nodes: dict[int, tuple[CandidateSet, _NodeCosts]] = {}
         self._relations: dict[int, tuple[CandidateSet, np.ndarray]] = {}
-        self._neighbours: dict[tuple[int, int], tuple[np.ndarray | None, np.ndarray]] = {}
-        self._indexes: dict[tuple[int, int, bool, int], tuple[Any, Any, tuple]] = {}
+        self._neighbours: dict[tuple, tuple[tuple, Any]] = {}
+        self._indexes: dict[tuple, tuple[tuple, Any]] = {}
         self._shared: set[int] = set()  # ids of the domains handed out
 
     def node_costs(self, cands: CandidateSet | None) -> _NodeCosts | None:
@@ -244,16 +244,7 @@ class SharedDomains:
         one of the shared ones."""
         if id(domain) not in self._shared:
             return compute()
-        key = (id(domain), id(rel_cost))
-        hit = self._neighbours.get(key)
-        if hit is None or hit[0] is not rel_cost:
-            value = compute()  # outside the lock: the other half's search goes on meanwhile
-            with self._lock:
-                hit = self._neighbours.get(key)
-                if hit is None or hit[0] is not rel_cost:
-                    hit = (rel_cost, value)
-                    self._neighbours[key] = hit
-        return hit[1]
+        return self._memo(self._neighbours, (id(domain), id(rel_cost)), (rel_cost,), compute)
 
     def reverse_index(self, domain: _NodeCosts, rel_cost: np.ndarray | None, new: bool,
                       source: _NodeCosts | None, compute: Callable[[], tuple]) -> tuple:
@@ -263,16 +254,27 @@ class SharedDomains:
         its edge and its neighbour's domain as they are ask for the same one."""
         if id(domain) not in self._shared:
             return compute()
-        key = (id(domain), id(rel_cost), new, id(source))
-        hit = self._indexes.get(key)
-        if hit is None or hit[0] is not rel_cost or hit[1] is not source:
+        return self._memo(self._indexes, (id(domain), id(rel_cost), new, id(source)),
+                          (rel_cost, source), compute)
+
+    def _memo(self, table: dict, key: tuple, held: tuple, compute: Callable[[], Any]) -> Any:
+        """``table[key]``'s value, computed once. ``held`` are the objects whose ids are in
+        ``key``: kept with the value (so those ids stay unique) and checked by identity. The
+        computation runs outside the lock, so the other half of a ``"prefer"`` search goes on
+        meanwhile; if both compute it, the first stored value wins."""
+        def fresh(hit: tuple | None) -> bool:
+            return hit is not None and all(a is b for a, b in zip(hit[0], held))
+
+        hit = table.get(key)
+        if not fresh(hit):
             value = compute()
             with self._lock:
-                hit = self._indexes.get(key)
-                if hit is None or hit[0] is not rel_cost or hit[1] is not source:
-                    hit = (rel_cost, source, value)  # holds both: their ids stay unique
-                    self._indexes[key] = hit
-        return hit[2]
+                hit = table.get(key)
+                if not fresh(hit):
+                    hit = (held, value)
+                    table[key] = hit
+        assert hit is not None
+        return hit[1]
 
 
 @dataclass(frozen=True)
