@@ -206,3 +206,51 @@ def test_header_rule_is_reported(caplog):
     assert decide_header(["Source", "type", "Target"])[1].startswith(
         "auto: the first row ['source', 'type', 'target'] looks like column names")
     assert decide_header(["x", "y", "z"], header=True) == (True, "header=True was passed")
+
+
+# ---------------------------------------------------------------------- issue 30, item 7
+def _csv_with_stray_quote(path, sep=",", close_at=55, ending="\n"):
+    """60 triples; line 6 opens a quote that (optionally) line ``close_at + 1`` closes."""
+    lines = [f"a{i}{sep}r{sep}b{i}" for i in range(60)]
+    lines[5] = f'"a5{sep}r{sep}b5'
+    if close_at is not None:
+        lines[close_at] = f'a{close_at}"{sep}r{sep}b{close_at}'
+    path.write_bytes((ending.join(lines) + ending).encode())
+    return path
+
+
+@pytest.mark.parametrize("sep", [",", ";"])
+@pytest.mark.parametrize("ending", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("close_at", [55, None], ids=["closed-later", "never-closed"])
+def test_a_stray_quote_does_not_swallow_lines(tmp_path, sep, ending, close_at, caplog):
+    path = _csv_with_stray_quote(tmp_path / "g.csv", sep, close_at, ending)
+    last = 56 if close_at else 60
+    with pytest.raises(GraphFormatError, match="quoted field opened on line 6") as info:
+        KnowledgeGraph.from_csv(path, on_error="raise")
+    assert info.value.line == 6 and f"to line {last}" in str(info.value)
+    with caplog.at_level("WARNING"):
+        kg = KnowledgeGraph.from_csv(path, on_error="skip")
+    swallowed = last - 6 + 1
+    assert kg.stats["skipped_records"] == swallowed
+    assert kg.num_edges == 60 - swallowed
+    assert not any("\n" in name for name in kg.node_names)
+    assert f"lines 6-{last}" in caplog.text
+
+
+def test_an_intended_line_break_in_a_quoted_name_is_refused_too(tmp_path):
+    path = tmp_path / "g.csv"
+    path.write_text('c,r,d\n"two\nlines",r,b\n', encoding="utf-8")
+    with pytest.raises(GraphFormatError, match="line break"):
+        KnowledgeGraph.from_csv(path)
+
+
+# ---------------------------------------------------------------------- issue 30, item 11a
+@pytest.mark.parametrize("suffix", [".tsv", ".csv"])
+def test_non_utf8_text_names_the_line_and_the_encoding_option(tmp_path, suffix):
+    sep = "\t" if suffix == ".tsv" else ","
+    path = tmp_path / f"g{suffix}"
+    path.write_bytes(f"a{sep}r{sep}b\n".encode() * 30 + f"caf\u00e9{sep}r{sep}b\n".encode("latin-1"))
+    with pytest.raises(GraphFormatError, match="encoding=") as info:
+        KnowledgeGraph.from_csv(path)
+    assert info.value.line == 31
+    assert KnowledgeGraph.from_csv(path, encoding="latin-1").has_node("café")

@@ -89,6 +89,13 @@ class TripleReader:
     Quoted fields follow the csv module's rules.
     Malformed rows raise :class:`GraphFormatError` with file and line, or with
     ``on_error="skip"`` are skipped and counted in ``skipped``.
+
+    A quoted field that runs over a line break (a stray opening ``"`` in a comma or semicolon
+    file: csv would read every following line into one name until the next quote) is
+    malformed: a name cannot hold a line break. It raises with the line the quote opened on,
+    or is skipped with every line it swallowed counted in ``skipped`` and named in a warning,
+    so no line vanishes silently. Text that is not in ``encoding`` raises with the line number
+    of the first undecodable byte and a hint to pass ``encoding=``.
     """
 
     def __init__(self, path: Any, *, sep: str | None = None,
@@ -125,8 +132,7 @@ class TripleReader:
                     if first.strip():
                         break
             except UnicodeDecodeError as exc:
-                raise GraphFormatError(f"not {self.encoding} text ({exc.reason})",
-                                       path=self.path) from exc
+                raise self._decode_error(exc) from None
             if not first.strip():
                 log.warning("%s holds no triples (the file is empty): the graph has no edges",
                             self.path)
@@ -144,9 +150,23 @@ class TripleReader:
             expected = 3 if self.columns is None else None
             header_pending = self.header is not False
             yielded = 0
+            previous_end = 0  # the last physical line of the previous row
+            spans: list[tuple[int, int]] = []  # (first, last) lines of rows that ran over lines
             try:
                 for row in reader:
-                    line = reader.line_num
+                    line, previous_end = previous_end + 1, reader.line_num
+                    if line < previous_end and _spans_lines(row):
+                        # a quoted field ran over line breaks: every line it swallowed is lost
+                        # unless it is reported (issue 30 item 7)
+                        problem = (f"a quoted field opened on line {line} runs over "
+                                   f"{previous_end - line + 1} lines (to line {previous_end}); "
+                                   "a stray '\"'? a name cannot hold a line break (quote the "
+                                   "whole field, or pass sep= for a file that is not CSV)")
+                        if self.on_error == "raise":
+                            raise GraphFormatError(problem, path=self.path, line=line)
+                        spans.append((line, previous_end))
+                        self.skipped += previous_end - line + 1
+                        continue
                     if not row or all(not f.strip() for f in row):
                         continue
                     if header_pending:
@@ -185,13 +205,28 @@ class TripleReader:
             except csv.Error as exc:
                 raise GraphFormatError(str(exc), path=self.path, line=reader.line_num) from exc
             except UnicodeDecodeError as exc:
-                raise GraphFormatError(f"not {self.encoding} text ({exc.reason})", path=self.path) from exc
+                raise self._decode_error(exc) from None
+        if spans:
+            shown = ", ".join(f"{a}-{b}" for a, b in spans[:5]) + (" ..." if len(spans) > 5
+                                                                   else "")
+            log.warning("%s: skipped %d line(s) inside %d quoted field(s) that ran over line "
+                        "breaks (lines %s): a stray '\"'?", self.path,
+                        sum(b - a + 1 for a, b in spans), len(spans), shown)
         if self.skipped:
             log.warning("skipped %d malformed line(s) in %s", self.skipped, self.path)
         if not yielded:
             what = ("every line was malformed and skipped" if self.skipped else
                     "only a header row" if self.header_row else "no data rows")
             log.warning("%s holds no triples (%s): the graph has no edges", self.path, what)
+
+    def _decode_error(self, exc: UnicodeDecodeError) -> GraphFormatError:
+        """The error for text that is not in ``self.encoding``: with the line of the first
+        undecodable byte and the ``encoding=`` hint."""
+        line = undecodable_line(self.path, self.encoding)
+        return GraphFormatError(
+            f"not {self.encoding} text ({exc.reason}); if the file is in another encoding, "
+            "pass it as encoding= (e.g. encoding='latin-1' or 'cp1252')",
+            path=self.path, line=line)
 
     def _resolve_columns(self, header_row: Sequence[str] | None) -> tuple[int, int, int]:
         if self.columns is None:
@@ -212,6 +247,41 @@ class TripleReader:
             else:
                 raise GraphFormatError(f"column {c!r} not in header {names}", path=self.path, line=1)
         return tuple(resolved)  # type: ignore[return-value]
+
+
+def _spans_lines(row: Sequence[str]) -> bool:
+    """A field of ``row`` holds a line break (only a quoted field can)."""
+    return any("\n" in f or "\r" in f for f in row)
+
+
+def undecodable_line(path: str, encoding: str) -> int | None:
+    """The 1-based line of the first byte of ``path`` that ``encoding`` cannot decode, or
+    ``None`` when the whole file decodes.
+
+    Decodes incrementally in 64 kB blocks and counts the decoded line breaks, so it works for
+    any codec (a multi-byte character split across blocks is not an error).
+    """
+    import codecs
+
+    decoder = codecs.getincrementaldecoder(encoding)()
+    lines = 1
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(1 << 16)
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                return lines + _prefix_lines(exc)
+            lines += text.count("\n")
+            if not block:
+                return None
+
+
+def _prefix_lines(exc: UnicodeDecodeError) -> int:
+    """Line breaks in the bytes of a block before the undecodable byte (ASCII-compatible codecs:
+    the newline byte; for others the count is a lower bound)."""
+    data = exc.object[:exc.start]
+    return bytes(data).count(b"\n") if isinstance(data, (bytes, bytearray)) else 0
 
 
 def _log_header_rule(path: str, rule: str) -> None:
