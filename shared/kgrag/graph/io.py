@@ -158,7 +158,7 @@ class TripleReader:
                     if line < previous_end and _spans_lines(row):
                         # a quoted field ran over line breaks: every line it swallowed is lost
                         # unless it is reported (issue 30 item 7)
-                        problem = (f"a quoted field opened on line {line} runs over "
+                        problem: str | None = (f"a quoted field opened on line {line} runs over "
                                    f"{previous_end - line + 1} lines (to line {previous_end}); "
                                    "a stray '\"'? a name cannot hold a line break (quote the "
                                    "whole field, or pass sep= for a file that is not CSV)")
