@@ -158,12 +158,13 @@ class TripleReader:
                     if line < previous_end and _spans_lines(row):
                         # a quoted field ran over line breaks: every line it swallowed is lost
                         # unless it is reported (issue 30 item 7)
-                        problem: str | None = (f"a quoted field opened on line {line} runs over "
-                                   f"{previous_end - line + 1} lines (to line {previous_end}); "
-                                   "a stray '\"'? a name cannot hold a line break (quote the "
-                                   "whole field, or pass sep= for a file that is not CSV)")
                         if self.on_error == "raise":
-                            raise GraphFormatError(problem, path=self.path, line=line)
+                            raise GraphFormatError(
+                                f"a quoted field opened on line {line} runs over "
+                                f"{previous_end - line + 1} lines (to line {previous_end}); a "
+                                "stray '\"'? a name cannot hold a line break (quote the whole "
+                                "field, or pass sep= for a file that is not CSV)",
+                                path=self.path, line=line)
                         spans.append((line, previous_end))
                         self.skipped += previous_end - line + 1
                         continue
