@@ -34,7 +34,9 @@ from langchain_core.runnables.utils import AddableDict
 from pydantic import ConfigDict
 
 from kgrag.context.types import Answer
+from kgrag.errors import InvalidQuestionError
 from kgrag.llm.base import llm_call_options
+from kgrag.methods.base import check_question
 from langchain_kgrag.conversions import result_to_documents
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,11 +46,14 @@ _DONE = object()
 
 
 def _question(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("question"), str):
-        return value["question"]
-    raise TypeError("the answer chain takes a question string or {'question': str}")
+    """The question of the chain's input (a string, or a dict with ``"question"``), checked by
+    :func:`~kgrag.methods.base.check_question` (:class:`~kgrag.errors.InvalidQuestionError`)."""
+    if isinstance(value, dict):
+        if "question" not in value:
+            raise InvalidQuestionError("the answer chain takes a question string or "
+                                       "{'question': str}; the dict has no 'question'")
+        value = value["question"]
+    return check_question(value)
 
 
 class KGAnswerChain(RunnableSerializable[Any, dict]):

@@ -50,7 +50,7 @@ from kgrag.context.metadata import item_id
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
-from kgrag.methods.base import KGMethod, positional_to_keywords
+from kgrag.methods.base import KGMethod, check_question, positional_to_keywords
 from kgrag.methods.registry import (
     DEFAULT_TOOL_DESCRIPTION,
     TOOL_QUESTION_DESCRIPTION,
@@ -95,15 +95,46 @@ class KGRetrieverTool(RetrieverTool):
     calls it as its ``fn_schema`` says (``input=...``), and ``RetrieverTool`` alone would
     retrieve for the text ``"input is <question>"``."""
 
-    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+    @staticmethod
+    def _question_args(args: tuple[Any, ...], kwargs: dict[str, Any]
+                       ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if not args and set(kwargs) == {"input"}:
             args, kwargs = (kwargs["input"],), {}
+        if len(args) == 1 and not kwargs:  # the question: checked, never str(123)
+            check_question(args[0])
+        return args, kwargs
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        args, kwargs = self._question_args(args, kwargs)
         return super().call(*args, **kwargs)
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
-        if not args and set(kwargs) == {"input"}:
-            args, kwargs = (kwargs["input"],), {}
+        args, kwargs = self._question_args(args, kwargs)
         return await super().acall(*args, **kwargs)
+
+
+class KGQueryEngineTool(QueryEngineTool):
+    """LlamaIndex's ``QueryEngineTool`` whose question (the first argument or ``input``) is
+    checked (:func:`~kgrag.methods.base.check_question`) instead of passed through ``str()``."""
+
+    def _get_query_str(self, *args: Any, **kwargs: Any) -> str:
+        if args:
+            return check_question(args[0])
+        if "input" in kwargs:
+            return check_question(kwargs["input"])
+        return super()._get_query_str(*args, **kwargs)
+
+
+def checked_query(str_or_query_bundle: Any) -> Any:
+    """A question string or ``QueryBundle`` whose text passes
+    :func:`~kgrag.methods.base.check_question` (else
+    :class:`~kgrag.errors.InvalidQuestionError`), before LlamaIndex reads ``query_str`` off
+    whatever was passed."""
+    if isinstance(str_or_query_bundle, QueryBundle):
+        check_question(str_or_query_bundle.query_str)
+    else:
+        check_question(str_or_query_bundle)
+    return str_or_query_bundle
 
 
 class _FromRegistry:
@@ -186,7 +217,7 @@ class _FromRegistry:
             return KGRetrieverTool(retriever=self, metadata=ToolMetadata(
                 description=description, name=name, fn_schema=QuestionToolInput))
         assert isinstance(self, BaseQueryEngine)
-        return QueryEngineTool(query_engine=self, metadata=ToolMetadata(
+        return KGQueryEngineTool(query_engine=self, metadata=ToolMetadata(
             description=description, name=name, fn_schema=QuestionEngineToolInput))
 
 
@@ -219,6 +250,14 @@ class KGRetriever(_FromRegistry, BaseRetriever):
         if captured is not None:
             captured.append(result)
         return result_to_nodes(result, k=self.similarity_top_k)
+
+    def retrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:
+        """LlamaIndex's ``retrieve``, the question checked first (:func:`checked_query`)."""
+        return super().retrieve(checked_query(str_or_query_bundle))
+
+    async def aretrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:
+        """LlamaIndex's ``aretrieve``, the question checked first (:func:`checked_query`)."""
+        return await super().aretrieve(checked_query(str_or_query_bundle))
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(self.method.retrieve(query_bundle.query_str))
@@ -351,6 +390,14 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
                           self.callback_manager, streaming=self._streaming)
 
     # ------------------------------------------------------------------ answering
+    def query(self, str_or_query_bundle: Any) -> Any:
+        """LlamaIndex's ``query``, the question checked first (:func:`checked_query`)."""
+        return super().query(checked_query(str_or_query_bundle))
+
+    async def aquery(self, str_or_query_bundle: Any) -> Any:
+        """LlamaIndex's ``aquery``, the question checked first (:func:`checked_query`)."""
+        return await super().aquery(checked_query(str_or_query_bundle))
+
     def _response(self, answer: Answer, nodes: list[NodeWithScore]) -> Response:
         return Response(response=answer.text, source_nodes=nodes,
                         metadata=_answer_metadata(answer))

@@ -120,6 +120,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
           f"LLM calls: {result.usage.calls}  (best first)")
     if result.metadata.get("error"):
         print(f"error: {result.metadata['error']}")
+    elif not result.items and result.metadata.get("empty_reason"):
+        print(f"nothing retrieved: {result.metadata['empty_reason']}")
     for rank, item in enumerate(result.items[: args.top], start=1):
         score = getattr(item, "score", None)
         shows_score = isinstance(item, ScoredEntity) or not isinstance(score, (int, float))

@@ -71,6 +71,17 @@ class UnknownRelationError(_SuggestingKeyError):
     _default = "unknown relation"
 
 
+class EmptyInputError(KgragError, ValueError):
+    """There is nothing to build from: e.g. documents that hold no text to index."""
+
+
+class InvalidQuestionError(KgragError, TypeError, ValueError):
+    """A question that is not a non-empty string (``123``, a list, a dict, ``""``, blanks).
+
+    Both a ``TypeError`` (the wrong type) and a ``ValueError`` (an empty string), so code that
+    catches either keeps working."""
+
+
 class LLMNotConfiguredError(KgragError):
     """A step needs an LLM and none was passed."""
 

@@ -51,7 +51,10 @@ class RelationTextVectors:
         np.cumsum(counts, out=indptr[1:])
         vectors = embed_cached(embedder, flat, kind="relations") if flat else \
             np.zeros((0, getattr(embedder, "dimension", 1)), np.float32)
-        return cls(vectors.reshape(len(flat), -1), indptr)
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2:  # (0, d) already when there is nothing; -1 cannot infer d from 0
+            vectors = vectors.reshape(len(flat), -1)
+        return cls(vectors, indptr)
 
     @classmethod
     def from_graph(cls, graph: GraphStore, embedder: Any,

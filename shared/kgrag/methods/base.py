@@ -38,7 +38,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, TypeVar
 
 from kgrag.context.types import Answer, RetrievalResult, Usage
-from kgrag.errors import LLMNotConfiguredError, LLMOutputError
+from kgrag.errors import InvalidQuestionError, LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.sources.coerce import as_graph_store
 
 
@@ -95,6 +95,61 @@ def keyword_only_llm(*names: str, skip: int = 2) -> Callable[[F], F]:
 
 M = TypeVar("M", bound="KGMethod")
 
+#: the entry points that take a question first; every method's own definitions of them check it
+QUESTION_ENTRY_POINTS = ("retrieve", "aretrieve", "answer", "aanswer", "answer_from",
+                         "aanswer_from")
+
+
+def check_question(question: Any) -> str:
+    """``question`` if it is a string with some non-blank text, else
+    :class:`~kgrag.errors.InvalidQuestionError` saying what was passed -- checked at every
+    entry point (methods, both adapters' retrievers, query engines and tools), so ``123`` or
+    ``["a"]`` fail with a clear message instead of deep inside a method, and ``""`` is an
+    error instead of a silent empty result."""
+    if not isinstance(question, str):
+        raise InvalidQuestionError(f"a question must be a string, got {type(question).__name__}"
+                                   f" {_short(question)}")
+    if not question.strip():
+        raise InvalidQuestionError("the question is empty: ask something in words")
+    return question
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _checking_question(func: F) -> F:
+    """``func(self, question, ...)`` (sync or async) with ``question`` checked first."""
+    if inspect.iscoroutinefunction(func):
+        @functools.wraps(func)
+        async def acheck(self: Any, question: Any, *args: Any, **kwargs: Any) -> Any:
+            return await func(self, check_question(question), *args, **kwargs)
+        acheck.__kgrag_checks_question__ = True  # type: ignore[attr-defined]
+        return acheck  # type: ignore[return-value]
+
+    @functools.wraps(func)
+    def check(self: Any, question: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(self, check_question(question), *args, **kwargs)
+    check.__kgrag_checks_question__ = True  # type: ignore[attr-defined]
+    return check  # type: ignore[return-value]
+
+#: the ``empty_reason`` of a retrieval over a graph without a single triple
+EMPTY_GRAPH_REASON = "the graph holds no triples"
+
+
+def explain_empty(result: RetrievalResult, graph: Any) -> RetrievalResult:
+    """``result``, with ``metadata["empty_reason"]`` set to :data:`EMPTY_GRAPH_REASON` when it
+    has no items, no reason or error yet, and ``graph`` has no edges -- so an empty graph is
+    an empty result that says why, not a silent ``[]``. Counts the graph only for an empty
+    result (a database store answers with one query)."""
+    if result.items or "empty_reason" in result.metadata or "error" in result.metadata:
+        return result
+    counts = getattr(graph, "counts", None)
+    if callable(counts) and not counts().get("edges", 1):
+        result.metadata["empty_reason"] = EMPTY_GRAPH_REASON
+    return result
+
 
 def _takes(cls: type, name: str) -> bool:
     """Whether ``cls(...)`` accepts the keyword ``name`` (by name or through ``**kwargs``)."""
@@ -109,6 +164,15 @@ class KGMethod(ABC):
     name: ClassVar[str] = "method"
 
     _on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every method checks its question (:func:`check_question`) in the entry points it
+        defines (:data:`QUESTION_ENTRY_POINTS`), so no method can forget it."""
+        super().__init_subclass__(**kwargs)
+        for name in QUESTION_ENTRY_POINTS:
+            func = cls.__dict__.get(name)
+            if callable(func) and not getattr(func, "__kgrag_checks_question__", False):
+                setattr(cls, name, _checking_question(func))
 
     # ------------------------------------------------------------------ unusable replies
     @property
@@ -217,3 +281,8 @@ class KGMethod(ABC):
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
         return await asyncio.to_thread(self.answer_from, question, result)
+
+
+for _name in QUESTION_ENTRY_POINTS:  # the defaults too: answer(123) on an LLM-free method
+    setattr(KGMethod, _name, _checking_question(KGMethod.__dict__[_name]))
+del _name

@@ -58,7 +58,7 @@ from kgrag.llm.steps import (
     run_async,
     run_sync,
 )
-from kgrag.methods.base import KGMethod, keyword_only_llm
+from kgrag.methods.base import KGMethod, explain_empty, keyword_only_llm
 from kgrag.methods.byokg.config import TRIPLET_MODES as TRIPLET_MODES
 from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.context import GraphContext
@@ -400,7 +400,8 @@ class ByoKGRAG(KGMethod):
                 log: CallLog, llm: BaseLLMAdapter) -> RetrievalResult:
         usage = self._spent(log, llm)
         meta.update(context=context.verbalize(), llm_calls_by_step=log.by_step(), mode="llm")
-        return RetrievalResult(question, context.items(), self.name, usage, meta)
+        return explain_empty(RetrievalResult(question, context.items(), self.name, usage, meta),
+                             self.graph)
 
     def _unusable(self, question: str, error: LLMOutputError, log: CallLog,
                   llm: BaseLLMAdapter) -> RetrievalResult:
@@ -522,8 +523,8 @@ class ByoKGRAG(KGMethod):
                 "answer_candidates": [c.name for c in found.candidates],
                 "triples": list(found.triples),
                 "context": context.verbalize(), "llm_calls_by_step": {}}
-        return RetrievalResult(question, walk_ranked(found.candidates, found.paths), self.name,
-                               Usage(), meta)
+        return explain_empty(RetrievalResult(question, walk_ranked(found.candidates, found.paths),
+                                             self.name, Usage(), meta), self.graph)
 
 
 def walk_ranked(candidates: Sequence[ScoredEntity], paths: Sequence[Path]

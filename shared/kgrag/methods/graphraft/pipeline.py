@@ -52,7 +52,7 @@ from kgrag.llm.steps import (
     run_async,
     run_sync,
 )
-from kgrag.methods.base import KGMethod
+from kgrag.methods.base import KGMethod, explain_empty
 from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
 from kgrag.methods.graphraft.decoding import TokenScorer
 from kgrag.methods.graphraft.enumeration import Candidate
@@ -368,7 +368,7 @@ class GraphRAFT(KGMethod):
                                    "description": self.backend.description(n.name)})
             for n in nodes
         ]
-        return RetrievalResult(
+        return explain_empty(RetrievalResult(
             question, items, method=self.name, usage=usage,
             metadata={
                 "mentions": mentions,
@@ -378,7 +378,7 @@ class GraphRAFT(KGMethod):
                 "selected_cypher": [self.backend.cypher(c.pattern) for c in selected],
                 "over_budget_queries": [c.pattern.text() for c in breached],
             },
-        )
+        ), self.graph)
 
     @staticmethod
     def answer_blocks(result: RetrievalResult) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from kgrag.errors import LLMNotConfiguredError
+from kgrag.errors import EmptyInputError, LLMNotConfiguredError
 from kgrag.llm.base import NO_LLM_HELP, as_llm
 from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.cost import cost_report, first_prompt_tokens
@@ -138,7 +138,7 @@ def chunk_documents(docs: list[Any], cfg: KETRAGConfig, tok: TextTokenizer) -> C
                 out.sub_tokens.append(sub.n_tokens)
             out.sub_indptr.append(len(out.sub_texts))
     if not out.texts:
-        raise ValueError("the documents contain no text to index")
+        raise EmptyInputError("the documents contain no text to index")
     return out
 
 

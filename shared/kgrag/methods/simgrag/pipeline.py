@@ -30,7 +30,7 @@ from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import as_llm, optional_llm
 from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_async, run_sync
 from kgrag.llm.prompts import PromptSet
-from kgrag.methods.base import KGMethod
+from kgrag.methods.base import EMPTY_GRAPH_REASON, KGMethod
 from kgrag.methods.simgrag.candidates import CandidateGenerator
 from kgrag.methods.simgrag.config import SimGRAGConfig
 from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
@@ -332,6 +332,9 @@ class SimGRAG(KGMethod):
         """``empty_reason`` (a sentence) and ``unmatched_edges``: the pattern triples no graph
         edge can match on its own -- no edge with one of the relation's candidates joins the
         candidates of its two ends (in-memory graph; a database store says less)."""
+        counts = self.graph.counts()
+        if not counts.get("edges", 1):
+            return {"empty_reason": EMPTY_GRAPH_REASON}
         if self.kg is None:
             return {"empty_reason": "no subgraph of the candidates' neighbourhood matches the "
                     "pattern (see 'candidates')"}
