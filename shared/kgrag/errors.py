@@ -116,5 +116,16 @@ class QueryBudgetError(UnsafeQueryError):
     time) in a way the server would not stop; the message says how to rewrite it."""
 
 
+class ResultTooLargeError(QueryBudgetError):
+    """A query's result grew past the store's byte budget; reading stopped and the connection
+    was dropped (the message says how large the budget is and how to ask for less)."""
+
+
+class QueryParameterError(GraphDatabaseError, ValueError):
+    """A query parameter was refused before sending: the backend could not pass it exactly and
+    safely (a map key that is not a plain name, a float the server would round, a type the
+    client would write as text, NUL ...)."""
+
+
 class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
     """A triples file or graph directory does not exist (also a ``FileNotFoundError``)."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.context.types import Path, Triple
-from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutError
 from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 from kgrag.graph.cypher_budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
@@ -73,7 +73,8 @@ def _nul_strings(value: Any) -> Iterator[str]:
 
 
 def refuse_nul_parameters(params: Mapping[str, Any] | None) -> None:
-    """Raise :class:`GraphDatabaseError` when a parameter string holds NUL (U+0000).
+    """Raise :class:`~kgrag.errors.QueryParameterError` (a :class:`GraphDatabaseError`) when a
+    parameter string holds NUL (U+0000).
 
     FalkorDB reads parameters as C strings: over Bolt a NUL silently cuts the value
     (``"ab\\x00cd"`` arrives as ``"ab"``), over its Redis protocol it cuts the whole query.
@@ -81,7 +82,7 @@ def refuse_nul_parameters(params: Mapping[str, Any] | None) -> None:
     """
     bad = next(_nul_strings(dict(params or {})), None)
     if bad is not None:
-        raise GraphDatabaseError(
+        raise QueryParameterError(
             f"a query parameter holds a NUL character, which the server would cut the value at: "
             f"{bad[:60]!r}")
 
@@ -815,8 +816,9 @@ class CypherGraphStore:
         if limit < 1:
             raise ValueError("limit must be >= 1")
         params = dict(params or {})
-        if not all(isinstance(k, str) and k.isidentifier() for k in params):
-            raise ValueError("query parameter names must be identifiers")
+        bad = [k for k in params if not (isinstance(k, str) and k.isidentifier())]
+        if bad:
+            raise QueryParameterError(f"query parameter names must be identifiers: {bad[0]!r}")
         text = prepare_untrusted_query(query, params, max_rows=limit,
                                        max_range=self.max_range_elements)
         refuse_nul_parameters(params)

@@ -17,7 +17,10 @@ docs/graph-databases.md.
 Differences from Neo4j that the store handles: FalkorDB has no uniqueness constraints (an
 index on the name is created instead), and its parser does not accept doubled backticks, so a
 label, property or relation name containing a backtick is refused with ``ValueError`` (store
-such relations with ``relation_property=...``).
+such relations with ``relation_property=...``). The client writes parameters into the query as
+text, so parameters it cannot write exactly (a backtick in a map key, ``nan``, integers beyond
+64 bits, other types) are refused with :class:`~kgrag.errors.QueryParameterError`
+(:func:`kgrag.graph.cypher_params.plain_parameters`).
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from kgrag.graph.cypher_store import (
     Row,
     SearchIndex,
     call_with_deadline,
-    refuse_nul_parameters,
 )
+from kgrag.graph.cypher_params import plain_parameters
 from kgrag.graph.db_load import load_triples
 
 log = logging.getLogger(__name__)
@@ -189,25 +192,24 @@ class FalkorDBGraphStore(CypherGraphStore):
         """
         import redis.exceptions as rx
 
-        refuse_nul_parameters(params)
+        plain = plain_parameters(params)
 
         def run() -> Any:
             with self._errors(what):
                 try:
-                    return self._graph.ro_query(query, dict(params or {}),
-                                                timeout=self._ms(timeout))
+                    return self._graph.ro_query(query, plain, timeout=self._ms(timeout))
                 except rx.ResponseError as exc:
                     if "TIMEOUT_MAX" not in str(exc):
                         raise
-                    return self._graph.ro_query(query, dict(params or {}))
+                    return self._graph.ro_query(query, plain)
 
         deadline = None if timeout is None else timeout + self.client_grace_seconds
         return call_with_deadline(run, deadline, what)
 
     def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
-        refuse_nul_parameters(params)
+        plain = plain_parameters(params)
         with self._errors("write"):
-            result = self._graph.query(query, dict(params or {}))
+            result = self._graph.query(query, plain)
         return {"nodes_created": int(result.nodes_created),
                 "relationships_created": int(result.relationships_created)}
 

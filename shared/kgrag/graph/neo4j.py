@@ -19,11 +19,12 @@ else builds a local index from :meth:`iter_node_names`.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import time
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutError
+from kgrag.graph import cypher_params
 from kgrag.graph.base import TripleSource, register_converter
 from kgrag.graph.cypher_store import (
     CypherGraphStore,
@@ -38,25 +39,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Largest parameter payload sent to a server that splices parameters into the query text.
-SPLICED_PARAMS_MAX_BYTES = 3000
-
-#: Characters that break out of a string on servers that splice parameters into query text.
-_SPLICE_UNSAFE = ("'", "\\")
+#: Largest text (``CYPHER <parameters> <query>``) sent to a server that splices parameters into
+#: the query text: FalkorDB's Bolt endpoint builds it in a 4,096-byte buffer.
+SPLICED_TEXT_MAX_BYTES = cypher_params.SPLICED_TEXT_MAX_BYTES
 
 
-def _unsafe_strings(value: Any) -> Iterator[str]:
-    """Strings (values and map keys) inside ``value`` holding a quote or a backslash."""
-    if isinstance(value, str):
-        if any(c in value for c in _SPLICE_UNSAFE):
-            yield value
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _unsafe_strings(k)
-            yield from _unsafe_strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _unsafe_strings(v)
+#: The code newer drivers (>= 5.26, Bolt 5.7) give every failure of a server that sends no GQL
+#: status, such as FalkorDB's Bolt endpoint: the server's own code and message are dropped.
+_OPAQUE_CODE = "Neo.DatabaseError.General.UnknownError"
 
 
 def _undecodable(exc: UnicodeDecodeError, tx: Any, what: str) -> GraphDatabaseError:
@@ -107,6 +97,12 @@ class Neo4jGraphStore(CypherGraphStore):
         driver: a ``neo4j.Driver``.
         database: database name (``None``: the server's default).
         owns_driver: close the driver in :meth:`close` (True when built by :meth:`from_uri`).
+        server_timeout_max: seconds after which the *server* ends any query on its own, for a
+            server that ignores transaction timeouts (FalkorDB's Bolt endpoint: its
+            ``TIMEOUT_MAX``). Over Bolt such a timeout arrives from newer drivers (>= 5.26) as
+            an opaque ``UnknownError``; one arriving after at least this long is reported as
+            :class:`~kgrag.errors.QueryTimeoutError`. Without it, the store warns once, when it
+            finds such a server, that an abandoned query keeps running there.
         **mapping: node label, name property, relation storage, batch size, timeout; see
             :class:`~kgrag.graph.cypher_store.CypherGraphStore`.
     """
@@ -114,11 +110,13 @@ class Neo4jGraphStore(CypherGraphStore):
     backend = "neo4j"
 
     def __init__(self, driver: Any, *, database: str | None = None, owns_driver: bool = False,
-                 **mapping: Any) -> None:
+                 server_timeout_max: float | None = None, **mapping: Any) -> None:
         self._driver = driver
         self.database = database
         self._owns_driver = owns_driver
-        self._splices_params: bool | None = None  # learnt on first use, see _check_params
+        self.server_timeout_max = server_timeout_max
+        # learnt at connect (from_uri) or on first use; see _check_params and _probe_splicing
+        self._splices_params: bool | None = None
         super().__init__(**mapping)
 
     @classmethod
@@ -145,6 +143,7 @@ class Neo4jGraphStore(CypherGraphStore):
             with store._errors("connecting"):
                 call_with_deadline(driver.verify_connectivity, connection_timeout + 5.0,
                                     f"connecting to {uri}")
+            store._splices_params = store._probe_splicing()
         except GraphDatabaseError:
             store.close()
             raise
@@ -178,6 +177,7 @@ class Neo4jGraphStore(CypherGraphStore):
         import neo4j.exceptions as ex
 
         where = getattr(self, "_where_text", "the Neo4j server")
+        started = time.monotonic()
         try:
             yield
         except GraphDatabaseError:
@@ -188,21 +188,28 @@ class Neo4jGraphStore(CypherGraphStore):
             code = exc.code or ""
             if "TransactionTimedOut" in code or "Timeout" in code or "timed out" in str(exc):
                 raise QueryTimeoutError(f"{what}: the server timed out: {exc.message}") from exc
+            limit = self.server_timeout_max
+            if (limit is not None and code == _OPAQUE_CODE
+                    and time.monotonic() - started >= limit):
+                raise QueryTimeoutError(
+                    f"{what}: the server's time limit ({limit:g} s, its TIMEOUT_MAX) ended the "
+                    f"query (the server's error reached this driver as {code})") from exc
             raise GraphDatabaseError(f"{what}: {code or 'error'}: {exc.message}") from exc
         except ex.DriverError as exc:
             raise GraphDatabaseError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
-    def _check_params(self, params: Mapping[str, Any] | None) -> None:
-        """Refuse parameters a server would not pass safely.
+    def _check_params(self, query: str, params: Mapping[str, Any] | None) -> None:
+        """Refuse parameters a server would not pass safely and exactly.
 
         A Bolt server must send parameters apart from the query text. FalkorDB's Bolt endpoint
-        (4.x) instead splices them into the text, unescaped and into a fixed-size buffer: a
-        string with a quote or a trailing backslash breaks the query and can inject Cypher, and
-        parameters longer than about 4 KB crash the server. The store probes once, on the
-        first query with parameters (``RETURN $probe`` with a quote in it, which a correct
-        server echoes), and on such a server refuses those values with a clear error
-        (use :class:`~kgrag.graph.falkordb.FalkorDBGraphStore` for FalkorDB, or a smaller
-        ``batch_size``).
+        (4.x) instead splices them into the text, unescaped, into a 4,096-byte buffer (see
+        :mod:`kgrag.graph.cypher_params`): a string with a quote or backslash, or a map key
+        that is not a bare name, can inject Cypher; floats lose digits; a text over the buffer
+        crashes the server. The store probes once, on the first query with parameters
+        (``RETURN $probe`` with a quote in it, which a correct server echoes), and on such a
+        server refuses those values with :class:`~kgrag.errors.QueryParameterError` (use
+        :class:`~kgrag.graph.falkordb.FalkorDBGraphStore` for FalkorDB, or a smaller
+        ``batch_size``). On a server that passes parameters properly only NUL is refused.
         """
         if not params:
             return
@@ -211,17 +218,12 @@ class Neo4jGraphStore(CypherGraphStore):
             self._splices_params = self._probe_splicing()
         if not self._splices_params:
             return
-        bad = next(_unsafe_strings(dict(params)), None)
-        if bad is not None:
-            raise GraphDatabaseError(
-                f"this Bolt server splices query parameters into the query text (a FalkorDB "
-                f"bug), so the value {bad[:80]!r} (with a quote or backslash) cannot be sent "
-                "safely; use kgrag.graph.falkordb.FalkorDBGraphStore for FalkorDB")
-        size = len(json.dumps(dict(params), ensure_ascii=False, default=str).encode())
-        if size > SPLICED_PARAMS_MAX_BYTES:
-            raise GraphDatabaseError(
+        size = cypher_params.spliced_size(query, params)
+        if size > SPLICED_TEXT_MAX_BYTES:
+            raise QueryParameterError(
                 f"this Bolt server splices query parameters into a fixed-size buffer (a FalkorDB "
-                f"bug) and {size} bytes of parameters could crash it; use a smaller batch_size "
+                f"bug) and the {size}-byte query text it would build (over "
+                f"{SPLICED_TEXT_MAX_BYTES}) could crash it; use a smaller batch_size "
                 f"(now {self.batch_size}) or kgrag.graph.falkordb.FalkorDBGraphStore")
 
     def _probe_splicing(self) -> bool:
@@ -234,18 +236,24 @@ class Neo4jGraphStore(CypherGraphStore):
                 with session.begin_transaction(timeout=10) as tx:
                     return tx.run("RETURN $probe AS probe", probe=probe).single()[0]
 
-        try:
-            with self._errors("probing parameter handling"):
-                try:
-                    echoed = call_with_deadline(run, 15.0, "probing parameter handling")
-                except ex.DatabaseError:
-                    return True
-        except QueryTimeoutError:
-            raise
-        splices = echoed != probe
+        with self._errors("probing parameter handling"):
+            try:
+                splices = call_with_deadline(run, 15.0, "probing parameter handling") != probe
+            except ex.DatabaseError:  # the quote broke the spliced query text
+                splices = True
         if splices:
-            log.warning("%r splices string parameters into query text; values with quotes or "
-                        "backslashes will be refused", self)
+            log.warning("%r splices parameters into the query text (FalkorDB's Bolt endpoint): "
+                        "strings with quotes or backslashes, map keys that are not plain names "
+                        "and floats it would round are refused", self)
+            if self.server_timeout_max is None:
+                log.warning(
+                    "%r is FalkorDB's Bolt endpoint, which ignores transaction timeouts: a query "
+                    "this store abandons after its timeout (QueryTimeoutError) keeps running on "
+                    "the server until it ends. Give the server a time limit -- start it with "
+                    "'--loadmodule falkordb.so TIMEOUT_MAX 30000', or run 'GRAPH.CONFIG SET "
+                    "TIMEOUT_MAX 30000' (FalkorDBGraphStore.set_server_timeouts(max_ms=30000)) -- "
+                    "and pass server_timeout_max=30 to this store so the server's timeouts are "
+                    "reported as timeouts", self)
         return splices
 
     def _session(self, read: bool) -> Any:
@@ -270,7 +278,7 @@ class Neo4jGraphStore(CypherGraphStore):
 
     def _read(self, query: str, params: Mapping[str, Any] | None = None,
               timeout: float | None = None) -> list[Row]:
-        self._check_params(params)
+        self._check_params(query, params)
         return self._in_read_tx(
             lambda tx: [list(rec.values()) for rec in tx.run(query, dict(params or {}))],
             timeout if timeout is not None else self.timeout, "graph query")
@@ -281,7 +289,7 @@ class Neo4jGraphStore(CypherGraphStore):
             return {"nodes_created": c.nodes_created,
                     "relationships_created": c.relationships_created}
 
-        self._check_params(params)
+        self._check_params(query, params)
         with self._errors("write"), self._session(read=False) as session:
             return session.execute_write(work)
 
@@ -295,7 +303,7 @@ class Neo4jGraphStore(CypherGraphStore):
                     break  # the transaction is rolled back; the server discards the rest
             return rows
 
-        self._check_params(params)
+        self._check_params(query, params)
         return self._in_read_tx(work, timeout, "Cypher query")
 
     # ------------------------------------------------------------------ streaming and indexes
