@@ -801,6 +801,11 @@ class CypherGraphStore:
     #: Elements all ``range()`` calls of one untrusted query may generate together.
     max_range_elements = MAX_RANGE_ELEMENTS
 
+    def cypher_backend(self) -> str:
+        """The server kind untrusted Cypher is checked for (``backend=`` of
+        :func:`~kgrag.graph.cypher_safety.check_read_only`: per-backend return types)."""
+        return self.backend
+
     def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
                    limit: int = 100, timeout: float | None = 10.0) -> CypherRows:
         """Run untrusted (e.g. LLM-written) Cypher read-only; at most ``limit`` rows as dicts.
@@ -808,7 +813,8 @@ class CypherGraphStore:
         The text is refused before sending (:class:`~kgrag.errors.UnsafeQueryError`) when
         :func:`~kgrag.graph.cypher_safety.check_read_only` finds a write, procedure or admin
         clause, and (:class:`~kgrag.errors.QueryBudgetError`) when it holds a generator the
-        server's timeout cannot stop (see :mod:`kgrag.graph.cypher_budget`). What is sent has
+        server's timeout cannot stop (see :mod:`kgrag.graph.cypher_budget`) or a value the
+        server cannot return (:meth:`cypher_backend`). What is sent has
         ``LIMIT limit + 1`` injected, so the server never produces more rows than that; the
         result's ``truncated`` says whether more than ``limit`` matched. It runs read-only with
         a ``timeout`` (seconds; :class:`~kgrag.errors.QueryTimeoutError` when exceeded).
@@ -820,7 +826,8 @@ class CypherGraphStore:
         if bad:
             raise QueryParameterError(f"query parameter names must be identifiers: {bad[0]!r}")
         text = prepare_untrusted_query(query, params, max_rows=limit,
-                                       max_range=self.max_range_elements)
+                                       max_range=self.max_range_elements,
+                                       backend=self.cypher_backend())
         refuse_nul_parameters(params)
         rows = self._run_user_query(text, params, limit + 1, timeout)
         out = CypherRows(rows[:limit])

@@ -117,6 +117,7 @@ class Neo4jGraphStore(CypherGraphStore):
         self.server_timeout_max = server_timeout_max
         # learnt at connect (from_uri) or on first use; see _check_params and _probe_splicing
         self._splices_params: bool | None = None
+        self._falkordb_bolt: bool | None = None  # learnt on first use, see cypher_backend
         super().__init__(**mapping)
 
     @classmethod
@@ -225,6 +226,33 @@ class Neo4jGraphStore(CypherGraphStore):
                 f"bug) and the {size}-byte query text it would build (over "
                 f"{SPLICED_TEXT_MAX_BYTES}) could crash it; use a smaller batch_size "
                 f"(now {self.batch_size}) or kgrag.graph.falkordb.FalkorDBGraphStore")
+
+    def cypher_backend(self) -> str:
+        """``"falkordb-bolt"`` on FalkorDB's Bolt endpoint, else ``"neo4j"``.
+
+        FalkorDB's Bolt reply writer aborts the whole server on a temporal value, so untrusted
+        Cypher for it is checked with that backend's rules. Its agent string (``Neo4j/5.13.0``)
+        cannot tell it from Neo4j; a probe can: ``RETURN vecf32([1.0])`` (a FalkorDB function)
+        answers there and fails on Neo4j. Probed once, on the first untrusted query.
+        """
+        if self._falkordb_bolt is None:
+            self._falkordb_bolt = self._probe_falkordb()
+        return "falkordb-bolt" if self._falkordb_bolt else "neo4j"
+
+    def _probe_falkordb(self) -> bool:
+        import neo4j.exceptions as ex
+
+        def run() -> Any:
+            with self._session(read=True) as session:
+                with session.begin_transaction(timeout=10) as tx:
+                    return tx.run("RETURN vecf32([1.0]) AS probe").single()[0]
+
+        with self._errors("probing the server kind"):
+            try:
+                call_with_deadline(run, 15.0, "probing the server kind")
+            except ex.Neo4jError:  # unknown function: not FalkorDB
+                return False
+        return True
 
     def _probe_splicing(self) -> bool:
         import neo4j.exceptions as ex
