@@ -29,15 +29,26 @@ TRIPLES = [("Paprika", "directed_by", "Satoshi Kon"),
            ("Paprika", "release_year", "2006")]
 
 
+#: Backends a ``refuse@<backend>`` case names (see the corpus header).
+BACKENDS = ("falkordb-bolt",)
+
+
 def load_corpus() -> list[tuple[str, str, str, str]]:
     cases = []
     for line in CORPUS.read_text(encoding="utf-8").splitlines():
         if not line or line.startswith("#"):
             continue
         verdict, query, rows, note = line.split("\t")
-        assert verdict in ("refuse", "allow"), line
+        assert verdict in ("refuse", "allow") or verdict.removeprefix("refuse@") in BACKENDS, line
         cases.append((verdict, json.loads(query), rows, note))
     return cases
+
+
+def verdict_for(verdict: str, backend: str | None) -> str:
+    """``refuse`` or ``allow``: what a case expects from the check for ``backend``."""
+    if verdict.startswith("refuse@"):
+        return "refuse" if verdict == f"refuse@{backend}" else "allow"
+    return verdict
 
 
 CASES = load_corpus()
@@ -51,16 +62,38 @@ def test_corpus_size_and_must_allow_reads():
         assert any(needle in q for q in allowed), needle
 
 
+@pytest.mark.parametrize("backend", [None, "falkordb", "falkordb-bolt"])
 @pytest.mark.parametrize("verdict,query,rows,note", CASES, ids=[c[3] for c in CASES])
-def test_check_gives_the_corpus_verdict(verdict, query, rows, note):
-    if verdict == "refuse":
+def test_check_gives_the_corpus_verdict(verdict, query, rows, note, backend):
+    if verdict_for(verdict, backend) == "refuse":
         with pytest.raises(UnsafeQueryError):
-            prepare_untrusted_query(query, max_rows=100)
+            prepare_untrusted_query(query, max_rows=100, backend=backend)
     else:
-        sent = prepare_untrusted_query(query, max_rows=100)
+        sent = prepare_untrusted_query(query, max_rows=100, backend=backend)
         assert " LIMIT " in sent or rows == "error"  # no RETURN: nothing to cap
         assert check_read_only(query).rstrip() in (query.strip(), query.strip().rstrip(";").strip(),
                                                    query.replace(";", "", 1).strip())
+
+
+def test_corpus_covers_the_attack_classes_of_issue_30():
+    """Alias named ``as``, glued numbers, homoglyphs, expression work, nesting depth, row caps
+    after aliases / UNION, and per-backend return types are all in the corpus."""
+    notes = " | ".join(c[3] for c in CASES)
+    for needle in ("alias named as, then CREATE", "alias named as, then SET label",
+                   "alias named as, then SET map", "alias named as, then REMOVE property",
+                   "alias named as, then DELETE edge", "alias named as, then MERGE",
+                   "CALL of a backtick-quoted procedure", "number glued to CREATE",
+                   "numbered parameter glued to CREATE", "hex number glued to MERGE",
+                   "Cyrillic Es in CREATE", "Greek Epsilon in DELETE",
+                   "combining grapheme joiner in CREATE", "range in backticks",
+                   "nested comprehensions over an 800-element literal list",
+                   "nested comprehensions over a collected list", "nested replace",
+                   "parentheses nested 20 deep", "30 NOT", "CASE nested 16 deep",
+                   "row cap after an alias named as", "LIMIT after an alias named as",
+                   "UNION after an alias named as", "date() over FalkorDB Bolt",
+                   "duration() over FalkorDB Bolt"):
+        assert needle in notes, needle
+    assert sum(c[0].startswith("refuse@") for c in CASES) >= 10
 
 
 # ----------------------------------------------------------------------------- the server
@@ -118,29 +151,39 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("protocol", ["redis", "bolt"])
-def test_corpus_on_the_real_server_leaves_the_database_unchanged(stores, protocol):
+def test_corpus_on_the_real_server_leaves_the_database_unchanged(server, stores, protocol):
+    """Every case through one protocol; after each, the server is alive and answers a trivial
+    read, and the database fingerprint (nodes, edges, properties, labels, types, property keys,
+    indexes, graph keys) is unchanged. Over Bolt the store detects FalkorDB's endpoint and the
+    per-backend rules apply (temporal values refused: they would abort the server)."""
     store = stores[protocol]
+    backend = store.cypher_backend()
+    assert backend == {"redis": "falkordb", "bolt": "falkordb-bolt"}[protocol]
     before = fingerprint(stores["redis"])
     assert json.loads(before)["nodes"] and json.loads(before)["indexes"]
     outcomes: dict[str, str] = {}
     for verdict, query, rows, note in CASES:
+        expected = verdict_for(verdict, backend)
         try:
             result = store.run_cypher(query, limit=100, timeout=10)
         except UnsafeQueryError as exc:
             outcome = "refuse"
-            assert verdict == "refuse", f"{note}: refused: {exc}"
+            assert expected == "refuse", f"{note}: refused: {exc}"
         except GraphDatabaseError as exc:
             outcome = "error"
-            assert verdict == "allow" and rows == "error", f"{note}: server error: {exc}"
+            assert expected == "allow" and rows == "error", f"{note}: server error: {exc}"
         else:
             outcome = str(len(result))
-            assert verdict == "allow", f"{note}: {query!r} was run"
+            assert expected == "allow", f"{note}: {query!r} was run"
             assert rows == outcome, f"{note}: {query!r} returned {len(result)} rows"
         outcomes[note] = outcome
+        assert server.alive(), f"{note}: the server died:\n{server.log_tail()}"
+        assert store.run_cypher("RETURN 1 AS one") == [{"one": 1}], f"{note}: no answer after"
         assert fingerprint(stores["redis"]) == before, f"{note}: the database changed"
     assert store.run_cypher("MATCH (n:Pwned) RETURN count(n) AS c") == [{"c": 0}]
-    assert sum(o == "refuse" for o in outcomes.values()) >= 80
+    assert sum(o == "refuse" for o in outcomes.values()) >= 165
 
 
 @pytest.mark.parametrize("protocol", ["redis", "bolt"])
@@ -184,6 +227,31 @@ def test_limit_injection_text():
         "MATCH (n) RETURN n.limit AS limit LIMIT 11"
     with pytest.raises(QueryBudgetError):
         sent("MATCH (n) RETURN n LIMIT $missing")
+
+
+def test_row_cap_after_aliases_named_like_clauses_and_on_every_union_branch():
+    """Issue 30, item 4: an alias named ``as`` hid the final RETURN (no LIMIT), ``LIMIT`` after
+    it was doubled (``LIMIT 2 LIMIT 11``, a syntax error), and UNION branches after it were not
+    capped."""
+    def sent(q: str) -> str:
+        return prepare_untrusted_query(q, max_rows=10)
+
+    q = "MATCH (a), (b) WITH a, b AS as RETURN a.name AS x, as.name AS y"
+    assert sent(q) == q + " LIMIT 11"
+    assert sent("RETURN 1 AS as LIMIT 2") == "RETURN 1 AS as LIMIT 2"
+    assert sent("MATCH (n) RETURN n.name AS as LIMIT 500") == \
+        "MATCH (n) RETURN n.name AS as LIMIT 11"
+    assert sent("MATCH (n) RETURN n.name AS as ORDER BY as SKIP 1") == \
+        "MATCH (n) RETURN n.name AS as ORDER BY as SKIP 1 LIMIT 11"
+    assert sent("MATCH (a) RETURN a.x AS as UNION MATCH (b) RETURN b.x AS as") == \
+        "MATCH (a) RETURN a.x AS as LIMIT 11 UNION MATCH (b) RETURN b.x AS as LIMIT 11"
+    assert sent("MATCH (a) RETURN a.x AS as UNION ALL MATCH (b) RETURN b.x AS as LIMIT 50 "
+                "UNION ALL MATCH (c) RETURN c.x AS as") == \
+        ("MATCH (a) RETURN a.x AS as LIMIT 11 UNION ALL MATCH (b) RETURN b.x AS as LIMIT 11 "
+         "UNION ALL MATCH (c) RETURN c.x AS as LIMIT 11")
+    assert sent("MATCH (n) RETURN n.name AS union") == "MATCH (n) RETURN n.name AS union LIMIT 11"
+    assert sent("MATCH (n) RETURN n.name AS return") == \
+        "MATCH (n) RETURN n.name AS return LIMIT 11"
 
 
 @pytest.mark.parametrize("protocol", ["redis", "bolt"])
@@ -259,9 +327,11 @@ def test_nul_in_a_parameter_is_refused(stores, protocol):
 
 def test_bolt_error_cut_mid_character_is_typed_and_the_store_recovers(stores):
     bolt = stores["bolt"]
+    with pytest.raises(UnsafeQueryError, match="non-ASCII"):
+        bolt.run_cypher("СREATE (n:Pwned)")  # Cyrillic С: a homoglyph, refused by the check
     started = time.monotonic()
     with pytest.raises(GraphDatabaseError) as info:
-        bolt.run_cypher("СREATE (n:Pwned)")  # Cyrillic С: passes the check, the server refuses
+        bolt._read("СREATE (n:Pwned)")  # trusted path: the server's syntax error quotes a С cut
     assert not isinstance(info.value, UnsafeQueryError)
     assert time.monotonic() - started < 10  # no hang in the rollback
     assert bolt.run_cypher("RETURN 2 AS two") == [{"two": 2}]
