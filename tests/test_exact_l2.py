@@ -32,10 +32,21 @@ def _has_vnni():
     return has_vnni()
 
 
+def _has_avx2():
+    if not int8_available():
+        return False
+    from kgrag.embed._int8_kernel import has_avx2
+
+    return has_avx2()
+
+
 needs_vnni = pytest.mark.skipif(not _has_vnni(), reason="needs AVX-512 VNNI")
+needs_avx2 = pytest.mark.skipif(not _has_avx2(), reason="needs AVX2")
 SEARCHES = [FlatL2Search,
             pytest.param(functools.partial(Int8L2Search, kernel="portable"), marks=needs_numba,
                          id="int8-portable"),
+            pytest.param(functools.partial(Int8L2Search, kernel="avx2"), marks=needs_avx2,
+                         id="int8-avx2"),
             pytest.param(functools.partial(Int8L2Search, kernel="vnni"), marks=needs_vnni,
                          id="int8-vnni")]
 
@@ -110,15 +121,18 @@ def test_int8_scan_over_threads_and_large_rows_equals_flat():
     assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
     assert all(700 <= size < 12_000 for size in int8.last_band_sizes)  # the band is a subset
     assert int8.codes.dtype == np.int8 and int8.codes.nbytes == matrix.nbytes // 4
-    if _has_vnni():  # the same integer products: the same bounds, bit for bit
-        vnni = Int8L2Search(matrix, kernel="vnni")
-        assert vnni.codes.shape == (12_000, 384)
-        c = vnni.search(queries, 700)
+    # the same integer products: the same bounds, bit for bit, whichever kernel the CPU runs
+    for kernel in ["avx2"] * _has_avx2() + ["vnni"] * _has_vnni():
+        fast = Int8L2Search(matrix, kernel=kernel)
+        assert fast.codes.shape == (12_000, 384)
+        c = fast.search(queries, 700)
         assert (c[0] == a[0]).all() and (c[1] == a[1]).all()
-        assert vnni.last_band_sizes == int8.last_band_sizes
-        lower, upper, _ = vnni._bounds(queries)
-        lower2, upper2, _ = int8._bounds(queries)
-        assert (lower == lower2).all() and (upper == upper2).all()
+        assert fast.last_band_sizes == int8.last_band_sizes
+        for count in (1, 2, 3, 4, 5, 9):  # the AVX2 kernel takes query vectors 4 at a time
+            many = np.vstack([queries] * 3)[:count]
+            lower, upper, _ = fast._bounds(many)
+            lower2, upper2, _ = int8._bounds(many)
+            assert (lower == lower2).all() and (upper == upper2).all()
 
 
 @needs_vnni
@@ -132,6 +146,80 @@ def test_vnni_kernel_pads_odd_dimensions():
     for got, want in zip(vnni._bounds(queries)[:2], portable._bounds(queries)[:2]):
         assert (got == want).all()
     assert vnni.search(queries, 50)[1].tolist() == portable.search(queries, 50)[1].tolist()
+
+
+@needs_avx2
+def test_avx2_kernel_pads_odd_dimensions():
+    rng = np.random.default_rng(9)
+    matrix = rng.standard_normal((3000, 70)).astype(np.float32)  # 70 -> five 16-byte blocks
+    queries = rng.standard_normal((3, 70)).astype(np.float32)
+    avx2 = Int8L2Search(matrix, kernel="avx2")
+    portable = Int8L2Search(matrix, kernel="portable")
+    assert avx2.codes.shape == (3000, 80) and not avx2.codes[:, 70:].any()
+    for got, want in zip(avx2._bounds(queries)[:2], portable._bounds(queries)[:2]):
+        assert (got == want).all()
+    assert avx2.search(queries, 50)[1].tolist() == portable.search(queries, 50)[1].tolist()
+
+
+@needs_numba
+@pytest.mark.parametrize(("features", "machine", "kernel"), [
+    ({"avx512vnni": True, "avx512bw": True, "avx2": True}, "x86_64", "vnni"),
+    ({"avx512vnni": False, "avx512bw": True, "avx2": True}, "x86_64", "avx2"),  # no VNNI
+    ({"avx2": False, "avx": True}, "x86_64", "portable"),  # no AVX2
+    ({"avx512vnni": True, "avx512bw": True, "avx2": True}, "aarch64", "portable"),  # ARM
+])
+def test_auto_picks_the_fastest_kernel_the_cpu_runs(monkeypatch, features, machine, kernel):
+    """Each fallback is what ``kernel="auto"`` builds when the CPU lacks the faster kernel's
+    instructions; on another architecture LLVM's x86 features are never even asked for, and
+    the x86 kernels' module is not imported. Every fallback gives the same exact answer."""
+    import sys
+
+    import llvmlite.binding
+
+    from kgrag.embed import _int8_kernel
+
+    monkeypatch.setattr(_int8_kernel.platform, "machine", lambda: machine)
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", lambda: dict(features))
+    assert _int8_kernel.best_kernel() == kernel
+    if kernel == "vnni":
+        return  # this CPU may not run it (it has its own test)
+    if kernel == "portable":
+        monkeypatch.delitem(sys.modules, "kgrag.embed._int8_x86", raising=False)
+    if kernel == "avx2" and not _has_avx2():
+        return
+    rng = np.random.default_rng(13)
+    matrix = rng.standard_normal((4000, 48)).astype(np.float32)
+    queries = rng.standard_normal((2, 48)).astype(np.float32)
+    index = Int8L2Search(matrix)
+    assert index.kernel == kernel
+    if kernel == "portable":
+        assert "kgrag.embed._int8_x86" not in sys.modules
+    want = FlatL2Search(matrix).search(queries, 300)
+    got = index.search(queries, 300)
+    assert got[1].tolist() == want[1].tolist() and got[0].tolist() == want[0].tolist()
+
+
+def test_without_numba_the_automatic_index_is_the_exact_float32_scan(monkeypatch):
+    """No numba (the ``fast`` extra missing): ``index="auto"`` falls back to the float32 scan,
+    with the same candidates the int8 scan gives."""
+    from kgrag.methods.simgrag import candidates
+
+    rng = np.random.default_rng(14)
+    matrix = rng.standard_normal((3000, 32)).astype(np.float32)
+    queries = rng.standard_normal((2, 32)).astype(np.float32)
+    monkeypatch.setattr(candidates, "int8_available", lambda: False)
+    fallback = candidates.NameIndex(matrix, hnsw_threshold=1000, expected_k=2000)
+    assert fallback.kind == "flat"
+    got = fallback.search(queries, 2000)
+    if int8_available():
+        monkeypatch.undo()
+        int8 = candidates.NameIndex(matrix, hnsw_threshold=1000, expected_k=2000)
+        assert int8.kind == "int8"
+        want = int8.search(queries, 2000)
+    else:
+        want = candidates.NameIndex(matrix, index="flat").search(queries, 2000)
+    for a, b in zip(got, want):
+        assert a.ids.tolist() == b.ids.tolist() and a.distances.tolist() == b.distances.tolist()
 
 
 @needs_numba

@@ -1,27 +1,39 @@
 """Numba kernels of :class:`kgrag.embed.exact_l2.Int8L2Search` (imported only when that index is
-built, so numba stays optional).
+built, so numba stays optional), and the choice among them.
 
 One pass over a block of int8 rows scores every row against all of a batch's int16 query
 vectors while the row is in L1, in exact integer arithmetic, and writes each row's lower and
 upper bound of ``|x_i|^2 - 2 q . x_i`` directly, so the caller makes no further pass over the
 rows. ``nogil=True`` lets the row blocks run on :mod:`kgrag.embed.similarity`'s thread pool.
 
-Two interchangeable integer dot products (same int32 results, so the same bounds):
+Three interchangeable integer dot products (same int32 results, so the same bounds):
 
-* :func:`scan_bounds` -- portable: LLVM vectorises ``int16 * int8`` into ``vpmaddwd``.
-* :func:`scan_bounds_vnni` -- AVX-512 VNNI (``vpdpbusd``: 64 unsigned-by-signed byte products
-  per instruction). The int16 query is split into bytes, ``q = 256 (h - 128) + l`` with ``h``
-  and ``l`` in 0..255, so ``q . x = 256 (h . x - 128 sum(x)) + l . x`` with ``sum(x)`` stored per
-  row; about a third of the instructions of the portable loop. Needs rows padded to 64 bytes.
+* :func:`scan_bounds` -- portable (any CPU numba supports): a plain loop LLVM vectorises as it
+  can (on x86 it widens to 32-bit multiplies: about 2.5x slower than the AVX2 kernel).
+* ``scan_bounds_avx2`` -- AVX2 (x86-64 from 2013 on, AMD since 2015): ``vpmaddwd``, 16
+  ``int16 * int16`` products summed in pairs per instruction, on the row's bytes sign-extended
+  once for every query vector (:mod:`kgrag.embed._int8_x86`).
+* ``scan_bounds_vnni`` -- AVX-512 VNNI (``vpdpbusd``: 64 unsigned-by-signed byte products per
+  instruction; :mod:`kgrag.embed._int8_x86`).
+
+:func:`best_kernel` picks the fastest this CPU runs; the x86 module (LLVM x86 intrinsics) is
+imported only when it picks one of its kernels, so nothing x86-specific is compiled or imported
+on ARM or other CPUs.
 """
 
 from __future__ import annotations
 
+import platform
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
+
+#: the kernels, fastest first (each needs the CPU features :func:`best_kernel` checks)
+KERNELS = ("vnni", "avx2", "portable")
+#: machine names of x86-64 CPUs, as ``platform.machine()`` reports them
+X86_MACHINES = frozenset({"x86_64", "amd64", "x64", "i386", "i686"})
 
 
 @njit(nogil=True, cache=True)
@@ -59,108 +71,67 @@ def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_
             upper[k, i] = center + bound
 
 
-def _vnni_sums(context, builder, signature, args):
-    """LLVM IR of the shared loop: two ``vpdpbusd`` accumulators (high and low query bytes)
-    over the same code loads; returns the two 16-lane int32 vectors and the reduce function."""
-    high_arr, low_arr, q_off, codes_arr, x_off, n_blocks = args
-    v16 = ir.VectorType(ir.IntType(32), 16)
-
-    def pointer(arr, arg_type, offset):
-        data = context.make_array(arg_type)(context, builder, arr).data
-        return builder.bitcast(builder.gep(data, [offset]), v16.as_pointer())
-
-    ph = pointer(high_arr, signature.args[0], q_off)
-    pl = pointer(low_arr, signature.args[1], q_off)
-    px = pointer(codes_arr, signature.args[3], x_off)
-    vnni = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.x86.avx512.vpdpbusd.512")
-    acc_h = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
-    acc_l = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
-    with cgutils.for_range(builder, n_blocks) as loop:
-        x = builder.load(builder.gep(px, [loop.index]), align=1)
-        h = builder.load(builder.gep(ph, [loop.index]), align=1)
-        low_v = builder.load(builder.gep(pl, [loop.index]), align=1)
-        builder.store(builder.call(vnni, [builder.load(acc_h), h, x]), acc_h)
-        builder.store(builder.call(vnni, [builder.load(acc_l), low_v, x]), acc_l)
-    reduce = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(ir.IntType(32), [v16]), "llvm.vector.reduce.add.v16i32")
-    return builder.load(acc_h), builder.load(acc_l), reduce
-
-
-@intrinsic
-def _dot_u8s8_pair(typingctx, high, low, q_offset, codes, x_offset, blocks):
-    """``(sum(high[q:q+64b] * codes[x:x+64b]), sum(low[...] * codes[...]))``: unsigned query
-    bytes times signed code bytes, two ``vpdpbusd`` accumulators over the same code loads."""
-    pair = types.UniTuple(types.int32, 2)
-    sig = pair(high, low, types.intp, codes, types.intp, types.intp)
-
-    def codegen(context, builder, signature, args):
-        acc_h, acc_l, reduce = _vnni_sums(context, builder, signature, args)
-        sums = (builder.call(reduce, [acc_h]), builder.call(reduce, [acc_l]))
-        return context.make_tuple(builder, signature.return_type, sums)
-
-    return sig, codegen
-
-
-@intrinsic
-def _dot_u8s8_joined(typingctx, high, low, q_offset, codes, x_offset, blocks):
-    """``256 * sum(high . codes) + sum(low . codes)`` over the same bytes as
-    :func:`_dot_u8s8_pair`, joined lane by lane before one horizontal sum (half the
-    reductions). Each lane holds at most ``blocks * 4`` products of at most 255 * 127, so the
-    joined lane stays below 2**31 for rows up to 4,096 bytes (the caller checks)."""
-    sig = types.int32(high, low, types.intp, codes, types.intp, types.intp)
-
-    def codegen(context, builder, signature, args):
-        acc_h, acc_l, reduce = _vnni_sums(context, builder, signature, args)
-        shift = ir.Constant(acc_h.type, [ir.Constant(ir.IntType(32), 8)] * 16)
-        return builder.call(reduce, [builder.add(builder.shl(acc_h, shift), acc_l)])
-
-    return sig, codegen
-
-
 @njit(nogil=True, cache=True)
-def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
-                     q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
-    """:func:`scan_bounds` with AVX-512 VNNI; ``codes`` rows padded with zeros to a multiple of
-    64 bytes, ``row_sums[i] = sum(codes[i])``. ``queries`` is the int16 query codes, padded to
-    the same width; the same int32 products, so the same bounds."""
-    m, width = queries.shape
-    blocks = width // 64
-    joined = width <= 4096  # lanes of the joined sum stay in int32 (_dot_u8s8_joined)
-    high = np.empty((m, width), dtype=np.uint8)
-    low = np.empty((m, width), dtype=np.uint8)
-    for k in range(m):
-        for j in range(width):
-            v = np.int32(queries[k, j])
-            low[k, j] = np.uint8(v & 255)
-            high[k, j] = np.uint8((v >> 8) + 128)
-    flat_codes = codes.reshape(-1)
-    flat_high = high.reshape(-1)
-    flat_low = low.reshape(-1)
-    for i in range(lo, hi):
-        scale = np.float64(scales[i])
-        n = np.float64(norms[i])
-        r = np.float64(residuals[i])
-        base = sq_norms[i]
-        offset = 128 * np.int64(row_sums[i])
-        for k in range(m):
-            if joined:
-                acc = np.int64(_dot_u8s8_joined(flat_high, flat_low, k * width, flat_codes,
-                                                i * width, blocks)) - 256 * offset
-            else:
-                acc_h, acc_l = _dot_u8s8_pair(flat_high, flat_low, k * width, flat_codes,
-                                              i * width, blocks)
-                acc = 256 * (np.int64(acc_h) - offset) + np.int64(acc_l)
-            center = base - 2.0 * (np.float64(acc) * (scale * q_scales[k]))
-            bound = _finish(center, n + r + q_norms[k] + q_errors[k], r, n, q_norms[k],
-                            q_errors[k])
+def bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                 q_errors, lower, upper):  # pragma: no cover - compiled; tested via callers
+    """Rows ``start:stop`` from their exact integer products ``dots[k, i - start]``: the same
+    arithmetic as :func:`scan_bounds` (so the same float32 bounds, bit for bit), over a block of
+    rows at a time so that LLVM vectorises it."""
+    for k in range(dots.shape[0]):
+        qs = q_scales[k]
+        qn = q_norms[k]
+        qe = q_errors[k]
+        for i in range(start, stop):
+            n = np.float64(norms[i])
+            r = np.float64(residuals[i])
+            center = sq_norms[i] - 2.0 * (np.float64(dots[k, i - start])
+                                          * (np.float64(scales[i]) * qs))
+            bound = _finish(center, n + r + qn + qe, r, n, qn, qe)
             lower[k, i] = center - bound
             upper[k, i] = center + bound
 
 
-def has_vnni() -> bool:
-    """Whether this CPU runs :func:`scan_bounds_vnni` (AVX-512 BW + VNNI)."""
+def cpu_features() -> dict[str, bool]:
+    """The x86 features LLVM sees on this CPU (``{}`` on other architectures, without asking
+    LLVM: no x86 kernel is ever considered there)."""
+    if platform.machine().lower() not in X86_MACHINES:
+        return {}
     import llvmlite.binding as llvm
 
-    features = llvm.get_host_cpu_features()
-    return bool(features.get("avx512vnni")) and bool(features.get("avx512bw"))
+    return {name: bool(on) for name, on in llvm.get_host_cpu_features().items()}
+
+
+def has_vnni() -> bool:
+    """Whether this CPU runs ``scan_bounds_vnni`` (AVX-512 BW + VNNI)."""
+    features = cpu_features()
+    return features.get("avx512vnni", False) and features.get("avx512bw", False)
+
+
+def has_avx2() -> bool:
+    """Whether this CPU runs ``scan_bounds_avx2``."""
+    return cpu_features().get("avx2", False)
+
+
+def best_kernel() -> str:
+    """The fastest kernel this CPU runs: ``"vnni"``, ``"avx2"`` or ``"portable"``."""
+    if has_vnni():
+        return "vnni"
+    return "avx2" if has_avx2() else "portable"
+
+
+def row_width(kernel: str, dim: int) -> int:
+    """Bytes per stored code row: the VNNI kernel reads 64 bytes at a time and the AVX2 kernel
+    16 (rows padded with zeros, which add nothing to the products); the portable loop ``dim``."""
+    block = {"vnni": 64, "avx2": 16}.get(kernel, 1)
+    return -(-dim // block) * block
+
+
+def load(kernel: str) -> Callable[..., Any]:
+    """The scan function of ``kernel`` (imports the x86 module only for an x86 kernel)."""
+    if kernel == "portable":
+        return scan_bounds
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    from kgrag.embed import _int8_x86
+
+    return _int8_x86.scan_bounds_vnni if kernel == "vnni" else _int8_x86.scan_bounds_avx2

@@ -227,9 +227,10 @@ class Int8L2Search(_ExactL2):
     """Exact search that scans an int8 copy of the rows (per-row scale, residual norm kept).
 
     Needs numba (the ``fast`` extra). The float32 matrix is kept for the band's exact
-    re-scoring; the copy costs ``d + 24`` bytes per row (``d`` rounded up to 64 with the
-    AVX-512 VNNI kernel, which ``kernel="auto"`` picks when the CPU has it; ``"portable"`` is
-    the plain loop; both give the same integer products, hence the same answer).
+    re-scoring; the copy costs ``d + 24`` bytes per row (``d`` rounded up to the kernel's block:
+    64 bytes for AVX-512 VNNI, 16 for AVX2). ``kernel="auto"`` picks the fastest this CPU runs
+    (:func:`kgrag.embed._int8_kernel.best_kernel`: ``"vnni"``, ``"avx2"``, else
+    ``"portable"``, the plain loop); all give the same integer products, hence the same answer.
     """
 
     #: int16 query codes: ``d * 127 * QMAX`` must fit int32.
@@ -239,16 +240,15 @@ class Int8L2Search(_ExactL2):
         from kgrag.embed import _int8_kernel
 
         super().__init__(vectors)
-        if kernel not in ("auto", "portable", "vnni"):
-            raise ValueError("kernel must be 'auto', 'portable' or 'vnni'")
+        if kernel not in ("auto", *_int8_kernel.KERNELS):
+            raise ValueError(f"kernel must be 'auto' or one of {_int8_kernel.KERNELS}")
         if kernel == "auto":
-            kernel = "vnni" if _int8_kernel.has_vnni() else "portable"
+            kernel = _int8_kernel.best_kernel()
         self.kernel = kernel
-        self._kernel = (_int8_kernel.scan_bounds_vnni if kernel == "vnni"
-                        else _int8_kernel.scan_bounds)
+        self._kernel = _int8_kernel.load(kernel)
         n, d = self.vectors.shape
-        #: code row width: the VNNI kernel reads 64 bytes at a time (zero padding)
-        self.width = -(-d // 64) * 64 if kernel == "vnni" else d
+        #: code row width (zero padding up to the kernel's block)
+        self.width = _int8_kernel.row_width(kernel, d)
         self.codes = np.zeros((n, self.width), dtype=np.int8)
         self.row_sums = np.empty(n, dtype=np.int32)
         self.scales = np.empty(n, dtype=np.float32)

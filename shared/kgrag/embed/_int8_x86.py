@@ -1,0 +1,225 @@
+"""x86 kernels of :class:`kgrag.embed.exact_l2.Int8L2Search` (LLVM x86 intrinsics through numba).
+
+Imported by :func:`kgrag.embed._int8_kernel.load` only when :func:`~kgrag.embed._int8_kernel.
+best_kernel` (or the caller) picks one of them on a CPU that has the instructions; everything
+else uses the portable loop. Both give exactly the portable kernel's int32 products, hence the
+same bounds bit for bit (tested against it).
+
+* :func:`scan_bounds_avx2` -- AVX2. Per 16 code bytes: one ``vpmovsxbw`` (bytes to int16,
+  shared by every query vector) and per query vector one ``vpmaddwd`` (16 ``int16 * int16``
+  products added in pairs into 8 int32 lanes) and one ``vpaddd``. An int16 query times an int8
+  code is at most ``32767 * 127``, a pair twice that: no lane can overflow for rows up to
+  ``2**31 / (2 * 32767 * 127)`` = 258 pairs per lane, i.e. 4,128 dimensions (the caller's
+  query scale keeps ``d * 127 * QMAX`` inside int32, which bounds every partial sum too).
+  Rows are scored in blocks; the bounds of a block are then computed by the shared, vectorised
+  :func:`~kgrag.embed._int8_kernel.bounds_block`.
+* :func:`scan_bounds_vnni` -- AVX-512 VNNI (``vpdpbusd``: 64 unsigned-by-signed byte products
+  per instruction). The int16 query is split into bytes, ``q = 256 (h - 128) + l`` with ``h``
+  and ``l`` in 0..255, so ``q . x = 256 (h . x - 128 sum(x)) + l . x`` with ``sum(x)`` stored per
+  row; about a third of the instructions of the portable loop. Needs rows padded to 64 bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from kgrag.embed._int8_kernel import _finish, bounds_block
+
+#: rows scored before their bounds are computed (the int32 products of a block stay in L1)
+AVX2_BLOCK = 256
+
+
+def _avx2_dots(count: int):
+    """An intrinsic ``(queries, q_offset, q_stride, codes, x_offset, blocks) -> count int32``:
+    the products of one code row (``blocks`` x 16 bytes from ``x_offset``) with ``count`` int16
+    query rows (from ``q_offset``, ``q_stride`` apart), each code block loaded and
+    sign-extended once for all of them."""
+
+    @intrinsic
+    def dots(typingctx, queries, q_offset, q_stride, codes, x_offset, blocks):
+        sig = types.UniTuple(types.int32, count)(queries, types.intp, types.intp, codes,
+                                                 types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            q_arr, q_off, q_step, c_arr, x_off, n_blocks = args
+            i64 = ir.IntType(64)
+            v16i8 = ir.VectorType(ir.IntType(8), 16)
+            v16i16 = ir.VectorType(ir.IntType(16), 16)
+            v8i32 = ir.VectorType(ir.IntType(32), 8)
+            q_data = context.make_array(signature.args[0])(context, builder, q_arr).data
+            c_data = context.make_array(signature.args[3])(context, builder, c_arr).data
+            px = builder.bitcast(builder.gep(c_data, [x_off]), v16i8.as_pointer())
+            pqs = [builder.bitcast(builder.gep(q_data, [builder.add(
+                q_off, builder.mul(q_step, ir.Constant(i64, k)))]), v16i16.as_pointer())
+                for k in range(count)]
+            madd = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(v8i32, [v16i16, v16i16]),
+                "llvm.x86.avx2.pmadd.wd")
+            accs = [cgutils.alloca_once_value(builder, ir.Constant(v8i32, None))
+                    for _ in range(count)]
+            with cgutils.for_range(builder, n_blocks) as loop:
+                x = builder.sext(builder.load(builder.gep(px, [loop.index]), align=1), v16i16)
+                for pq, acc in zip(pqs, accs):
+                    q = builder.load(builder.gep(pq, [loop.index]), align=2)
+                    builder.store(builder.add(builder.load(acc), builder.call(madd, [x, q])),
+                                  acc)
+            reduce = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.IntType(32), [v8i32]),
+                "llvm.vector.reduce.add.v8i32")
+            sums = [builder.call(reduce, [builder.load(acc)]) for acc in accs]
+            return context.make_tuple(builder, signature.return_type, sums)
+
+        return sig, codegen
+
+    return dots
+
+
+_dots1, _dots2, _dots3, _dots4 = (_avx2_dots(c) for c in (1, 2, 3, 4))
+
+
+@njit(nogil=True, cache=True)
+def _avx2_row(flat_q, width, flat_codes, x_offset, blocks, m, dots, column):
+    """Every query's product with one code row into ``dots[:, column]``, four queries at a
+    time (a row is read from L1 once per group of four)."""
+    k = 0
+    while k < m:
+        rest = m - k
+        if rest >= 4:
+            a, b, c, d = _dots4(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            dots[k, column], dots[k + 1, column] = a, b
+            dots[k + 2, column], dots[k + 3, column] = c, d
+            k += 4
+        elif rest == 3:
+            a, b, c = _dots3(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            dots[k, column], dots[k + 1, column], dots[k + 2, column] = a, b, c
+            k += 3
+        elif rest == 2:
+            a, b = _dots2(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            dots[k, column], dots[k + 1, column] = a, b
+            k += 2
+        else:
+            (a,) = _dots1(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            dots[k, column] = a
+            k += 1
+
+
+@njit(nogil=True, cache=True)
+def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
+                     q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
+    """:func:`~kgrag.embed._int8_kernel.scan_bounds` with AVX2; ``codes`` and the int16
+    ``queries`` padded with zeros to a multiple of 16 columns. The same int32 products, so the
+    same bounds. ``row_sums`` is unused (same signature as the other kernels)."""
+    m, width = queries.shape
+    blocks = width // 16
+    flat_codes = codes.reshape(-1)
+    flat_q = queries.reshape(-1)
+    dots = np.empty((m, AVX2_BLOCK), dtype=np.int32)
+    for start in range(lo, hi, AVX2_BLOCK):
+        stop = min(hi, start + AVX2_BLOCK)
+        for i in range(start, stop):
+            _avx2_row(flat_q, width, flat_codes, i * width, blocks, m, dots, i - start)
+        bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                     q_errors, lower, upper)
+
+
+def _vnni_sums(context, builder, signature, args):
+    """LLVM IR of the shared loop: two ``vpdpbusd`` accumulators (high and low query bytes)
+    over the same code loads; returns the two 16-lane int32 vectors and the reduce function."""
+    high_arr, low_arr, q_off, codes_arr, x_off, n_blocks = args
+    v16 = ir.VectorType(ir.IntType(32), 16)
+
+    def pointer(arr, arg_type, offset):
+        data = context.make_array(arg_type)(context, builder, arr).data
+        return builder.bitcast(builder.gep(data, [offset]), v16.as_pointer())
+
+    ph = pointer(high_arr, signature.args[0], q_off)
+    pl = pointer(low_arr, signature.args[1], q_off)
+    px = pointer(codes_arr, signature.args[3], x_off)
+    vnni = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(v16, [v16, v16, v16]), "llvm.x86.avx512.vpdpbusd.512")
+    acc_h = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
+    acc_l = cgutils.alloca_once_value(builder, ir.Constant(v16, None))
+    with cgutils.for_range(builder, n_blocks) as loop:
+        x = builder.load(builder.gep(px, [loop.index]), align=1)
+        h = builder.load(builder.gep(ph, [loop.index]), align=1)
+        low_v = builder.load(builder.gep(pl, [loop.index]), align=1)
+        builder.store(builder.call(vnni, [builder.load(acc_h), h, x]), acc_h)
+        builder.store(builder.call(vnni, [builder.load(acc_l), low_v, x]), acc_l)
+    reduce = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.IntType(32), [v16]), "llvm.vector.reduce.add.v16i32")
+    return builder.load(acc_h), builder.load(acc_l), reduce
+
+
+@intrinsic
+def _dot_u8s8_pair(typingctx, high, low, q_offset, codes, x_offset, blocks):
+    """``(sum(high[q:q+64b] * codes[x:x+64b]), sum(low[...] * codes[...]))``: unsigned query
+    bytes times signed code bytes, two ``vpdpbusd`` accumulators over the same code loads."""
+    pair = types.UniTuple(types.int32, 2)
+    sig = pair(high, low, types.intp, codes, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        acc_h, acc_l, reduce = _vnni_sums(context, builder, signature, args)
+        sums = (builder.call(reduce, [acc_h]), builder.call(reduce, [acc_l]))
+        return context.make_tuple(builder, signature.return_type, sums)
+
+    return sig, codegen
+
+
+@intrinsic
+def _dot_u8s8_joined(typingctx, high, low, q_offset, codes, x_offset, blocks):
+    """``256 * sum(high . codes) + sum(low . codes)`` over the same bytes as
+    :func:`_dot_u8s8_pair`, joined lane by lane before one horizontal sum (half the
+    reductions). Each lane holds at most ``blocks * 4`` products of at most 255 * 127, so the
+    joined lane stays below 2**31 for rows up to 4,096 bytes (the caller checks)."""
+    sig = types.int32(high, low, types.intp, codes, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        acc_h, acc_l, reduce = _vnni_sums(context, builder, signature, args)
+        shift = ir.Constant(acc_h.type, [ir.Constant(ir.IntType(32), 8)] * 16)
+        return builder.call(reduce, [builder.add(builder.shl(acc_h, shift), acc_l)])
+
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True)
+def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
+                     q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
+    """:func:`scan_bounds` with AVX-512 VNNI; ``codes`` rows padded with zeros to a multiple of
+    64 bytes, ``row_sums[i] = sum(codes[i])``. ``queries`` is the int16 query codes, padded to
+    the same width; the same int32 products, so the same bounds."""
+    m, width = queries.shape
+    blocks = width // 64
+    joined = width <= 4096  # lanes of the joined sum stay in int32 (_dot_u8s8_joined)
+    high = np.empty((m, width), dtype=np.uint8)
+    low = np.empty((m, width), dtype=np.uint8)
+    for k in range(m):
+        for j in range(width):
+            v = np.int32(queries[k, j])
+            low[k, j] = np.uint8(v & 255)
+            high[k, j] = np.uint8((v >> 8) + 128)
+    flat_codes = codes.reshape(-1)
+    flat_high = high.reshape(-1)
+    flat_low = low.reshape(-1)
+    for i in range(lo, hi):
+        scale = np.float64(scales[i])
+        n = np.float64(norms[i])
+        r = np.float64(residuals[i])
+        base = sq_norms[i]
+        offset = 128 * np.int64(row_sums[i])
+        for k in range(m):
+            if joined:
+                acc = np.int64(_dot_u8s8_joined(flat_high, flat_low, k * width, flat_codes,
+                                                i * width, blocks)) - 256 * offset
+            else:
+                acc_h, acc_l = _dot_u8s8_pair(flat_high, flat_low, k * width, flat_codes,
+                                              i * width, blocks)
+                acc = 256 * (np.int64(acc_h) - offset) + np.int64(acc_l)
+            center = base - 2.0 * (np.float64(acc) * (scale * q_scales[k]))
+            bound = _finish(center, n + r + q_norms[k] + q_errors[k], r, n, q_norms[k],
+                            q_errors[k])
+            lower[k, i] = center - bound
+            upper[k, i] = center + bound
