@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from kgrag import KnowledgeGraph
 from kgrag.linking.database import linker_for_store
+from machine_info import stamp
 
 KB = os.path.join(ROOT, "..", "shared", "data", "metaqa", "kb_reconstructed.txt")
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(out, fh, indent=1)
+        json.dump(stamp(out), fh, indent=1)
     print(json.dumps(out, indent=1))
     return 0
 

@@ -48,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import synthetic  # noqa: E402
+from machine_info import stamp
 
 CACHE_DIR = os.path.join(HERE, ".cache")
 TOP_K = 100
@@ -435,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         print("operations:", file=sys.stderr)
         result["operations"] = run_operations(kg, work, reference, args)
     result["load_average_at_end"] = os.getloadavg()
-    text = json.dumps(result, indent=2)
+    text = json.dumps(stamp(result), indent=2)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w", encoding="utf-8") as fh:

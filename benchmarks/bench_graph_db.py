@@ -42,6 +42,7 @@ from kgrag import KnowledgeGraph  # noqa: E402
 from kgrag.graph.cypher_store import name_ordered  # noqa: E402
 from kgrag.graph.falkordb import FalkorDBGraphStore  # noqa: E402
 from kgrag.graph.neo4j import Neo4jGraphStore  # noqa: E402
+from machine_info import stamp
 
 CACHE_DIR = os.path.join(HERE, ".cache")
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
+        json.dump(stamp(result), fh, indent=1)
     print(table(result))
     return 0
 

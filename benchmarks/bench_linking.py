@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "shared"))
 
 from kgrag.linking import EntityLinker, extract_mentions, name_key
 from kgrag.linking.fuzzy import coverage_wratio
+from machine_info import stamp
 
 
 def kb_names() -> list[str]:
@@ -303,7 +304,7 @@ def main() -> None:
                         "hnsw": both["hnsw"]}
     print(json.dumps(results["dense"], indent=1), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(results), indent=2) + "\n", encoding="utf-8")
     Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     write_markdown(Path(args.markdown), render_markdown(results))
     print(f"wrote {args.out} and {args.markdown}")

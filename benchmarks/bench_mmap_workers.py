@@ -26,6 +26,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from machine_info import stamp
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "shared"), str(HERE)]
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(row), flush=True)
     out["loadavg_end"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(out), indent=2) + "\n", encoding="utf-8")
     print(table(out))
     return out
 

@@ -40,6 +40,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -164,7 +165,7 @@ def main() -> None:
                       f"{json.dumps({k: v for k, v in row[key].items() if k not in QUIET})}", flush=True)
         report["hops"][str(hop)] = row
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps(stamp(report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 
 

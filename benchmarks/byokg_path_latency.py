@@ -34,6 +34,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -151,7 +152,7 @@ def main() -> None:
         report["hops"][str(hop)] = row
         print(f"{hop}-hop: {json.dumps(row)}", flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    RESULTS.write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS}")
 
 

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -147,7 +148,7 @@ def main() -> None:
         report["hops"][str(hop)] = row
         print(f"{hop}-hop ({time.perf_counter() - t0:.0f}s): {json.dumps(row)}", flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    RESULTS.write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS}")
 
 

@@ -55,6 +55,7 @@ from bench_linking import kb_names, synthetic_names
 from kgrag.embed import SentenceTransformerEmbedder
 from kgrag.embed.bf16_backend import max_cosine_error
 from kgrag.embed.onnx_backend import OnnxSentenceEncoder
+from machine_info import stamp
 
 
 def previous_path(model, texts: list[str], batch_size: int = 64) -> np.ndarray:
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "cpus": os.cpu_count(),
         "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "shared": "2 cores shared with other engineers' jobs"},
         "command": "python benchmarks/embed_throughput.py " + " ".join(argv or sys.argv[1:])}
-    Path(args.out).write_text(json.dumps(result, indent=2))
+    Path(args.out).write_text(json.dumps(stamp(result), indent=2))
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)

@@ -23,6 +23,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -72,7 +73,7 @@ def _save(summary: dict, name: str, started: float, command: str) -> None:
     summary["jsonl"] = os.path.relpath(summary["jsonl"], ROOT)
     summary["command"] = command
     summary["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count()}
-    (RESULTS / name).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+    (RESULTS / name).write_text(json.dumps(stamp(summary), indent=2, ensure_ascii=False) + "\n",
                                 encoding="utf-8")
     print(summary["markdown_row"], f"({summary['wall_seconds_last_run']} s)", flush=True)
 

@@ -51,6 +51,7 @@ from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.graphraft.backend import MemoryBackend
 from kgrag.methods.graphraft.enumeration import best_label
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -293,17 +294,17 @@ def main(argv: list[str] | None = None) -> int:
         result = {"command": f"python benchmarks/graphraft_coverage.py --step coverage "
                              f"--limit {args.limit} --seed {args.seed}",
                   "environment": env, "datasets": run_coverage(args.limit, args.seed)}
-        (RESULTS / "graphraft_coverage.json").write_text(json.dumps(result, indent=2) + "\n")
+        (RESULTS / "graphraft_coverage.json").write_text(json.dumps(stamp(result), indent=2) + "\n")
     if args.step in ("export", "all"):
         result = {"command": f"python benchmarks/graphraft_coverage.py --step export "
                              f"--export-limit {args.export_limit} --seed {args.seed}",
                   "environment": env, "export": run_export(args.export_limit, args.seed)}
-        (RESULTS / "graphraft_export.json").write_text(json.dumps(result, indent=2) + "\n")
+        (RESULTS / "graphraft_export.json").write_text(json.dumps(stamp(result), indent=2) + "\n")
     if args.step == "database":
         result = {"command": f"python benchmarks/graphraft_coverage.py --step database "
                              f"--limit {args.limit} --seed {args.seed}",
                   "environment": env, "database": run_database(args.limit, args.seed)}
-        (RESULTS / "graphraft_database.json").write_text(json.dumps(result, indent=2) + "\n")
+        (RESULTS / "graphraft_database.json").write_text(json.dumps(stamp(result), indent=2) + "\n")
     return 0
 
 

@@ -48,6 +48,7 @@ from kgrag.methods.ketrag import build_index
 from kgrag.methods.ketrag.baselines import knng_rag, text_rag
 from kgrag.methods.ketrag.retrieval import retrieve_context
 from kgrag.text import default_tokenizer
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         results["datasets"][name] = run(name, embedder, tok)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
     print(markdown(results))
     return 0
 

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from ketrag_coverage import load_hotpotqa
 from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder
 from kgrag.methods.ketrag import build_index
+from machine_info import stamp
 
 CACHE = ROOT / "benchmarks" / ".cache" / "ketrag_cost"
 RESULTS = ROOT / "benchmarks" / "results" / "ketrag_index_cost.json"
@@ -66,10 +67,10 @@ def main() -> int:
         == runs["1"]["cost"]["llm"]["by_kind"]["extract"]["prompt_tokens"],
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"benchmark": "ketrag_index_cost", "corpus": "hotpotqa "
+    RESULTS.write_text(json.dumps(stamp({"benchmark": "ketrag_index_cost", "corpus": "hotpotqa "
                                    "hipporag_train100 (994 paragraphs, one document)",
                                    "llm": "deterministic record-format fake (tests/ketrag_fakes.py)",
-                                   "runs": runs, "projection_check": comparison}, indent=2) + "\n")
+                                   "runs": runs, "projection_check": comparison}), indent=2) + "\n")
     print(json.dumps(comparison, indent=2))
     return 0
 

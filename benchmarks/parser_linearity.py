@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from hostile_inputs import FAMILIES, PARSERS  # noqa: E402
 
 from kgrag.errors import KgragError  # noqa: E402
+from machine_info import stamp
 
 SMALL, LARGE = 20_000, 200_000
 TARGET_RATIO = 15.0
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"all ok: {result['all_ok']}  load average: {result['load_average']}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        args.out.write_text(json.dumps(stamp(result), indent=1), encoding="utf-8")
     return 0 if result["all_ok"] else 1
 
 

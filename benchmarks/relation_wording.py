@@ -48,6 +48,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "pathquestion"
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     report["seconds_total"] = round(time.perf_counter() - started, 1)
     report["load_after"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": rows,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -32,13 +32,13 @@ import argparse
 import gc
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -159,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--k-nodes", type=int, default=16384)
     parser.add_argument("--k-relations", type=int, default=512)
-    parser.add_argument("--index", default="flat", choices=["flat", "int8", "hnsw"],
-                        help="node search: exact float32 scan (reference), exact int8 scan, HNSW")
+    parser.add_argument("--index", default="auto", choices=["auto", "flat", "int8", "hnsw"],
+                        help="node search: the library's default (auto: what a user gets; "
+                             "exact int8 scan at this size and k(n) when numba is installed), "
+                             "exact float32 scan (reference), exact int8 scan, HNSW")
     parser.add_argument("--hnsw-m", type=int, default=32)
     parser.add_argument("--ef-construction", type=int, default=40)
     parser.add_argument("--no-verify", action="store_true")
@@ -230,7 +232,11 @@ def main(argv: list[str] | None = None) -> int:
                      humanize_relations=False, time_limit=None, injective=injective,
                      lookahead=not args.no_lookahead)
     build_index_s = time.perf_counter() - t0
-    print(f"index ({args.index}) in {build_index_s:.1f} s", file=sys.stderr)
+    node_index = method.candidates.node_index
+    args.index_used = node_index.kind  # what "auto" resolved to
+    args.int8_kernel = getattr(node_index.exact, "kernel", None)
+    print(f"index ({args.index} -> {args.index_used}, kernel {args.int8_kernel}) in "
+          f"{build_index_s:.1f} s", file=sys.stderr)
     del node_vectors
     gc.collect()
 
@@ -377,13 +383,12 @@ def write_report(args, argv, kg, build_graph_s, build_index_s, load_start, per_s
                   "build_seconds": round(build_graph_s, 1)},
         "settings": {"k": args.k, "k_nodes": args.k_nodes, "k_relations": args.k_relations,
                      "dim": args.dim, "noise": args.noise, "index": args.index,
+                     "index_used": args.index_used, "int8_kernel": args.int8_kernel,
                      "injective": args.injective,
                      "lookahead": not args.no_lookahead,
                      "index_build_seconds": round(build_index_s, 1), "seed": args.seed,
                      "embeddings": "random unit vectors; pattern items = noisy copies of gold"},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "processor": platform.processor() or platform.machine(),
-                    "load_average_at_start": load_start,
+        "machine": {"load_average_at_start": load_start,
                     "load_average_at_end": [round(x, 1) for x in os.getloadavg()]},
         "all_identical_to_exhaustive": None if mismatches is None else mismatches == 0,
         "verified": sum("identical_to_exhaustive" in r for rows in per_shape.values()
@@ -397,7 +402,7 @@ def write_report(args, argv, kg, build_graph_s, build_index_s, load_start, per_s
                                                                      else sys.argv[1:]),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     if mismatches is None or sum(len(r) for r in per_shape.values()) == report["verified"]:
         print(json.dumps(report, indent=2), file=sys.stderr)
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "simgrag_vector_index.json"
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0
 

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE = ROOT / "examples" / "serve_fastapi.py"
@@ -343,7 +344,7 @@ def main(argv: list[str] | None = None) -> dict:
             server.kill()
             result["exit_code"] = "killed after 60 s"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(result), indent=2) + "\n", encoding="utf-8")
     print(table(result))
     return result
 

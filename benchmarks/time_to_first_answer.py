@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 KB = ROOT.parent / "shared" / "data" / "metaqa" / "kb_reconstructed.txt"
@@ -80,9 +81,9 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     out = ROOT / "benchmarks" / "results" / "time_to_first_answer.json"
-    out.write_text(json.dumps({"rows": rows, "cpus": os.cpu_count(),
+    out.write_text(json.dumps(stamp({"rows": rows, "cpus": os.cpu_count(),
                                "machine": "2 cores shared with other engineers' jobs",
-                               "command": "python benchmarks/time_to_first_answer.py"}, indent=2))
+                               "command": "python benchmarks/time_to_first_answer.py"}), indent=2))
     print("| method | cold s | warm s | --no-cache s | load avg (warm run) |")
     print("|---|---:|---:|---:|---|")
     for r in rows:

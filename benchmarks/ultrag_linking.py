@@ -34,6 +34,7 @@ from kgrag.eval.ranking import tie_aware_metrics
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.ultrag import UltRAG
 from kgrag.methods.ultrag.query import quote
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -44,6 +44,7 @@ from kgrag.eval.ranking import tie_aware_metrics
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.ultrag import NeuralFuzzyExecutor, SymbolicFuzzyExecutor, UltRAG, parse_query
 from kgrag.methods.ultrag.executor import one_hot
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -310,7 +311,7 @@ def latency(args: argparse.Namespace) -> dict:
 def write(report: dict, path: Path | str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1) + "\n")
+    path.write_text(json.dumps(stamp(report), indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,7 @@ from kgrag.eval.ranking import answer_set_metrics, tie_aware_metrics
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.ultrag import MarginArbitrator, SymbolicFuzzyExecutor, parse_query
 from kgrag.methods.ultrag.executor import one_hot, top_k
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

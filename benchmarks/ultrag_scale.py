@@ -42,6 +42,7 @@ import synthetic
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import SymbolicFuzzyExecutor, parse_query
 from kgrag.methods.ultrag.executor import RelationMatrices, top_k
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache"
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 import torch
+from machine_info import stamp
 
 SHAPES_NOTE = "BetaE nested tuples; relation r < R is forward, r >= R is the inverse of r - R"
 
@@ -298,7 +299,7 @@ def main():
             "checkpoint_sha256": sha, "torch": torch.__version__, "num_nodes": N,
             "num_relations": R, "nested_convention": SHAPES_NOTE, "queries": records}
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump(meta, f, indent=1)
+        json.dump(stamp(meta), f, indent=1)
     print(len(records), "queries;", N, "nodes")
 
 

@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
               "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                           "shared": "yes: ~8 engineers on 2 cores"}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(stamp(report), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}; all equal: {report['all_equal']}", file=sys.stderr)
     return 0
 
