@@ -11,7 +11,9 @@ retrieval and answer calls nested.
 ``stream`` yields ``{"delta": piece}`` chunks while the method's final answer call streams
 (the intermediate calls of multi-step methods are not streamed), then one chunk with the four
 keys above; chunks are ``AddableDict`` s, so adding them up gives the output plus ``delta``
-(the whole raw reply). A method without an answer LLM call (UltRAG's margin arbitrator) streams
+(the whole reply's text). The deltas carry the reply's text only: its markup tags
+(``<answers>``) and the blanks around it are filtered out as they stream
+(:class:`kgrag.llm.streaming.TagStripper`). A method without an answer LLM call (UltRAG's margin arbitrator) streams
 no deltas.
 """
 
@@ -36,6 +38,7 @@ from pydantic import ConfigDict
 from kgrag.context.types import Answer
 from kgrag.errors import InvalidQuestionError
 from kgrag.llm.base import llm_call_options
+from kgrag.llm.streaming import TagStripper
 from kgrag.methods.base import check_question
 from langchain_kgrag.conversions import result_to_documents
 
@@ -107,11 +110,14 @@ class KGAnswerChain(RunnableSerializable[Any, dict]):
         question = _question(_gather(inputs))
         pieces: queue.Queue[Any] = queue.Queue()
         outcome: dict[str, Any] = {}
+        text = TagStripper()
 
         def work() -> None:
             try:
-                with llm_call_options(callbacks=run_manager.get_child(), on_token=pieces.put):
+                with llm_call_options(callbacks=run_manager.get_child(),
+                                      on_token=lambda piece: pieces.put(text.feed(piece))):
                     outcome["answer"] = self._kg.method.answer(question)
+                pieces.put(text.flush())
             except BaseException as exc:  # noqa: BLE001 -- re-raised in the caller below
                 outcome["error"] = exc
             finally:
@@ -137,13 +143,16 @@ class KGAnswerChain(RunnableSerializable[Any, dict]):
         question = _question(gathered)
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue[str] = asyncio.Queue()
+        text = TagStripper()
 
         def put(piece: str) -> None:  # from the loop's thread or a worker thread alike
-            loop.call_soon_threadsafe(pieces.put_nowait, piece)
+            loop.call_soon_threadsafe(pieces.put_nowait, text.feed(piece))
 
         async def work() -> Answer:
             with llm_call_options(callbacks=run_manager.get_child(), on_token=put):
-                return await self._kg.method.aanswer(question)
+                answer = await self._kg.method.aanswer(question)
+            loop.call_soon_threadsafe(pieces.put_nowait, text.flush())
+            return answer
 
         task = asyncio.ensure_future(work())
         while True:

@@ -15,7 +15,8 @@ retrieval, with the method's prompts, which ``get_prompts()`` / ``update_prompts
 (the retriever's, under the same names);
 with one, LlamaIndex's synthesizer answers over the nodes as in any ``RetrieverQueryEngine``.
 ``streaming=True`` returns a ``StreamingResponse`` (``AsyncStreamingResponse`` from
-``aquery``) whose text arrives piece by piece.
+``aquery``) whose text arrives piece by piece: the answer reply's text, its markup tags
+(``<answers>``) filtered out (:class:`kgrag.llm.streaming.TagStripper`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from kgrag.context.metadata import item_id
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
+from kgrag.llm.streaming import TagStripper
 from kgrag.methods.base import KGMethod, check_question, positional_to_keywords
 from kgrag.methods.registry import (
     DEFAULT_TOOL_DESCRIPTION,
@@ -460,11 +462,13 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
         metadata: dict[str, Any] = {}
         pieces: queue.Queue[Any] = queue.Queue()
         done = object()
+        text = TagStripper()
 
         def work() -> None:
             try:
-                with llm_call_options(on_token=pieces.put):
+                with llm_call_options(on_token=lambda piece: pieces.put(text.feed(piece))):
                     metadata.update(_answer_metadata(self.method.answer_from(question, result)))
+                pieces.put(text.flush())
             except BaseException as exc:  # noqa: BLE001 -- re-raised by the generator
                 pieces.put(exc)
             finally:
@@ -490,13 +494,15 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
         async def generate() -> AsyncGenerator[str, None]:
             loop = asyncio.get_running_loop()
             pieces: asyncio.Queue[str] = asyncio.Queue()
+            text = TagStripper()
 
             def put(piece: str) -> None:
-                loop.call_soon_threadsafe(pieces.put_nowait, piece)
+                loop.call_soon_threadsafe(pieces.put_nowait, text.feed(piece))
 
             async def work() -> None:
                 with llm_call_options(on_token=put):
                     answer = await self.method.aanswer_from(question, result)
+                loop.call_soon_threadsafe(pieces.put_nowait, text.flush())
                 metadata.update(_answer_metadata(answer))
 
             task = asyncio.ensure_future(work())

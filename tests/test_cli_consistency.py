@@ -199,16 +199,24 @@ def test_ketrag_index_keeps_its_vectors_in_the_cache_dir(tmp_path, monkeypatch, 
 
 # ---------------------------------------------------------------------- rank order
 def _printed_items(out: str) -> list[tuple[str, float]]:
-    """``(name, score)`` of the ``  N. name (score)`` lines of ``kgrag ask``, in print order."""
+    """``(name, score)`` of the ``  N. [score] name`` / ``  N. name (score)`` lines of
+    ``kgrag ask``, in print order."""
     found = []
     for line in out.splitlines():
-        match = re.match(r"\s+(\d+)\. (.*) \((-?\d+\.\d+)\)$", line)
+        match = (re.match(r"\s+\d+\. \[(-?\d+\.\d+)\] (.*)$", line)
+                 or re.match(r"\s+\d+\. (.*) \((-?\d+\.\d+)\)()$", line))
         if match:
-            found.append((match.group(2), float(match.group(3))))
+            groups = match.groups()
+            score, name = (groups[0], groups[1]) if line.split(". ", 1)[1].startswith("[") \
+                else (groups[1], groups[0])
+            found.append((name, float(score)))
     return found
 
 
-def test_ask_graphraft_prints_items_best_first(capsys, minilm):
+def test_ask_graphraft_prints_the_api_order_best_first(capsys, minilm):
+    """The command line prints the method's own order -- the order both adapters return -- and
+    the scores never rise along it (issue 29: the CLI re-sorted GraphRAFT by score, so it put
+    another answer first than the API)."""
     status, out, err = run(capsys, ["ask", MOVIES, "Who directed Tokyo Godfathers?",
                                     "--method", "graphraft", "--top", "20"])
     assert status == 0, err
@@ -216,30 +224,27 @@ def test_ask_graphraft_prints_items_best_first(capsys, minilm):
     assert len(items) >= 5
     scores = [score for _, score in items]
     assert scores == sorted(scores, reverse=True)
-    # the same items as the method returns, only reordered
     from kgrag.ask import retrieve
 
     kg = KnowledgeGraph.from_csv(MOVIES)
     result = retrieve(kg, "Who directed Tokyo Godfathers?", "graphraft", top=20)
-    assert sorted(name for name, _ in items) == sorted(i.name for i in result.items[:20])
+    assert [name for name, _ in items] == [i.name for i in result.items[:20]]
 
 
-def test_ask_ranks_each_kind_of_item_on_its_own(capsys, monkeypatch):
-    """Entities, triples and paths carry scores on different scales: each kind is ranked on its
-    own, the kinds in the order the method gave them; unscored items come after."""
-    triples = [Triple("a", "r", "b", score=0.2), Triple("c", "r", "d", score=0.9),
+def test_ask_prints_items_in_the_methods_order(capsys, monkeypatch):
+    """Whatever the kinds and scales of the items, ``kgrag ask`` keeps the method's order."""
+    triples = [Triple("a", "r", "b", score=0.9), Triple("c", "r", "d", score=0.2),
                Triple("e", "r", "f")]
-    entities = [ScoredEntity("low", -0.1), ScoredEntity("high", 0.8), ScoredEntity("mid", 0.3)]
+    entities = [ScoredEntity("high", 0.8), ScoredEntity("low", -0.1, show_score=False)]
     paths = [GraphPath(("a", "b"), ("r",), (True,), score=0.5)]
-    result = RetrievalResult("q", items=[entities[0], triples[0], entities[1], triples[1],
-                                         triples[2], paths[0], entities[2]], method="stub")
+    result = RetrievalResult("q", items=[entities[0], triples[0], paths[0], triples[1],
+                                         entities[1], triples[2]], method="stub")
     monkeypatch.setattr("kgrag.ask.retrieve", lambda *a, **k: result)
     status, out, _ = run(capsys, ["ask", MOVIES, "q", "--method", "byokg"])
     assert status == 0
     lines = [line.strip() for line in out.splitlines() if re.match(r"\s+\d+\. ", line)]
-    assert lines == ["1. high (0.800)", "2. mid (0.300)", "3. low (-0.100)",
-                     "4. [0.900] c -> r -> d", "5. [0.200] a -> r -> b", "6. e -> r -> f",
-                     "7. [0.500] a -> r -> b"]
+    assert lines == ["1. high (0.800)", "2. [0.900] a -> r -> b", "3. [0.500] a -> r -> b",
+                     "4. [0.200] c -> r -> d", "5. [-0.100] low", "6. e -> r -> f"]
 
 
 def test_in_rank_order_keeps_ties_and_ignores_nan():

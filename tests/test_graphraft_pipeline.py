@@ -93,12 +93,16 @@ def test_shared_node_keeps_every_pattern(toy_kg, minilm):
                                                  key=lambda n: -by_name[n].similarity)
 
 
-def test_empty_candidate_set_only_tops_up(toy_kg, minilm):
+def test_nothing_linked_is_an_empty_result_with_a_reason(toy_kg, minilm):
+    """Without a linked entity there is no query to choose: an empty result that says so, not
+    the vector top-up's unrelated nodes (issue 29, item 14)."""
     method = GraphRAFT(toy_kg, embedder=minilm, max_nodes=3)
     result = method.retrieve("What is the meaning of life?")
     assert result.metadata["entities"] == [] and result.metadata["num_candidates"] == 0
-    assert all(i.metadata["patterns"] == [NO_PATTERN] for i in result.items)
-    assert len(result.items) == 3
+    assert result.items == [] and "nothing linked" in result.metadata["empty_reason"]
+    # the top-up itself is unchanged: a context of no query is the vector fallback
+    nodes = method.assemble_context("What is the meaning of life?", [])
+    assert len(nodes) == 3 and all(n.patterns == [NO_PATTERN] for n in nodes)
 
 
 def test_chat_pipeline_counts_calls_and_ranks_answers(toy_kg, minilm):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kgrag.commands.common import add_command, in_rank_order, load_factory
+from kgrag.commands.common import add_command, load_factory
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import KgragError
 
@@ -92,11 +92,10 @@ def _check_method_inputs(method: str, pattern: str | None, query: str | None) ->
 
 
 def ranked(result: Any) -> Any:
-    """``result`` with its items in rank order (:func:`~kgrag.commands.common.in_rank_order`):
-    what ``kgrag ask`` prints and draws."""
-    import dataclasses
-
-    return dataclasses.replace(result, items=in_rank_order(result.items))
+    """``result`` as ``kgrag ask`` prints and draws it: in the method's own rank order, the
+    order the LangChain and LlamaIndex adapters return, so the command line and the API put
+    the same answer first (every method's scores are monotone with that order)."""
+    return result
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
@@ -124,7 +123,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         print(f"nothing retrieved: {result.metadata['empty_reason']}")
     for rank, item in enumerate(result.items[: args.top], start=1):
         score = getattr(item, "score", None)
-        shows_score = isinstance(item, ScoredEntity) or not isinstance(score, (int, float))
+        shows_score = ((isinstance(item, ScoredEntity) and item.show_score)
+                       or not isinstance(score, (int, float)))
         score_text = "" if shows_score else f"[{score:.3f}] "
         print(f"  {rank}. {score_text}{item.verbalize()}")
     if len(result.items) > args.top:

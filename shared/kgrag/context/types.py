@@ -145,9 +145,13 @@ class ScoredEntity:
     score: float
     source: str = ""  # what produced it: "fuzzy", "dense", "alias", "exact", an executor, ...
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: whether :meth:`verbalize` shows the score (``"Paprika (1.000)"``); ``False`` for items
+    #: whose score is a ranking detail that must not reach an answer prompt (the score is in
+    #: the framework metadata either way)
+    show_score: bool = field(default=True, compare=False, hash=False)
 
     def verbalize(self) -> str:
-        return f"{self.name} ({self.score:.3f})"
+        return f"{self.name} ({self.score:.3f})" if self.show_score else self.name
 
 
 @dataclass(frozen=True)

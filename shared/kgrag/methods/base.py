@@ -136,6 +136,9 @@ def _checking_question(func: F) -> F:
 
 #: the ``empty_reason`` of a retrieval over a graph without a single triple
 EMPTY_GRAPH_REASON = "the graph holds no triples"
+#: the ``empty_reason`` of an LLM-free retrieval that found no entity of the question in the
+#: graph: an empty result, not the nodes nearest to an unrelated question
+NOTHING_LINKED = "no entity of the question was found in the graph (nothing linked)"
 
 
 def explain_empty(result: RetrievalResult, graph: Any) -> RetrievalResult:

@@ -102,6 +102,12 @@ class GraphContext:
         return "\n".join(self.lines())
 
     def items(self) -> list:
-        """Retrieved items for a RetrievalResult: triples, then paths, then query chunks."""
-        return (list(self.triples.values()) + list(self.paths.values())
+        """Retrieved items for a RetrievalResult, in rank order with scores that never rise:
+        the scored triples best first (ties in insertion order), then the unscored ones, the
+        paths and the query chunks (no score). The verbalised context keeps C's insertion
+        order."""
+        triples = list(self.triples.values())
+        scored = sorted((t for t in triples if t.score is not None),
+                        key=lambda t: -float(t.score))  # type: ignore[arg-type]
+        return (scored + [t for t in triples if t.score is None] + list(self.paths.values())
                 + [query_chunk(q) for q in self.queries.values()])

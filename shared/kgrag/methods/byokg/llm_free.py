@@ -84,6 +84,22 @@ def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hop
     return walks_nodes, walks_edges, walks_fwd, scores
 
 
+#: per extra hop and per change of direction along a walk, the walk score is multiplied by this:
+#: small enough to reorder only walks whose scores (nearly) tie, so that of two walks with the
+#: same mean relation similarity the shorter, then the straighter, ranks first and *scores*
+#: higher ("Bob -> reports_to -> Alice" above "... -> reports_to -> Hannah" above
+#: "... <- reports_to <- Carol"), instead of three answers at one score
+TIE_BREAK = 0.999
+
+
+def tie_break_factor(lengths: np.ndarray, fwd_by_len: list[np.ndarray]) -> np.ndarray:
+    """:data:`TIE_BREAK` to the power (hops - 1 + direction changes), per walk (walks stacked
+    by length as :func:`scored_walks` returns them)."""
+    turns = np.concatenate([np.count_nonzero(f[:, 1:] != f[:, :-1], axis=1)
+                            for f in fwd_by_len]) if fwd_by_len else np.zeros(0, np.int64)
+    return np.power(TIE_BREAK, lengths - 1 + turns)
+
+
 def llm_free_retrieve(
     question: str,
     graph: GraphStore,
@@ -138,6 +154,7 @@ def llm_free_retrieve(
     weights = np.fromiter(seed_weight.values(), float, len(seed_weight))
     scores = np.maximum(scores, 0.0) * weights[by_id[np.searchsorted(seed_ids[by_id], starts)]]
     lengths = np.concatenate([np.full(len(n), i + 1) for i, n in enumerate(nodes_by_len)])
+    scores = scores * tie_break_factor(lengths, fwd_by_len)
     ends = np.concatenate([n[:, -1] for n in nodes_by_len])
     offsets = np.cumsum([0] + [len(n) for n in nodes_by_len])
     is_seed = np.isin(ends, seed_ids)
@@ -149,7 +166,8 @@ def llm_free_retrieve(
     names = kg.node_names
     for w in best[:max_candidates].tolist():
         result.candidates.append(ScoredEntity(names[int(ends[w])], float(scores[w]), "llm_free",
-                                              metadata={"hops": int(lengths[w])}))
+                                              metadata={"hops": int(lengths[w])},
+                                              show_score=False))
     for w in best[:max_paths].tolist():
         length = int(lengths[w])
         row = w - offsets[length - 1]

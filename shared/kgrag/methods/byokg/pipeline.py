@@ -58,7 +58,7 @@ from kgrag.llm.steps import (
     run_async,
     run_sync,
 )
-from kgrag.methods.base import KGMethod, explain_empty, keyword_only_llm
+from kgrag.methods.base import NOTHING_LINKED, KGMethod, explain_empty, keyword_only_llm
 from kgrag.methods.byokg.config import TRIPLET_MODES as TRIPLET_MODES
 from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.context import GraphContext
@@ -523,8 +523,12 @@ class ByoKGRAG(KGMethod):
                 "answer_candidates": [c.name for c in found.candidates],
                 "triples": list(found.triples),
                 "context": context.verbalize(), "llm_calls_by_step": {}}
-        return explain_empty(RetrievalResult(question, walk_ranked(found.candidates, found.paths),
-                                             self.name, Usage(), meta), self.graph)
+        result = explain_empty(RetrievalResult(question, walk_ranked(found.candidates,
+                                                                     found.paths),
+                                               self.name, Usage(), meta), self.graph)
+        if not found.entities and "empty_reason" not in meta:
+            meta["empty_reason"] = NOTHING_LINKED
+        return result
 
 
 def walk_ranked(candidates: Sequence[ScoredEntity], paths: Sequence[Path]

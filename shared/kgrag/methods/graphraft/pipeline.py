@@ -31,10 +31,11 @@ no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence, cast
+from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from kgrag.llm.steps import (
     run_async,
     run_sync,
 )
-from kgrag.methods.base import KGMethod, explain_empty
+from kgrag.methods.base import NOTHING_LINKED, KGMethod, explain_empty
 from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
 from kgrag.methods.graphraft.decoding import TokenScorer
 from kgrag.methods.graphraft.enumeration import Candidate
@@ -111,6 +112,31 @@ class RetrievedNode:
     name: str
     similarity: float
     patterns: list[str] = field(default_factory=list)
+
+
+def ranked_nodes(nodes: Sequence[RetrievedNode], linked: Sequence[str],
+                 describe: Callable[[str], Any]) -> list[RetrievedItem]:
+    """The retrieved nodes as items in the method's rank order, scores monotone with it.
+
+    The order is the paper's: the selected queries' nodes (best query first, by similarity
+    within a query), then the vector top-up -- except the question's own linked entities, which
+    go last: "Which projects use Rust?" is not answered by ``Rust``. Each item's ``score`` is
+    its similarity to the question capped by the score of the item above it, so a reranker,
+    ``EnsembleRetriever`` or ``SimilarityPostprocessor`` reading scores sees the same ranking
+    as the list; the uncapped cosine is ``metadata["similarity"]``. Scores stay out of the
+    verbalised text (``show_score=False``)."""
+    own = set(linked)
+    ordered = [n for n in nodes if n.name not in own] + [n for n in nodes if n.name in own]
+    items: list[RetrievedItem] = []
+    ceiling = math.inf
+    for n in ordered:
+        ceiling = min(ceiling, n.similarity)
+        items.append(ScoredEntity(
+            n.name, ceiling, source="query" if n.patterns != [NO_PATTERN] else "vector",
+            metadata={"patterns": list(n.patterns), "description": describe(n.name),
+                      "similarity": n.similarity, "linked": n.name in own},
+            show_score=False))
+    return items
 
 
 class GraphRAFT(KGMethod):
@@ -362,13 +388,11 @@ class GraphRAFT(KGMethod):
                 cands: Sequence[Candidate], selected: Sequence[Candidate],
                 nodes: Sequence[RetrievedNode], usage: Usage,
                 breached: Sequence[Candidate] = ()) -> RetrievalResult:
-        items: list[RetrievedItem] = [
-            ScoredEntity(n.name, n.similarity, source="query" if n.patterns != [NO_PATTERN] else "vector",
-                         metadata={"patterns": list(n.patterns),
-                                   "description": self.backend.description(n.name)})
-            for n in nodes
-        ]
-        return explain_empty(RetrievalResult(
+        reason = None
+        if not entities:  # nothing of the question is in the graph: no unrelated top-up nodes
+            nodes, reason = [], NOTHING_LINKED
+        items = ranked_nodes(nodes, entities, self.backend.description)
+        result = explain_empty(RetrievalResult(
             question, items, method=self.name, usage=usage,
             metadata={
                 "mentions": mentions,
@@ -379,6 +403,9 @@ class GraphRAFT(KGMethod):
                 "over_budget_queries": [c.pattern.text() for c in breached],
             },
         ), self.graph)
+        if reason and "empty_reason" not in result.metadata:
+            result.metadata["empty_reason"] = reason
+        return result
 
     @staticmethod
     def answer_blocks(result: RetrievalResult) -> list[str]:
