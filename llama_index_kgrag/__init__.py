@@ -1,7 +1,9 @@
 """LlamaIndex integration of kgrag: a retriever and a query engine per method.
 
 Needs LlamaIndex (``pip install 'kgrag[llama-index]'``). ``Settings.llm`` /
-``Settings.embed_model`` are used when no ``llm`` / ``embedder`` is passed.
+``Settings.embed_model`` are used when no ``llm`` / ``embedder`` is passed; ``llm=False`` /
+``embedder=False`` opt out (no LLM / kgrag's packaged MiniLM), see
+:mod:`llama_index_kgrag.settings`.
 """
 
 try:
