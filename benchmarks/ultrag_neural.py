@@ -42,7 +42,7 @@ from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import tie_aware_metrics
 from kgrag.graph.memory import normalize_name
-from kgrag.methods.ultrag import NeuralFuzzyExecutor, SymbolicFuzzyExecutor, UltRAG, parse_query
+from kgrag.methods.ultrag import SymbolicFuzzyExecutor, UltRAG, parse_query
 from kgrag.methods.ultrag.executor import one_hot
 from machine_info import stamp
 
@@ -57,11 +57,27 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu() -> dict:
+    """The CPU model and its SIMD flags (this machine: AVX2 + FMA, no AVX-512)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and ":" in line:
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and ":" in line:
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    simd = sorted(f for f in flags if f.startswith(("avx", "fma", "sse4", "f16c", "amx")))
+    return {"cpu_model": model, "simd_flags": simd}
+
+
 def machine() -> dict:
     import torch
 
     return {"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other "
-                       f"engineers' jobs)", "python": platform.python_version(),
+                       f"engineers' jobs)", **cpu(), "python": platform.python_version(),
             "torch": torch.__version__, "load_average": list(os.getloadavg())}
 
 
@@ -103,26 +119,59 @@ def datasets(limit: int, seed: int, only: list[str] | None):
             yield name, kg, load_metaqa(DATA / "metaqa", hop, limit=limit, seed=seed)
 
 
-class _SubgraphRunner:
-    """``execute(query, leaves)`` through ``UltRAG.run`` (SEPPR subgraph of the Q-id leaves)."""
+KINDS = ("symbolic", "neural", "hybrid")
+#: reliability bins of the neural confidence (the calibration check)
+BINS = np.linspace(0.0, 1.0, 11)
 
-    def __init__(self, method: UltRAG) -> None:
-        self.method = method
 
-    def execute(self, query, leaf_sets):
-        return self.method.run(query).scores
+def top1(scores: np.ndarray) -> int:
+    """The first-ranked node (score descending, ties by lower id, as UltRAG ranks)."""
+    best = scores.max()
+    return int(np.flatnonzero(scores == best)[0])
+
+
+def last_relation(kg: KnowledgeGraph, query) -> str:
+    rel = query.relation.name
+    return kg.relation_names[int(rel[1:])] + ("_inv" if query.relation.inverse else "")
+
+
+def calibration(pairs: list[tuple[float, bool]]) -> dict:
+    """Reliability of a confidence: per bin, how many and how many were right; the expected
+    calibration error (share-weighted |accuracy - mean confidence|)."""
+    if not pairs:
+        return {}
+    conf = np.array([c for c, _ in pairs])
+    hit = np.array([h for _, h in pairs], float)
+    bins, ece = [], 0.0
+    which = np.clip(np.digitize(conf, BINS[1:-1]), 0, len(BINS) - 2)
+    for b in range(len(BINS) - 1):
+        m = which == b
+        if not m.any():
+            continue
+        gap = abs(hit[m].mean() - conf[m].mean())
+        ece += m.mean() * gap
+        bins.append({"bin": f"{BINS[b]:.1f}-{BINS[b + 1]:.1f}", "n": int(m.sum()),
+                     "mean_confidence": round(float(conf[m].mean()), 3),
+                     "accuracy": round(float(hit[m].mean()), 3)})
+    return {"pairs": len(pairs), "ece": round(float(ece), 3), "bins": bins}
 
 
 def incomplete(args: argparse.Namespace) -> dict:
+    """Exact / neural / hybrid (the default) on complete and damaged KBs; also the frequency
+    prior as a ranking, per-relation numbers where the exact executor has nothing, the
+    calibration of the neural confidence, and each executor's median ``UltRAG.run`` time."""
     from tqdm import tqdm
 
-    report = {"benchmark": "ultrag_neural incomplete", "threads": args.threads,
+    report = {"benchmark": "ultrag_neural incomplete (exact / neural / hybrid)",
+              "threads": args.threads,
               "command": f"python benchmarks/ultrag_neural.py incomplete --limit {args.limit} "
                          f"--seed {args.seed} --threads {args.threads}"
                          + (f" --subgraph-k {args.subgraph_k}" if args.subgraph_k else "")
                          + (f" --only {' '.join(args.only)}" if args.only else ""),
               "subgraph_k": args.subgraph_k, **machine(),
               "datasets": {}}
+    calib: dict[str, list] = {"neural_all_top10": [], "hybrid_guesses_top10": []}
+    relations: dict[str, dict] = {}
     for name, kg, examples in datasets(args.limit, args.seed, args.only):
         questions = []
         complete = SymbolicFuzzyExecutor(kg)
@@ -143,28 +192,60 @@ def incomplete(args: argparse.Namespace) -> dict:
         per_drop = {}
         for drop in DROPS:
             graph = damaged(kg, drop, args.seed)
-            executors = {"symbolic": SymbolicFuzzyExecutor(graph),
-                         "neural": NeuralFuzzyExecutor(graph, threads=args.threads)}
+            # Alg. 2 on MetaQA: the neural executor on the SEPPR subgraph around the topic
             seppr = args.subgraph_k is not None and graph.num_nodes > args.subgraph_k
-            if seppr:  # Alg. 2: the neural executor on the SEPPR subgraph around the topic
-                executors["neural"] = _SubgraphRunner(UltRAG(
-                    graph, linking="exact", executor="neural", threads=args.threads,
-                    subgraph_k=args.subgraph_k))
-            rows = {k: [] for k in executors}
-            lost = []
-            times = []
+            k = args.subgraph_k if seppr else None
+            methods = {kind: UltRAG(graph, linking="exact", executor=kind, threads=args.threads,
+                                    subgraph_k=None if kind == "symbolic" else k)
+                       for kind in KINDS}
+            prior = methods["symbolic"].frequency_prior
+            warm = questions[0][0]  # warm-up: model load, each neural executor's graph
+            methods["neural"].run(warm)
+            sets, leaf_entities = methods["hybrid"].leaf_sets(warm)
+            methods["hybrid"].graph_executor.neural.execute(warm, sets, leaf_entities)
+            rows: dict[str, list] = {k: [] for k in (*KINDS, "prior")}
+            times: dict[str, list] = {k: [] for k in KINDS}
+            lost, neural_ran, agree = [], [], {k: [] for k in ("neural", "hybrid")}
             for query, topic, targets in tqdm(questions, desc=f"{name} drop {drop:.0%}",
                                               file=sys.stderr, mininterval=10):
-                leaf = [one_hot([topic], graph.num_nodes)]
-                for kind, ex in executors.items():
+                got = {}
+                for kind in KINDS:
                     start = time.perf_counter()
-                    scores = ex.execute(query, leaf)
-                    if kind == "neural":
-                        times.append(time.perf_counter() - start)
-                    rows[kind].append(tie_aware_metrics(scores, targets, ks=(1, 10),
+                    execution = methods[kind].run(query)
+                    times[kind].append(time.perf_counter() - start)
+                    got[kind] = execution
+                    rows[kind].append(tie_aware_metrics(execution.scores, targets, ks=(1, 10),
                                                         exclude=[topic]))
-                    if kind == "symbolic":
-                        lost.append(bool(scores[targets].max() <= 0))
+                exact = got["symbolic"].scores.copy()
+                exact[topic] = 0
+                unreachable = bool(exact[targets].max() <= 0)
+                lost.append(unreachable)
+                neural_ran.append(got["hybrid"].neural_scores is not None)
+                prior_scores = prior.of_query(query)
+                rows["prior"].append(tie_aware_metrics(prior_scores, targets, ks=(1, 10),
+                                                       exclude=[topic]))
+                if exact.any():  # does the top answer agree with an exact answer?
+                    for kind in agree:
+                        scores = got[kind].scores.copy()
+                        scores[topic] = 0
+                        agree[kind].append(bool(exact[top1(scores)] > 0))
+                target_set = set(targets.tolist())
+                neural = got["neural"].scores.copy()
+                neural[topic] = 0
+                for i in np.argsort(-neural, kind="stable")[:10]:
+                    calib["neural_all_top10"].append((float(neural[i]), int(i) in target_set))
+                hybrid = got["hybrid"]
+                if hybrid.neural_scores is not None and not exact.any():
+                    guesses = hybrid.neural_scores.copy()
+                    guesses[topic] = 0
+                    for i in np.argsort(-guesses, kind="stable")[:10]:
+                        calib["hybrid_guesses_top10"].append((float(guesses[i]),
+                                                              int(i) in target_set))
+                if unreachable and drop > 0:
+                    rel = relations.setdefault(f"{name}: {last_relation(kg, query)}",
+                                               {"neural": [], "prior": []})
+                    rel["neural"].append(rows["neural"][-1]["mrr"])
+                    rel["prior"].append(rows["prior"][-1]["mrr"])
             lost_arr = np.array(lost)
 
             def mean(kind: str, mask: np.ndarray, rows: dict = rows) -> dict:
@@ -179,17 +260,32 @@ def incomplete(args: argparse.Namespace) -> dict:
                 "edges": graph.num_edges,
                 "questions": len(questions),
                 "unreachable_symbolically": int(lost_arr.sum()),
-                "all": {k: mean(k, every) for k in executors},
-                "unreachable": {k: mean(k, lost_arr) for k in executors},
-                "neural_median_ms": round(1000 * statistics.median(times), 1),
-                "neural_subgraph_k": args.subgraph_k if seppr else None,
+                "all": {k: mean(k, every) for k in rows},
+                "unreachable": {k: mean(k, lost_arr) for k in rows},
+                "top1_agrees_with_exact": {
+                    k: {"questions_with_exact_answers": len(v),
+                        "agree_pct": round(100 * float(np.mean(v)), 2) if v else None}
+                    for k, v in agree.items()},
+                "hybrid_neural_ran_pct": round(100 * float(np.mean(neural_ran)), 2),
+                "median_ms": {k: round(1000 * statistics.median(v), 3)
+                              for k, v in times.items()},
+                "mean_ms": {k: round(1000 * statistics.fmean(v), 3) for k, v in times.items()},
+                "neural_subgraph_k": k,
             }
             print(name, drop, json.dumps(per_drop[f"{int(drop * 100)}%"]), file=sys.stderr)
         report["datasets"][name] = {"kb_nodes": kg.num_nodes, "kb_edges": kg.num_edges,
                                     "drops": per_drop}
         report["load_average_end"] = list(os.getloadavg())
         write(report, args.out or RESULTS / "ultrag_neural_incomplete.json")
+    report["per_relation_unreachable"] = {
+        key: {"questions": len(v["neural"]),
+              "neural_mrr": round(100 * float(np.mean(v["neural"])), 2),
+              "prior_mrr": round(100 * float(np.mean(v["prior"])), 2),
+              "flagged": bool(np.mean(v["neural"]) <= np.mean(v["prior"]))}
+        for key, v in sorted(relations.items())}
+    report["calibration"] = {k: calibration(v) for k, v in calib.items()}
     report["peak_rss_mb"] = round(rss_mb())
+    write(report, args.out or RESULTS / "ultrag_neural_incomplete.json")
     return report
 
 
@@ -272,7 +368,7 @@ def latency(args: argparse.Namespace) -> dict:
         del graph
         label = f"synthetic {args.edges:,} edges"
     load_s = time.perf_counter() - t0
-    method = UltRAG(kg, linking="exact", executor="neural", threads=args.threads,
+    method = UltRAG(kg, linking="exact", executor=args.executor, threads=args.threads,
                     subgraph_k=args.subgraph_k)
     queries = make_queries(kg, args.queries, args.seed)
     method.run(queries["1p"][0])  # warm-up: model load, first relation graph
@@ -291,7 +387,7 @@ def latency(args: argparse.Namespace) -> dict:
                           "p90_ms": round(float(np.percentile(times, 90)), 1),
                           "median_ms_per_projection": round(statistics.median(per_projection), 1)}
         print(shape, results[shape], file=sys.stderr)
-    report = {"benchmark": "ultrag_neural latency", "graph": label, "nodes": kg.num_nodes,
+    report = {"benchmark": "ultrag_neural latency", "executor": args.executor, "graph": label, "nodes": kg.num_nodes,
               "edges": kg.num_edges, "relations": kg.num_relations, "threads": args.threads,
               "subgraph_k": method.subgraph_k, "graph_load_s": round(load_s, 1),
               "command": " ".join(["python benchmarks/ultrag_neural.py latency",
@@ -299,11 +395,14 @@ def latency(args: argparse.Namespace) -> dict:
                                    *([f"--edges {args.edges}"] if args.dataset != "metaqa"
                                      else []),
                                    f"--queries {args.queries} --threads {args.threads}",
+                                   *([f"--executor {args.executor}"]
+                                     if args.executor != "neural" else []),
                                    *([f"--subgraph-k {args.subgraph_k}"] if args.subgraph_k
                                      else [])]),
               **machine(), "results": results, "peak_rss_mb": round(rss_mb())}
     name = "metaqa" if args.dataset == "metaqa" else f"{args.edges // 1_000_000}M"
-    suffix = f"_k{args.subgraph_k}" if args.subgraph_k else ""
+    suffix = (f"_k{args.subgraph_k}" if args.subgraph_k else "") + (
+        f"_{args.executor}" if args.executor != "neural" else "")
     write(report, args.out or RESULTS / f"ultrag_neural_latency_{name}_t{args.threads}{suffix}.json")
     return report
 
@@ -327,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     lat.add_argument("--edges", type=int, default=10_000_000)
     lat.add_argument("--queries", type=int, default=30)
     lat.add_argument("--subgraph-k", type=int, default=None)
+    lat.add_argument("--executor", choices=KINDS, default="neural")
     for p in (inc, lat):
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--threads", type=int, default=1)

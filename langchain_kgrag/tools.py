@@ -7,23 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from kgrag.methods.ultrag.tools import QUERY_DESCRIPTION as QUERY_DESCRIPTION
+
 #: How a SimGRAG pattern is written (the pattern tool's argument description).
 PATTERN_DESCRIPTION = (
     "The pattern graph to match, as a list of [head, relation, tail] triples of strings, e.g. "
     "[[\"Paprika\", \"directed by\", \"UNKNOWN person 1\"]]. Name known entities and relations "
     "as the question does; write an unknown one as 'UNKNOWN <type> <number>' (e.g. 'UNKNOWN "
     "film 1', 'UNKNOWN relation 1') and reuse the same placeholder for the same thing.")
-
-#: How an UltRAG logical query is written (the query tool's argument description).
-QUERY_DESCRIPTION = (
-    "A logical query in UltRAG's DSL. A leaf is an entity name in double quotes; "
-    "X -> rel follows relation rel from every entity of X, X -> rel_inv follows it backwards "
-    "(tail to head); projections chain left to right (X -> r1 -> r2); AND(A, B, ...) keeps the "
-    "entities answering all of A, B, .... Relations are written by name (or id such as P3), "
-    "e.g. '\"Satoshi Kon\" -> directed_by_inv' or "
-    "'AND(\"Turing Award\" -> award_received_inv, \"deep learning\" -> field_of_work_inv) "
-    "-> employer'.")
-
 
 def args_model(name: str, args: dict[str, Any]) -> type[BaseModel]:
     """A pydantic model named ``name`` from ``{arg: ToolArg}`` (type, description, default)."""

@@ -5,6 +5,10 @@
 [0, 1]) and the ``rank``; the executed ``query`` in the DSL is in the JSON under ``retrieval``.
 The retriever makes one LLM call per question (query generation); the arbitration call belongs
 to ``answer``. ``k`` (default 10) keeps the best entities of the executor's ranking.
+
+Two agent tools, told apart by their input: ``as_search_tool()`` (the question tool,
+``knowledge_graph_answer_question``: a plain question) and ``as_query_tool()`` (the query tool,
+``knowledge_graph_execute_logical_query``: a query in UltRAG's DSL; no LLM call).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from kgrag.errors import KgragError
 from kgrag.methods.registry import get_method
+from kgrag.methods.ultrag.tools import QUERY_TOOL_DESCRIPTION, QUERY_TOOL_NAME, query_tool_text
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.tools import LogicalQueryInput
@@ -36,20 +41,22 @@ class UltRAGRetriever(KGRetriever):
         method = cast("UltRAG", self.method)
         return result_to_documents(method.retrieve_query(query, question), k=self.k)
 
-    def as_query_tool(self, name: str = "knowledge_graph_run_logical_query",
+    def as_query_tool(self, name: str = QUERY_TOOL_NAME,
                       description: str | None = None) -> BaseTool:
-        """A tool taking a logical query in UltRAG's DSL (described ``query`` argument): the
-        agent writes the query, the executor scores every entity of the graph."""
+        """The **query tool**: its input is a logical query the agent wrote in UltRAG's DSL
+        (described ``query`` argument; no LLM call), unlike ``as_search_tool`` (the question
+        tool, ``knowledge_graph_answer_question``), whose input is a plain question. Each
+        line of its answer says whether the graph proves the entity or the neural executor
+        guessed it, and a short list says why (:func:`kgrag.methods.ultrag.tools.query_tool_text`)."""
 
         def run(query: str, question: str = "") -> str:
+            method = cast("UltRAG", self.method)
             try:
-                docs = self.execute(query, question)
+                result = method.retrieve_query(query, question)
             except (KgragError, ValueError) as exc:  # malformed query: tell the agent why
                 return f"Error: {exc}"
-            return "\n".join(d.page_content for d in docs) or "No entity matches the query."
+            return query_tool_text(result, self.k)
 
         return StructuredTool.from_function(
             run, name=name, args_schema=LogicalQueryInput,
-            description=description or (
-                "Run a logical query (projections along relations, intersections) over the "
-                "whole knowledge graph; returns entities with membership scores, best first."))
+            description=description or QUERY_TOOL_DESCRIPTION)

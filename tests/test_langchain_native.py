@@ -162,7 +162,7 @@ def test_tools_json_schemas_describe_their_arguments(kg):
     query_tool = retriever.as_query_tool()
     props = query_tool.args_schema.model_json_schema()["properties"]
     assert "_inv" in props["query"]["description"] and "AND(" in props["query"]["description"]
-    assert "Paprika (1.000)" in query_tool.invoke(
+    assert "Paprika (1.000, proved)" in query_tool.invoke(
         {"query": 'AND("Satoshi Kon" -> directed_by_inv, "2006" -> release_year_inv)'})
     assert query_tool.invoke({"query": "AND("}).startswith("Error:")
     search = retriever.as_search_tool()

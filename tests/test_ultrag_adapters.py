@@ -71,7 +71,7 @@ def test_langchain_async_and_tool(kg):
     docs = asyncio.run(retriever.ainvoke("When was Paprika released?"))
     assert [d.metadata["entity"] for d in docs] == ["2006"]
     tool = retriever.as_search_tool()
-    assert tool.name == "knowledge_graph_logical_query"
+    assert tool.name == "knowledge_graph_answer_question"
     assert "2006" in tool.invoke({"query": "When was Paprika released?"})
 
 
@@ -134,3 +134,53 @@ def test_kgrag_ultrag_command(capsys):
     assert "P0: " in capsys.readouterr().out
     assert cli.main(["ultrag", movies, '"Paprika" -> P999']) == 2
     assert "unknown relation" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the two agent tools
+def test_the_question_tool_and_the_query_tool_are_told_apart(kg):
+    """Issue 29 item 12: the two tools' names and descriptions say what their input is and
+    name the other tool; both adapters offer the query tool under the same name."""
+    from kgrag.methods.ultrag.tools import QUERY_TOOL_NAME, QUESTION_TOOL_NAME
+
+    lc = LCUltRAGRetriever.from_graph(kg, linking="exact", executor="hybrid", threads=1)
+    li = LIUltRAGRetriever.from_graph(kg, linking="exact", executor="hybrid", threads=1)
+    question_tools = [lc.as_search_tool(), li.as_tool()]
+    query_tools = [lc.as_query_tool(), li.as_query_tool()]
+    question_meta = [(question_tools[0].name, question_tools[0].description),
+                     (question_tools[1].metadata.name, question_tools[1].metadata.description)]
+    query_meta = [(query_tools[0].name, query_tools[0].description),
+                  (query_tools[1].metadata.name, query_tools[1].metadata.description)]
+    for name, description in question_meta:
+        assert name == QUESTION_TOOL_NAME and QUERY_TOOL_NAME in description
+        assert "question" in description and "not a query" in description
+    for name, description in query_meta:
+        assert name == QUERY_TOOL_NAME and QUESTION_TOOL_NAME in description
+        assert "not a question" in description
+    query = 'AND("Satoshi Kon" -> directed_by_inv, "2006" -> release_year_inv)'
+    lc_text = query_tools[0].invoke({"query": query})
+    li_text = query_tools[1].call(query=query).content
+    for text in (lc_text, li_text):
+        assert text.splitlines()[0] == "Paprika (1.000, proved)"
+    # k = 10 entities asked, one proved: the answer says why there is only one
+    assert "graph proves 1" in lc_text and "no neural guesses" in lc_text
+    guesses = query_tools[0].invoke({"query": '"2006" -> directed_by'})
+    assert ", guess)" in guesses.splitlines()[0]
+    assert query_tools[1].call(query="AND(").content.startswith("Error:")
+
+
+def test_cli_says_why_fewer_rows_than_top_are_shown(capsys):
+    from pathlib import Path
+
+    from kgrag import cli
+
+    movies = str(Path(__file__).resolve().parent.parent / "examples" / "data" / "movies.tsv")
+    assert cli.main(["ultrag", movies, '"Jamaica" -> set_in_inv', "--top", "5",
+                     "--executor", "hybrid"]) == 0
+    out = capsys.readouterr().out
+    assert "2 answers proved by the graph; no neural guesses needed" in out
+    assert "1.000  Cool Runnings  [Q161]  proved" in out
+    assert "(--top 5: 2 shown; only 2 entities have a non-zero membership)" in out
+    assert cli.main(["ultrag", movies, '"Jamaica" -> set_in_inv', "--top", "150",
+                     "--executor", "neural", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "guess" in out and "scored below --min-membership 0.001" in out

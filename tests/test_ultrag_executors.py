@@ -1,4 +1,4 @@
-"""One executor interface: neural (UltraQuery, the default) and symbolic behind one evaluator.
+"""One executor interface: neural (UltraQuery), symbolic and the exact-first hybrid (the default).
 
 Both executors must accept and refuse exactly the same queries (parsing and binding are shared)
 and return a membership in [0, 1] for every entity; the pipeline's ``executor=`` option, the
@@ -35,7 +35,8 @@ def movies() -> KnowledgeGraph:
 @pytest.fixture(scope="module")
 def both(movies):
     return {"neural": UltRAG(movies, linking="exact", executor="neural", threads=1),
-            "symbolic": UltRAG(movies, linking="exact", executor="symbolic")}
+            "symbolic": UltRAG(movies, linking="exact", executor="symbolic"),
+            "hybrid": UltRAG(movies, linking="exact", executor="hybrid", threads=1)}
 
 
 def _query_texts(num_nodes: int, relations: list[str]) -> st.SearchStrategy[str]:
@@ -80,11 +81,11 @@ def test_neural_and_symbolic_accept_the_same_queries_and_score_in_unit_interval(
         assert scores.dtype == np.float32
         assert np.all(np.isfinite(scores)) and scores.min() >= 0 and scores.max() <= 1
         outcomes[kind] = "ok"
-    assert outcomes["neural"] == outcomes["symbolic"], text
+    assert outcomes["neural"] == outcomes["symbolic"] == outcomes["hybrid"], text
 
 
-def test_neural_is_the_default_and_matches_the_executor(movies):
-    method = UltRAG(movies, linking="exact")
+def test_neural_option_matches_the_executor(movies):
+    method = UltRAG(movies, linking="exact", executor="neural")
     assert method.executor_kind == "neural"
     assert isinstance(method.graph_executor.executor, NeuralFuzzyExecutor)
     query = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
@@ -123,7 +124,8 @@ def test_older_executor_accessors_still_work_with_a_deprecation_warning(movies):
 
 def test_size_rule_runs_large_graphs_on_seppr_subgraphs(movies):
     """Beyond full_graph_max_nodes the neural executor runs on the SEPPR top-k subgraph."""
-    small = UltRAG(movies, linking="exact", full_graph_max_nodes=50, subgraph_k=60)
+    small = UltRAG(movies, linking="exact", executor="neural", full_graph_max_nodes=50,
+                   subgraph_k=60)
     assert small.subgraph_k == 60
     run = small.run('"Satoshi Kon" -> directed_by_inv')
     assert run.subgraph_nodes == 60
@@ -187,7 +189,7 @@ def test_membership_floor_keeps_near_zero_entities_out_of_the_results(movies):
     from kgrag.methods.ultrag.config import DEFAULT_MIN_MEMBERSHIP
 
     query = 'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
-    method = UltRAG(movies, linking="exact", top_k=200)
+    method = UltRAG(movies, linking="exact", executor="neural", top_k=200)
     scores = method.run(query).scores
     tail = int(np.count_nonzero((scores > 0) & (scores < DEFAULT_MIN_MEMBERSHIP)))
     listed = int(np.count_nonzero(scores >= DEFAULT_MIN_MEMBERSHIP))
@@ -202,7 +204,8 @@ def test_membership_floor_keeps_near_zero_entities_out_of_the_results(movies):
     assert result.metadata["below_min_membership"] == min(tail, 200 - listed)
     assert result.metadata["min_membership"] == DEFAULT_MIN_MEMBERSHIP
     assert result.metadata["support_size"] == tail + listed  # the scores are not cut
-    everything = UltRAG(movies, linking="exact", top_k=200, min_membership=0.0)
+    everything = UltRAG(movies, linking="exact", executor="neural", top_k=200,
+                        min_membership=0.0)
     full = everything.retrieve_query(query)
     assert len(full.items) == min(200, tail + listed)
     assert full.metadata["below_min_membership"] == 0

@@ -262,3 +262,28 @@ def test_ultrag_runs_a_reply_with_bare_names():
                     arbitrator="margin", max_reasks=0)
     assert method.retrieve("Which country?").items[0].name == "Israel"
     assert method.retrieve("Who coached?").items[0].name == "Anna"
+
+
+def test_unknown_relation_lists_candidates_and_says_what_p_ids_are():
+    """Issue 29 item 5: candidates and a "did you mean", no ``(P0..P-1)`` on an empty graph,
+    and P / Q numbers explained as UltRAG's own (not Wikidata ids)."""
+    from kgrag import KnowledgeGraph
+    from kgrag.methods.ultrag import QueryResolutionError, execute
+
+    kg = KnowledgeGraph.from_triples([("Bob", "reports_to", "Alice"),
+                                      ("Alice", "manager_of", "Bob")])
+    with pytest.raises(QueryResolutionError) as err:
+        execute(kg, '"Bob" -> manages', executor="symbolic")
+    message = str(err.value)
+    assert "did you mean 'manager_of'?" in message
+    assert "reports_to (P0), manager_of (P1)" in message and "not Wikidata ids" in message
+    with pytest.raises(QueryResolutionError, match="Q0..Q1 .*not Wikidata ids"):
+        execute(kg, "Q7 -> reports_to", executor="symbolic")
+    empty = KnowledgeGraph.from_triples([])
+    with pytest.raises(QueryResolutionError) as err:
+        execute(empty, '"Bob" -> manages', executor="symbolic")
+    assert "has no relations" in str(err.value) and "P-1" not in str(err.value)
+    wikidata = KnowledgeGraph.from_triples([("Q1", "P31", "Q5")])
+    with pytest.raises(QueryResolutionError) as err:
+        execute(wikidata, "Q1 -> P32", executor="symbolic")
+    assert str(err.value) == "unknown relation 'P32'; this graph's 1 relation: P31"

@@ -1,9 +1,10 @@
 """``kgrag ultrag`` and UltRAG's step of ``kgrag demo`` (both offline: queries written by hand).
 
 ``kgrag ultrag GRAPH QUERY`` executes a DSL (or BetaE tuple) query over the whole graph and prints
-the top entities with their memberships (``--executor neural``, the default: UltraQuery;
-``--executor symbolic``: exact traversal); ``--prompt QUESTION`` prints the query-generation
-prompt an LLM would receive instead.
+the top entities with their memberships (``--executor hybrid``, the default: exact traversal plus
+UltraQuery's guesses where the graph has no answer; ``neural``: UltraQuery; ``symbolic``: exact
+traversal), and says why fewer than ``--top`` rows came; ``--prompt QUESTION`` prints the
+query-generation prompt an LLM would receive instead.
 """
 
 from __future__ import annotations
@@ -40,17 +41,34 @@ def _cmd_ultrag(args: argparse.Namespace) -> int:
     kg = graph_from_args(args)
     method = UltRAG(kg, linking=args.linking, projection=args.projection, logic=args.logic,
                     top_k=args.top, executor=args.executor, threads=args.threads,
-                    weights=args.weights)
+                    weights=args.weights,
+                    **({} if args.min_membership is None
+                       else {"min_membership": args.min_membership}))
     if args.prompt:
         print(method.query_prompt(args.prompt))
         return 0
-    execution = method.run(args.query)
-    print(f"query: {execution.query_text}")
-    ranked = in_rank_order(method.ranked(execution.scores))
-    print(f"{int((execution.scores != 0).sum())} entities with non-zero membership; top "
-          f"{len(ranked)}:")
+    result = method.retrieve_query(args.query)
+    print(f"query: {result.metadata['query']}")
+    summary = result.metadata["executor"]
+    if summary["kind"] == "hybrid":
+        neural = (f"neural guesses added ({summary['reason']})" if summary["neural"] else
+                  "no neural guesses needed (every step of the query has facts)")
+        print(f"executor: hybrid -- {summary['exact_answers']} answers proved by the graph; "
+              f"{neural}")
+    ranked = in_rank_order(list(result.items))
+    support = result.metadata["support_size"]
+    print(f"{support} entities with non-zero membership; top {len(ranked)}:")
     for entity in ranked:
-        print(f"  {entity.score:.3f}  {entity.name}  [{entity.metadata['entity_id']}]")
+        source = {"exact": "proved", "neural": "guess"}.get(entity.metadata.get("source"), "")
+        print(f"  {entity.score:.3f}  {entity.name}  [{entity.metadata['entity_id']}]"
+              + (f"  {source}" if source else ""))
+    if len(ranked) < args.top:
+        cut = result.metadata["below_min_membership"]
+        reason = (f"{cut} more scored below --min-membership {method.config.min_membership:g} "
+                  "(0 lists every non-zero score)" if cut else
+                  f"only {support} entit{'y has' if support == 1 else 'ies have'} a non-zero "
+                  "membership")
+        print(f"(--top {args.top}: {len(ranked)} shown; {reason})")
     return 0
 
 
@@ -63,10 +81,12 @@ def register(subparsers: Any) -> None:
             relations with ->; AND(...), OR(...) and NOT(...) combine branches; a relation
             ending in _inv is followed backwards. Example: {DEMO_QUERY}
 
-            --executor neural (default) runs UltraQuery, the paper's neural executor, with
-            its checkpoint shipped in the package (offline, CPU); --executor symbolic runs
-            exact fuzzy traversal. --prompt QUESTION prints the query-generation prompt an
-            LLM would receive instead of executing anything.""",
+            --executor hybrid (default) answers from the graph's facts and adds the guesses
+            of UltraQuery, the paper's neural executor (checkpoint shipped in the package,
+            offline, CPU), only where a step of the query finds no fact; each row says
+            "proved" or "guess". --executor neural runs UltraQuery alone, --executor
+            symbolic exact fuzzy traversal alone. --prompt QUESTION prints the
+            query-generation prompt an LLM would receive instead of executing anything.""",
         examples=[f"kgrag ultrag examples/data/movies.tsv '{DEMO_QUERY}' --top 4",
                   "kgrag ultrag examples/data/movies.tsv '\"Paprika\" -> directed_by' "
                   "--executor symbolic",
@@ -81,9 +101,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--linking", choices=("exact", "dense"), default="exact",
                         help="how quoted entity names are resolved: exact (default) or dense "
                              "(nearest name by MiniLM embedding, the paper's Eq. 2)")
-    parser.add_argument("--executor", choices=("neural", "symbolic"), default="neural",
-                        help="neural = UltraQuery with the packaged checkpoint (the paper's "
-                             "executor, default); symbolic = exact fuzzy traversal")
+    parser.add_argument("--executor", choices=("hybrid", "neural", "symbolic"),
+                        default="hybrid",
+                        help="hybrid (default) = exact traversal, plus UltraQuery's guesses "
+                             "where the graph has no answer; neural = UltraQuery with the "
+                             "packaged checkpoint (the paper's executor); symbolic = exact "
+                             "fuzzy traversal only")
+    parser.add_argument("--min-membership", type=float, default=None,
+                        help="leave out entities scoring below this (default 0.001; 0 lists "
+                             "every non-zero score)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for the neural executor (default: torch's)")
     parser.add_argument("--weights", metavar="FILE", default=None,
@@ -101,7 +127,7 @@ def _demo_step(ctx: Any) -> None:
     from kgrag.methods.ultrag.pipeline import UltRAG
     from kgrag.methods.ultrag.query import parse_query, to_tuple_text
 
-    method = UltRAG(ctx.kg, linking="exact")  # neural: UltraQuery, the packaged checkpoint
+    method = UltRAG(ctx.kg, linking="exact", executor="neural")  # the packaged checkpoint
     ctx.out("Question: Who directed the Japanese animated films?")
     ctx.out(f"Logical query (as UltRAG's LLM would write it): {DEMO_QUERY}")
     ctx.out(f"  same query in the BetaE tuple form: {to_tuple_text(parse_query(DEMO_QUERY))}")

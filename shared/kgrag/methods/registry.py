@@ -158,11 +158,13 @@ register_method(MethodSpec(
     eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:simgrag_runner"))
 register_method(MethodSpec(
     name="ultrag", cls="kgrag.methods.ultrag:UltRAG",
-    tool_name="knowledge_graph_logical_query",
+    tool_name="knowledge_graph_answer_question",
     tool_description=(
-        "Answer a question by running a logical query (relation projections and intersections) "
-        "over the whole knowledge graph (UltRAG). Input: a natural-language question. Output: "
-        "candidate answer entities with membership scores, best first."),
+        "Answer a question in plain words from the knowledge graph (UltRAG: an LLM turns it "
+        "into a logical query, run over the whole graph). Input: the question as a user would "
+        "ask it -- not a query (to run a query you wrote in UltRAG's query language, use "
+        "knowledge_graph_execute_logical_query). Output: candidate answer entities with "
+        "scores, best first."),
     command_module="kgrag.commands.ultrag", embeds=True, demo_module="kgrag.commands.ultrag",
     eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:ultrag_runner"))
 register_method(MethodSpec(

@@ -47,6 +47,9 @@ class UltRAGConfig(MethodConfig):
       are never cut (``run().scores`` keeps every membership). The neural executor scores every
       entity, most of them near 0 (1e-21 ... 1e-4): the floor keeps those out of a top-50 list.
       ``retrieve`` says how many the floor removed (``metadata["below_min_membership"]``).
+    - ``min_exact_answers`` [ours; 1]: the hybrid executor (the default) runs the neural one
+      when a projection of the query has no exact answer or the exact answers are fewer than
+      this; ``top_k`` makes neural guesses fill every ranking below the proved answers.
     """
 
     label: ClassVar[str] = "UltRAG"
@@ -75,6 +78,7 @@ class UltRAGConfig(MethodConfig):
     store_hops: int = 2
     store_max_edges: int = 200_000
     min_membership: float = DEFAULT_MIN_MEMBERSHIP
+    min_exact_answers: int = 1
 
     def __post_init__(self) -> None:
         if self.threads is not None and self.threads < 1:
@@ -95,6 +99,8 @@ class UltRAGConfig(MethodConfig):
         if self.subgraph_k is not None and self.subgraph_k < 1:
             raise ValueError("subgraph_k must be >= 1")
         check_min_membership(self.min_membership)
+        if self.min_exact_answers < 1:
+            raise ValueError("min_exact_answers must be >= 1")
 
     def executor_options(self) -> dict[str, Any]:
         """The symbolic executor's options."""

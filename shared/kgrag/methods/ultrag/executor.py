@@ -442,6 +442,24 @@ class FuzzyQueryExecutor:
     def execute_many(self, queries: Sequence[Query | str],
                      leaf_sets: Sequence[Sequence[Any]]) -> list[Any]:
         """Several queries at once; their ready projections share each ``project`` batch."""
+        nodes, roots, values = self._evaluate(queries, leaf_sets)
+        return [self.algebra.output(values[root]) for root in roots]
+
+    def execute_traced(self, query: Query | str, leaf_sets: Sequence[Any]
+                       ) -> tuple[Any, list[Projection]]:
+        """:meth:`execute`, plus the projections of ``query`` whose own result is empty.
+
+        An empty projection is a place where the graph has no edge for the query (a missing
+        fact, or a wrong relation): UltRAG's hybrid executor asks the neural one there.
+        """
+        nodes, roots, values = self._evaluate([query], [leaf_sets])
+        empty = [node for i, node in enumerate(nodes)
+                 if isinstance(node, Projection) and self.algebra.is_empty(values[i])]
+        return self.algebra.output(values[roots[0]]), empty
+
+    def _evaluate(self, queries: Sequence[Query | str], leaf_sets: Sequence[Sequence[Any]]
+                  ) -> tuple[list[Any], list[int], dict[int, Any]]:
+        """Every node of ``queries`` (post-order), the roots' positions and every node's set."""
         if len(queries) != len(leaf_sets):
             raise ValueError("one list of leaf sets per query")
         parsed = [parse_query(q) for q in queries]
@@ -463,8 +481,7 @@ class FuzzyQueryExecutor:
                               if isinstance(nodes[i], Entity)]
             for position, x in zip(leaf_positions, given):
                 sets[position] = self.algebra.leaf(x)
-        values = self._run(nodes, children, sets)
-        return [self.algebra.output(values[root]) for root in roots]
+        return nodes, roots, self._run(nodes, children, sets)
 
     def _run(self, nodes: list[Any], children: list[list[int]], values: dict[int, Any]
              ) -> dict[int, Any]:

@@ -11,7 +11,10 @@ here, behind one interface, :class:`GraphExecutor`, chosen once when the method 
 * :class:`StoreGraphExecutor` -- leaves are entity names, fuzzy sets ``{name: membership}``;
   the symbolic executor runs each projection as one ``one_hop`` call inside the store
   (:class:`SymbolicStoreExecutor`), the neural one runs UltraQuery on the SEPPR subgraph fetched
-  from the store around the query's anchors (:class:`NeuralStoreExecutor`).
+  from the store around the query's anchors (:class:`NeuralStoreExecutor`);
+* :class:`HybridGraphExecutor` -- the default on either kind: the symbolic executor first,
+  the neural one only where the graph has no answer, proved answers ranked above every neural
+  guess (:func:`exact_first`; see :mod:`kgrag.methods.ultrag.hybrid`).
 
 Each one resolves leaves and seed entities, builds the leaves' fuzzy sets (one-hot for named
 entities, Eq. 2 for linked mentions), executes a query and ranks the result, so the pipeline's
@@ -37,6 +40,7 @@ from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.methods.ultrag.config import UltRAGConfig
 from kgrag.methods.ultrag.executor import (
     FUZZY_DTYPE,
+    FuzzyQueryExecutor,
     QueryExecutor,
     SymbolicFuzzyExecutor,
     top_k,
@@ -57,7 +61,7 @@ from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.methods.ultrag.linking import SoftmaxLeafLinker
 
-EXECUTORS = ("neural", "symbolic")
+EXECUTORS = ("hybrid", "neural", "symbolic")
 
 _ENTITY_ID = re.compile(r"^Q\d+$")
 
@@ -84,6 +88,16 @@ class Execution:
     #: (a GraphStore execution); ``None`` = ``scores[i]`` belongs to node id ``i``
     names: list[str] | None = None
     truncated: bool = False
+    #: the query's projections (DSL) whose exact result was empty; ``None``: not traced (the
+    #: neural executor, SEPPR subgraphs, custom executors)
+    gaps: list[str] | None = None
+    #: hybrid executions only (:mod:`~kgrag.methods.ultrag.hybrid`): the exact memberships and
+    #: the neural ones (``None`` when the neural executor was not needed), aligned with
+    #: ``scores``; ``scores`` itself is the exact-first combination
+    exact_scores: np.ndarray | None = None
+    neural_scores: np.ndarray | None = None
+    #: hybrid executions: why the neural executor ran (``None``: it was not needed)
+    neural_reason: str | None = None
 
     @property
     def query_text(self) -> str:
@@ -207,8 +221,9 @@ class MemoryGraphExecutor(GraphExecutor[ArrayLeaf, int]):
 
     def __init__(self, kg: KnowledgeGraph, cfg: UltRAGConfig, kind: str,
                  factory: ExecutorFactory | None, subgraph_k: int | None,
-                 executor: QueryExecutor | None = None) -> None:
-        super().__init__(kg, GraphVocabulary.from_graph(
+                 executor: QueryExecutor | None = None,
+                 vocabulary: GraphVocabulary | None = None) -> None:
+        super().__init__(kg, vocabulary or GraphVocabulary.from_graph(
             kg, relation_backoff=cfg.relation_backoff), cfg, subgraph_k)
         self.kg = kg
         self.kind = kind
@@ -247,7 +262,11 @@ class MemoryGraphExecutor(GraphExecutor[ArrayLeaf, int]):
     def execute(self, query: Query, sets: Sequence[ArrayLeaf],
                 entities: list[list[ScoredEntity]]) -> Execution:
         if self.subgraph_k is None:
-            return Execution(query, self.executor.execute(query, sets), entities)
+            executor = self.executor
+            if isinstance(executor, FuzzyQueryExecutor):
+                scores, empty = executor.execute_traced(query, sets)
+                return Execution(query, scores, entities, gaps=[to_dsl(p) for p in empty])
+            return Execution(query, executor.execute(query, sets), entities)
         num_nodes = self.kg.num_nodes
         dense = [np.zeros(num_nodes, np.float64) for _ in sets]
         for x, (ids, values) in zip(dense, sets):
@@ -318,10 +337,11 @@ class SymbolicStoreExecutor(StoreGraphExecutor):
     def execute(self, query: Query, sets: Sequence[NameLeaf],
                 entities: list[list[ScoredEntity]]) -> Execution:
         executor = self.store_executor
-        found = executor.execute_names(query, sets)
+        executor.sets.truncated = False
+        found, empty = executor.execute_traced(query, sets)
         scores = np.fromiter(found.values(), dtype=FUZZY_DTYPE, count=len(found))
         return Execution(query, scores, entities, names=list(found),
-                         truncated=executor.truncated)
+                         truncated=executor.truncated, gaps=[to_dsl(p) for p in empty])
 
 
 class NeuralStoreExecutor(StoreGraphExecutor):
@@ -357,6 +377,114 @@ class NeuralStoreExecutor(StoreGraphExecutor):
         return Execution(query, scores, entities, sub.num_nodes, names=list(sub.node_names))
 
 
+# ------------------------------------------------------------ exact first (the default)
+#: proved answers score above this, neural guesses at or below it
+EXACT_TIER = 0.5
+
+
+def exact_first(exact: np.ndarray, neural: np.ndarray | None) -> np.ndarray:
+    """The hybrid score: ``0.5 + 0.5 * exact`` where the graph proves an answer, else
+    ``0.5 * neural`` (0 without a neural run). Monotone in each executor's own order."""
+    proved = np.flatnonzero(exact)
+    if neural is None:
+        combined = np.zeros(len(exact), FUZZY_DTYPE)
+    else:
+        combined = (EXACT_TIER * np.asarray(neural, np.float64)).astype(FUZZY_DTYPE)
+    combined[proved] = EXACT_TIER + (1 - EXACT_TIER) * np.asarray(exact, np.float64)[proved]
+    return combined
+
+
+class HybridGraphExecutor(GraphExecutor[Any, Any]):
+    """Exact first, neural where the graph does not know (see the module docstring).
+
+    ``exact`` and ``neural`` are the symbolic and neural executors of the same graph (same leaf
+    representation); leaves, seeds and ranking are the exact one's.
+    """
+
+    kind = "hybrid"
+
+    def __init__(self, exact: GraphExecutor[Any, Any], neural: GraphExecutor[Any, Any],
+                 min_exact_answers: int = 1) -> None:
+        super().__init__(exact.graph, exact.vocabulary, exact.config, neural.subgraph_k)
+        if min_exact_answers < 1:
+            raise ValueError("min_exact_answers must be >= 1")
+        self.exact = exact
+        self.neural = neural
+        self.min_exact_answers = min_exact_answers
+
+    # the exact executor's leaves, seeds and ranking (both sides share them)
+    def resolve_leaf(self, leaf: Entity, required: bool) -> Any:
+        return self.exact.resolve_leaf(leaf, required)
+
+    def seed_entry(self, seed: str) -> tuple[str, str]:
+        return self.exact.seed_entry(seed)
+
+    def one_hot(self, node: Any) -> tuple[Any, str]:
+        return self.exact.one_hot(node)
+
+    def linked(self, linker: SoftmaxLeafLinker, mentions: Sequence[str]
+               ) -> list[tuple[Any, list[ScoredEntity]]]:
+        return self.exact.linked(linker, mentions)
+
+    def ranked(self, scores: np.ndarray, k: int, names: Sequence[str] | None = None
+               ) -> list[ScoredEntity]:
+        return self.exact.ranked(scores, k, names)
+
+    @property
+    def executor(self) -> QueryExecutor:
+        """The exact whole-graph executor (in-memory graphs)."""
+        return self.exact.executor
+
+    @property
+    def store_executor(self) -> StoreQueryExecutor:
+        return self.exact.store_executor
+
+    def neural_reason(self, exact: Execution) -> str | None:
+        """Why the neural executor must run after ``exact``, or ``None`` (the graph knows)."""
+        if exact.gaps:
+            return f"no exact answer for {exact.gaps[0]}"
+        if exact.gaps is None:
+            return "the exact execution was not traced"
+        found = int(np.count_nonzero(exact.scores))
+        if found < self.min_exact_answers:
+            return (f"{found} exact answer{'s' * (found != 1)}, fewer than "
+                    f"min_exact_answers={self.min_exact_answers}")
+        return None
+
+    def execute(self, query: Query, sets: Sequence[Any],
+                entities: list[list[ScoredEntity]]) -> Execution:
+        exact = self.exact.execute(query, sets, entities)
+        reason = self.neural_reason(exact)
+        if reason is None:
+            return Execution(query, exact_first(exact.scores, None), entities,
+                             names=exact.names, truncated=exact.truncated, gaps=[],
+                             exact_scores=exact.scores)
+        neural = self.neural.execute(query, sets, entities)
+        if exact.names is None and neural.names is None:
+            exact_scores, neural_scores, names = exact.scores, neural.scores, None
+        else:
+            exact_scores, neural_scores, names = _by_name(exact, neural)
+        return Execution(query, exact_first(exact_scores, neural_scores), entities,
+                         subgraph_nodes=neural.subgraph_nodes, names=names,
+                         truncated=exact.truncated, gaps=exact.gaps,
+                         exact_scores=exact_scores, neural_scores=neural_scores,
+                         neural_reason=reason)
+
+
+def _by_name(exact: Execution, neural: Execution
+             ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Both executions' scores over the union of the entities they name (GraphStores)."""
+    names = list(dict.fromkeys([*(exact.names or []), *(neural.names or [])]))
+    where = {name: i for i, name in enumerate(names)}
+    out = []
+    for execution in (exact, neural):
+        scores = np.zeros(len(names), FUZZY_DTYPE)
+        if execution.names is not None:
+            scores[[where[n] for n in execution.names]] = execution.scores
+        out.append(scores)
+    return out[0], out[1], names
+
+
 # ------------------------------------------------------------------------------ set-up
 def executor_factory(executor: str, cfg: UltRAGConfig, weights: Any) -> ExecutorFactory:
     """The executor of one (sub)graph for ``"symbolic"`` / ``"neural"``, with ``cfg``'s options."""
@@ -374,8 +502,12 @@ def executor_factory(executor: str, cfg: UltRAGConfig, weights: Any) -> Executor
 def graph_executor(graph: GraphStore, executor: str | QueryExecutor | ExecutorFactory,
                    cfg: UltRAGConfig, weights: Any = None) -> GraphExecutor[Any, Any]:
     """The :class:`GraphExecutor` for ``graph`` and the executor choice, checked against the
-    graph kind: ``"neural"`` / ``"symbolic"`` anywhere; on an in-memory graph also a
-    :class:`QueryExecutor` for the whole graph or a factory ``kg -> executor``.
+    graph kind: ``"hybrid"`` / ``"neural"`` / ``"symbolic"`` anywhere; on an in-memory graph
+    also a :class:`QueryExecutor` for the whole graph or a factory ``kg -> executor``.
+
+    ``"hybrid"`` (:mod:`~kgrag.methods.ultrag.hybrid`) is the exact executor on the whole
+    graph (never a SEPPR subgraph: proved answers are not dropped) plus the neural one under
+    the size rule, run only where the exact one has no answer.
 
     The neural size rule: a GraphStore, or an in-memory graph with more than
     ``cfg.full_graph_max_nodes`` nodes, runs UltraQuery on the SEPPR subgraph of
@@ -387,6 +519,8 @@ def graph_executor(graph: GraphStore, executor: str | QueryExecutor | ExecutorFa
     if isinstance(executor, str) and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, an executor or a factory, "
                          f"got {executor!r}")
+    if executor == "hybrid":
+        return _hybrid(graph, cfg, weights)
     subgraph_k = cfg.subgraph_k
     if isinstance(graph, KnowledgeGraph):
         if executor == "neural" and graph.num_nodes > cfg.full_graph_max_nodes:
@@ -413,3 +547,15 @@ def graph_executor(graph: GraphStore, executor: str | QueryExecutor | ExecutorFa
     # the size rule: the neural executor always runs on a subgraph fetched from a store
     return NeuralStoreExecutor(graph, cfg, PAPER_TOP_K if subgraph_k is None else subgraph_k,
                                executor_factory(executor, cfg, weights))
+
+
+def _hybrid(graph: GraphStore, cfg: UltRAGConfig, weights: Any) -> GraphExecutor[Any, Any]:
+    """The exact-first executor: symbolic on the whole graph, neural where it has no answer."""
+    neural = graph_executor(graph, "neural", cfg, weights)
+    if isinstance(graph, KnowledgeGraph):
+        exact: GraphExecutor[Any, Any] = MemoryGraphExecutor(
+            graph, cfg, "symbolic", executor_factory("symbolic", cfg, weights), None,
+            vocabulary=neural.vocabulary)
+    else:
+        exact = SymbolicStoreExecutor(graph, cfg, None)
+    return HybridGraphExecutor(exact, neural, cfg.min_exact_answers)

@@ -54,9 +54,12 @@ from kgrag.methods.ultrag.graph_executors import (
     ExecutorFactory,
     Execution,
     GraphExecutor,
+    executor_factory,
     graph_executor,
 )
+from kgrag.methods.ultrag.hybrid import FrequencyPrior, annotate, last_projections
 from kgrag.methods.ultrag.linking import SoftmaxLeafLinker
+from kgrag.methods.ultrag.prior_check import RelationCheck, check_relations
 from kgrag.methods.ultrag.prompts import PROMPTS, query_prompt
 from kgrag.methods.ultrag.query import (
     Entity,
@@ -69,8 +72,9 @@ from kgrag.methods.ultrag.query import (
 )
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 
-#: the default executor: the paper's method (UltraQuery); "symbolic" is its ablation
-DEFAULT_EXECUTOR = "neural"
+#: the default executor: exact where the graph knows, the paper's UltraQuery where it does not
+#: (:mod:`kgrag.methods.ultrag.hybrid`); "neural" is the paper's method, "symbolic" its ablation
+DEFAULT_EXECUTOR = "hybrid"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 _ENTITY_ID = re.compile(r"^Q\d+$")
@@ -210,6 +214,9 @@ class UltRAG(KGMethod):
         #: the SEPPR subgraph size (``None``: the whole graph; set by the neural size rule)
         self.subgraph_k = self.graph_executor.subgraph_k
         self.arbitrator: Arbitrator = self._make_arbitrator(arbitrator, cfg)
+        self._prior: FrequencyPrior | None = None
+        #: per ``(relation name, inverse)``: the last :meth:`check_relations` result
+        self.relation_checks: dict[tuple[str, bool], RelationCheck] = {}
 
     def _make_arbitrator(self, arbitrator: str | Arbitrator | None,
                          cfg: UltRAGConfig) -> Arbitrator:
@@ -377,10 +384,34 @@ class UltRAG(KGMethod):
         'Tokyo Godfathers'
         """
         execution = self.run(query)
-        items = self.ranked(execution.scores, top_k, execution.names)
+        items = self._annotated(self.ranked(execution.scores, top_k, execution.names),
+                                execution)
         text = execution.query_text
         return [ScoredEntity(e.name, e.score, e.source, metadata={**e.metadata, "query": text})
                 for e in items]
+
+    def _annotated(self, items: list[ScoredEntity], execution: Execution
+                   ) -> list[ScoredEntity]:
+        """``items`` with ``source``, ``confidence`` and (in-memory graphs) ``prior`` in their
+        metadata (:func:`kgrag.methods.ultrag.hybrid.annotate`)."""
+        if execution.names is not None:
+            where = {name: i for i, name in enumerate(execution.names)}
+            positions = [where[e.name] for e in items]
+            prior = None
+        else:
+            assert self.kg is not None  # scores by node id come from an in-memory graph
+            positions = [self.kg.node_index[e.name] for e in items]
+            prior = self.frequency_prior.of_query(execution.query) if items else None
+        return annotate(items, execution, self.executor_kind, positions, prior)
+
+    @property
+    def frequency_prior(self) -> FrequencyPrior:
+        """The relations' most-frequent-tail prior (in-memory graphs; built on first use)."""
+        if self._prior is None:
+            if self.kg is None:
+                raise TypeError("the frequency prior needs an in-memory KnowledgeGraph")
+            self._prior = FrequencyPrior(self.kg, self.vocabulary)
+        return self._prior
 
     def retrieve_query(self, query: Query | str, question: str = "") -> RetrievalResult:
         """:meth:`execute` as a :class:`RetrievalResult` (no LLM; for the framework adapters)."""
@@ -401,7 +432,8 @@ class UltRAG(KGMethod):
             ranked, cut = self._ranked(execution.scores, None, execution.names)
             items = [ScoredEntity(e.name, e.score, e.source,
                                   metadata={**e.metadata, "query": text})
-                     for e in ranked]
+                     for e in self._annotated(ranked, execution)]
+            metadata["executor"] = self._executor_summary(execution)
             # the membership floor: how many of the top_k it left out (scores stay unchanged)
             metadata["min_membership"] = self.config.min_membership
             metadata["below_min_membership"] = cut
@@ -418,6 +450,44 @@ class UltRAG(KGMethod):
         if error is not None:
             metadata["error"] = error
         return RetrievalResult(question, list(items), self.name, usage, metadata)
+
+    def _executor_summary(self, execution: Execution) -> dict[str, Any]:
+        """Which executor answered: ``kind``; for the hybrid one also ``exact_answers`` (how many
+        the graph proves), ``neural`` (whether the neural executor ran), ``reason`` (why) and
+        ``guessing`` (every returned entity is a neural guess: nothing proved)."""
+        summary: dict[str, Any] = {"kind": self.executor_kind}
+        if execution.exact_scores is not None:
+            proved = int(np.count_nonzero(execution.exact_scores))
+            summary.update(exact_answers=proved,
+                           neural=execution.neural_scores is not None,
+                           reason=execution.neural_reason,
+                           guessing=proved == 0 and execution.neural_scores is not None)
+        neural_ran = (self.executor_kind == "neural"
+                      or execution.neural_scores is not None)
+        if neural_ran and self.relation_checks:
+            flagged = []
+            for projection in last_projections(execution.query):
+                rel, inverse = self.vocabulary.resolve_relation(projection.relation)
+                check = self.relation_checks.get((self.vocabulary.relation_names[rel], inverse))
+                if check is not None and check.flagged:
+                    flagged.append(check.token)
+            # the neural guesses follow a relation on which it does not beat the prior
+            summary["prior_beats_neural"] = flagged
+        return summary
+
+    def check_relations(self, *, relations: Sequence[str] | None = None,
+                        per_relation: int = 20, seed: int = 0) -> list[RelationCheck]:
+        """Hold out up to ``per_relation`` edges of each relation and compare the neural
+        executor with the relation's frequency prior (:mod:`kgrag.methods.ultrag.prior_check`;
+        one neural run per relation). The result is kept: afterwards, a result whose neural
+        guesses follow a flagged relation lists it in
+        ``metadata["executor"]["prior_beats_neural"]``. In-memory graphs only."""
+        if self.kg is None:
+            raise TypeError("check_relations needs an in-memory KnowledgeGraph")
+        checks = check_relations(self.kg, executor_factory("neural", self.config, self.weights),
+                                 relations=relations, per_relation=per_relation, seed=seed)
+        self.relation_checks = {(c.relation, c.inverse): c for c in checks}
+        return checks
 
     @property
     def on_invalid_query(self) -> str:

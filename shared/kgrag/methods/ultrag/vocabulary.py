@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.linking.relation_names import RelationTextIndex
-from kgrag.text.suggest import did_you_mean
+from kgrag.text.suggest import close_matches, did_you_mean
 from kgrag.methods.ultrag.query import (
     Entity,
     Intersection,
@@ -44,6 +44,8 @@ from kgrag.methods.ultrag.query import (
 
 #: Relations a written name may expand to (a union of that many projections at most).
 MAX_WRITTEN_MATCHES = 16
+#: Relations an "unknown relation" error lists (the closest first when the graph has more).
+LISTED_RELATIONS = 12
 
 _P_ID = re.compile(r"^P\d+$")
 _Q_ID = re.compile(r"^Q\d+$")
@@ -148,10 +150,30 @@ class GraphVocabulary:
         if found is None and self.relation_backoff is not None:
             found = self.backoff_relation(name)
         if found is None:
-            raise QueryResolutionError(
-                f"unknown relation {name!r}: not a relation id (P0..P{len(self.relation_names) - 1})"
-                f" or a relation name of this graph{did_you_mean(name, self.relation_names)}")
+            raise QueryResolutionError(self.unknown_relation_message(name))
         return found, relation.inverse
+
+    def unknown_relation_message(self, token: str) -> str:
+        """Why ``token`` names no relation, with the closest relations ("did you mean") and
+        the graph's relations to choose from (the closest first on a large vocabulary)."""
+        names = self.relation_names
+        if not names:
+            return (f"unknown relation {token!r}: this graph has no relations (it holds no "
+                    "triples)")
+        shown = close_matches(token, names, limit=LISTED_RELATIONS, min_score=0)
+        if len(names) <= LISTED_RELATIONS:
+            shown = names
+        listed = ", ".join(self._relation_entry(self.relation_index[n]) for n in shown)
+        more = f", ... ({len(names) - len(shown)} more)" if len(names) > len(shown) else ""
+        ids = ("" if self.relation_ids_are_names else
+               f"; P0..P{len(names) - 1} are UltRAG's own numbers for this graph's relations "
+               "(their positions in its relation list), not Wikidata ids")
+        return (f"unknown relation {token!r}{did_you_mean(token, names)}; this graph's "
+                f"{len(names)} relation{'s' * (len(names) != 1)}: {listed}{more}{ids}")
+
+    def _relation_entry(self, rel: int) -> str:
+        name = self.relation_names[rel]
+        return name if self.relation_ids_are_names else f"{name} (P{rel})"
 
     def is_exact(self, relation: Relation) -> bool:
         """Whether the token names a relation without back-off."""
@@ -195,8 +217,13 @@ class GraphVocabulary:
             if node is not None and node < len(self.node_names):
                 return node
             if required:
+                count = len(self.node_names)
+                where = (f"this graph's {count} entities are Q0..Q{count - 1}" if count
+                         else "this graph has no entities")
                 raise QueryResolutionError(
-                    f"entity id {text[:40]!r} is out of range (Q0..Q{len(self.node_names) - 1})")
+                    f"entity id {text[:40]!r} is out of range: {where} (UltRAG's own numbers, "
+                    "the entities' positions in the graph, not Wikidata ids; or name the "
+                    "entity in double quotes)")
             return None
         key = normalize_name(text)
         node = self.node_index.get(key)
