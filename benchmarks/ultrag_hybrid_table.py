@@ -67,9 +67,10 @@ def main(paths: list[str]) -> int:
                 print(f"- {', '.join(report['datasets'])} {kind}: ECE {cal['ece']:.3f} "
                       f"({cal['pairs']} pairs) -- {bins}")
     for report in reports:
-        print(f"- {', '.join(report['datasets'])}: {report.get('cpu_model')} "
-              f"{report.get('simd_flags')}, load average {report.get('load_average')} -> "
-              f"{report.get('load_average_end')}")
+        machine = report["machine"] if isinstance(report.get("machine"), dict) else report
+        print(f"- {', '.join(report['datasets'])}: {machine.get('cpu_model')} "
+              f"{machine.get('simd') or machine.get('simd_flags')}, load average "
+              f"{report.get('load_average')} -> {report.get('load_average_end')}")
     return 0
 
 

@@ -57,27 +57,11 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def cpu() -> dict:
-    """The CPU model and its SIMD flags (this machine: AVX2 + FMA, no AVX-512)."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and ":" in line:
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and ":" in line:
-                flags = set(line.split(":", 1)[1].split())
-                break
-    except OSError:
-        pass
-    simd = sorted(f for f in flags if f.startswith(("avx", "fma", "sse4", "f16c", "amx")))
-    return {"cpu_model": model, "simd_flags": simd}
-
-
 def machine() -> dict:
     import torch
 
     return {"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other "
-                       f"engineers' jobs)", **cpu(), "python": platform.python_version(),
+                       f"engineers' jobs)", "python": platform.python_version(),
             "torch": torch.__version__, "load_average": list(os.getloadavg())}
 
 
