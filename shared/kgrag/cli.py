@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import importlib
 import sys
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 from kgrag._version import __version__
@@ -37,7 +38,7 @@ from kgrag.commands.common import (
     load_factory,
     open_graph,
 )
-from kgrag.errors import KgragError
+from kgrag.errors import EmptyGraphWarning, KgragError
 
 __all__ = ["COMMAND_MODULES", "OTHER_EMBEDDING_COMMANDS", "build_parser", "embedding_commands",
            "load_factory", "main", "open_graph"]
@@ -226,7 +227,9 @@ def _warnings_to_stderr() -> Iterator[None]:
     handler.setFormatter(logging.Formatter("kgrag: warning: %(message)s"))
     logger.addHandler(handler)
     try:
-        yield
+        with warnings.catch_warnings():  # shown once, by the handler, not twice
+            warnings.simplefilter("ignore", EmptyGraphWarning)
+            yield
     finally:
         logger.removeHandler(handler)
 

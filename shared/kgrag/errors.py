@@ -71,6 +71,11 @@ class UnknownRelationError(_SuggestingKeyError):
     _default = "unknown relation"
 
 
+class EmptyGraphWarning(UserWarning):
+    """A graph file holds no triples (empty, only a header, every line skipped): emitted with
+    :func:`warnings.warn` as well as logged, so it shows without any logging setup."""
+
+
 class EmptyInputError(KgragError, ValueError):
     """There is nothing to build from: e.g. documents that hold no text to index."""
 

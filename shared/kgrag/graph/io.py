@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from kgrag.errors import GraphFileNotFoundError, GraphFormatError, GraphLoadError
+from kgrag.errors import (
+    EmptyGraphWarning,
+    GraphFileNotFoundError,
+    GraphFormatError,
+    GraphLoadError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.memory import KnowledgeGraph
@@ -134,8 +139,7 @@ class TripleReader:
             except UnicodeDecodeError as exc:
                 raise self._decode_error(exc) from None
             if not first.strip():
-                log.warning("%s holds no triples (the file is empty): the graph has no edges",
-                            self.path)
+                _warn_no_triples(self.path, "the file is empty")
                 return  # empty file: an empty graph
             sep = self.sep or sniff_separator(first)
             fh.seek(0)
@@ -218,7 +222,7 @@ class TripleReader:
         if not yielded:
             what = ("every line was malformed and skipped" if self.skipped else
                     "only a header row" if self.header_row else "no data rows")
-            log.warning("%s holds no triples (%s): the graph has no edges", self.path, what)
+            _warn_no_triples(self.path, what)
 
     def _decode_error(self, exc: UnicodeDecodeError) -> GraphFormatError:
         """The error for text that is not in ``self.encoding``: with the line of the first
@@ -514,3 +518,13 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
                    annotations=annotations)
     except (GraphFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphLoadError(f"{root} is inconsistent: {exc}") from None
+
+
+def _warn_no_triples(path: Any, why: str) -> None:
+    """"``path`` holds no triples (``why``)": logged, and emitted as an
+    :class:`~kgrag.errors.EmptyGraphWarning` for programs without a logging setup."""
+    import warnings
+
+    message = f"{path} holds no triples ({why}): the graph has no edges"
+    log.warning("%s", message)
+    warnings.warn(message, EmptyGraphWarning, stacklevel=4)

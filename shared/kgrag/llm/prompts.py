@@ -11,8 +11,10 @@ parameter, ``prompts={"answer": "...", ...}``, to replace any of them::
 A replacement may be a string, a LangChain ``PromptTemplate`` (f-string format), a LangChain
 ``ChatPromptTemplate`` of a system and a human message (which sets ``<name>_system`` too, where
 the method has one), or a LlamaIndex ``PromptTemplate`` -- recognised by duck typing, so the core
-imports neither framework. A template may use any subset of its prompt's variables; an unknown
-name or variable raises ``ValueError`` at once, not at the first question.
+imports neither framework. A template may leave out optional variables (few-shot examples,
+the schema, ...) but must keep the essential ones (:data:`ESSENTIAL_VARIABLES`: the question and
+the retrieved data); an unknown name or variable, or a missing essential one, raises
+``ValueError`` at once, not at the first question.
 """
 
 from __future__ import annotations
@@ -24,13 +26,30 @@ from dataclasses import dataclass
 from typing import Any
 
 
+#: the variables that carry what a prompt is about -- the question and the retrieved data (or
+#: the text, the tasks) -- which a replacement template must keep: one without them sends the
+#: LLM a prompt that cannot be answered, silently. Variables outside this set (few-shot
+#: ``examples``, ``schema``, ``m``, ...) may be dropped.
+ESSENTIAL_VARIABLES = frozenset({"question", "candidates", "context", "graph_context",
+                                 "evidence", "info", "text", "descriptions", "tasks", "previous"})
+
+
 @dataclass(frozen=True)
 class Prompt:
-    """A default prompt: its ``str.format`` template, the variables filled in, its purpose."""
+    """A default prompt: its ``str.format`` template, the variables filled in, its purpose,
+    and ``required``: the variables a replacement must use (``None``: those of ``variables``
+    in :data:`ESSENTIAL_VARIABLES`)."""
 
     template: str
     variables: tuple[str, ...] = ()
     description: str = ""
+    required: tuple[str, ...] | None = None
+
+    def required_variables(self) -> tuple[str, ...]:
+        """The variables a replacement of this prompt must keep."""
+        if self.required is not None:
+            return self.required
+        return tuple(v for v in self.variables if v in ESSENTIAL_VARIABLES)
 
 
 def template_variables(template: str) -> set[str]:
@@ -118,6 +137,13 @@ class PromptSet:
             raise ValueError(f"{self.method} prompt {name!r} cannot use "
                              f"{', '.join('{' + v + '}' for v in sorted(unknown))}; its "
                              f"variables are: {listed} (double literal braces: {{{{ }}}})")
+        missing = [v for v in self.defaults[name].required_variables()
+                   if v not in template_variables(template)]
+        if missing:
+            raise ValueError(f"{self.method} prompt {name!r} must use "
+                             f"{', '.join('{' + v + '}' for v in missing)}: the method fills "
+                             "them with the question and what it retrieved, and a prompt "
+                             "without them cannot be answered")
 
     def update(self, overrides: Mapping[str, Any]) -> None:
         """Replace some templates (values: strings or framework prompt templates)."""
