@@ -12,6 +12,7 @@ import pytest
 
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError, GraphLoadError, KgragError, UnknownNodeError
+from kgrag.graph.checksums import refresh_checksums
 
 
 def write(tmp_path, name: str, text: str, encoding: str = "utf-8"):
@@ -479,6 +480,7 @@ def test_inconsistent_tables(saved, edit):
         n = len(json.loads((saved / "nodes.json").read_text()))
         content = (content * n)[:n]
     (saved / name).write_text(json.dumps(content))
+    refresh_checksums(saved)  # the structural checks refuse it, not only the checksum
     with pytest.raises(GraphLoadError):
         KnowledgeGraph.load(saved)
 
@@ -487,8 +489,10 @@ def test_ids_out_of_range_in_arrays(saved):
     tails = np.load(saved / "tails.npy")
     tails[0] = 10_000
     np.save(saved / "tails.npy", tails)
+    refresh_checksums(saved)
     with pytest.raises(GraphLoadError):
         KnowledgeGraph.load(saved)
     np.save(saved / "tails.npy", tails.astype(np.float64))
+    refresh_checksums(saved)
     with pytest.raises(GraphLoadError):
         KnowledgeGraph.load(saved)

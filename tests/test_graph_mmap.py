@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import struct
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphLoadError
+from kgrag.graph.checksums import refresh_checksums
 
 ARRAYS = ("heads", "rels", "tails", "out_indptr", "out_key", "in_indptr", "in_order", "in_key")
 
@@ -91,9 +93,11 @@ def saved(tmp_path):
 
 
 def rewrite(path, mutate):
+    """Change a saved array and its checksum (the structural checks must still refuse it)."""
     arr = np.load(path)
     arr = mutate(arr.copy())
     np.save(path, arr)
+    refresh_checksums(path.parent)
 
 
 @pytest.mark.parametrize("name, mutate, message", [
@@ -118,6 +122,7 @@ def test_headers_that_lie_about_the_size_are_refused_before_mapping(saved):
     path = saved / "in_key.npy"
     data = path.read_bytes()
     path.write_bytes(data[:-8])  # truncated: mapping it would fault on the last page
+    refresh_checksums(saved)  # past the size check of the manifest, to the header's
     with pytest.raises(GraphLoadError, match="truncated or corrupted"):
         KnowledgeGraph.load(saved, mmap=True)
     # a header claiming 10**11 elements: refused from the file size, nothing allocated
@@ -126,6 +131,7 @@ def test_headers_that_lie_about_the_size_are_refused_before_mapping(saved):
     with open(saved / "heads.npy", "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, header)
         fh.write(struct.pack("<3i", 0, 1, 2))
+    refresh_checksums(saved)
     with pytest.raises(GraphLoadError, match="header promises"):
         KnowledgeGraph.load(saved, mmap=True)
 
@@ -247,3 +253,171 @@ def test_cached_name_vectors_are_mapped_read_only(tmp_path):
     data, _ = store.paths("k")
     data.write_bytes(data.read_bytes()[:-100])  # shorter than its header says: recomputed
     assert store.load("k", 300) is None
+
+
+# ---------------------------------------------------------------------------- issue 30, 10 / 11a
+def _flip(path, position: int, bit: int = 0) -> None:
+    data = bytearray(path.read_bytes())
+    data[position] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def _as_version_1(folder) -> None:
+    """Rewrite the manifest as an older kgrag wrote it: version 1, no checksums."""
+    import json
+
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest.pop("checksums", None)
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "version": 1}),
+                                          encoding="utf-8")
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize("checksums", [True, False], ids=["v2", "v1-no-checksums"])
+def test_a_flipped_bit_in_an_npy_header_length_is_a_typed_error(saved, mmap, checksums):
+    # bytes 8-9 of a version 1.0 .npy hold the header length; this flip makes numpy fall back
+    # to its tokenize-based header parser, which raised tokenize.TokenError
+    if not checksums:
+        _as_version_1(saved)
+    _flip(saved / "heads.npy", 8, 6)
+    with pytest.raises(GraphLoadError):
+        KnowledgeGraph.load(saved, mmap=mmap)
+
+
+@pytest.mark.parametrize("name", ["heads", "rels", "tails"])
+def test_edge_order_is_checked_without_mmap_too(tmp_path, name):
+    """A damaged edge array that the constructor would sort into a different graph."""
+    saved = tmp_path / "g"
+    KnowledgeGraph.from_triples([(f"h{i // 6}", f"r{i // 3 % 2}", f"t{i}")
+                                 for i in range(24)]).save(saved)
+    _as_version_1(saved)  # no checksum: the structural check alone must refuse it
+    arr = np.load(saved / f"{name}.npy")
+    i, j = (5, 6) if name == "heads" else (6, 11)  # ids stay in range, the order breaks
+    arr[[i, j]] = arr[[j, i]]
+    assert not np.array_equal(arr, np.load(saved / f"{name}.npy"))
+    np.save(saved / f"{name}.npy", arr)
+    for mmap in (False, True):
+        with pytest.raises(GraphLoadError, match="not sorted"):
+            KnowledgeGraph.load(saved, mmap=mmap)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize("name", ["nodes.json", "relations.json", "extras.json", "heads.npy",
+                                  "in_key.npy", "adj_rows.npy"])
+def test_a_flipped_character_is_refused_by_the_checksum(tmp_path, name, mmap):
+    kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon"),
+                                      ("Tokyo Godfathers", "directed_by", "Satoshi Kon")],
+                                     node_descriptions={"Paprika": "a 2006 film"})
+    kg.save(tmp_path / "g")
+    path = tmp_path / "g" / name
+    data = path.read_bytes()
+    # a letter of a name / description (same length, still valid JSON), or the last data byte
+    position = data.rfind(b"Paprika") + 1 if name.endswith(".json") and b"Paprika" in data \
+        else data.rfind(b"directed") + 1 if b"directed" in data else len(data) - 1
+    _flip(path, position, 0)
+    if not mmap and name in ("in_key.npy", "adj_rows.npy"):  # not read: the same graph loads
+        assert list(KnowledgeGraph.load(tmp_path / "g").triples()) == list(kg.triples())
+        return
+    # a mapped load checks every array element against the saved index instead of a digest
+    message = "" if mmap and name.endswith(".npy") else "checksum"
+    with pytest.raises(GraphLoadError, match=message):
+        KnowledgeGraph.load(tmp_path / "g", mmap=mmap)
+
+
+def test_old_saves_without_checksums_load_with_a_warning(saved, caplog):
+    want = KnowledgeGraph.load(saved)
+    _as_version_1(saved)
+    with caplog.at_level("WARNING"):
+        for mmap in (False, True):
+            assert list(KnowledgeGraph.load(saved, mmap=mmap).triples()) == list(want.triples())
+    assert "without checksums" in caplog.text
+
+
+def test_a_checksum_missing_for_a_file_the_load_reads_is_refused(saved):
+    import json
+
+    manifest = json.loads((saved / "manifest.json").read_text(encoding="utf-8"))
+    del manifest["checksums"]["nodes.json"]
+    (saved / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(GraphLoadError, match="no checksum"):
+        KnowledgeGraph.load(saved)
+
+
+# ---------------------------------------------------------------------------- issue 30, item 11
+def _served(tmp_path):
+    """A mapped graph (checked on every call) and a second saved graph with the same shape."""
+    rows = [(f"n{i}", f"r{i % 3}", f"n{(i * 7 + 1) % 50}") for i in range(200)]
+    KnowledgeGraph.from_triples(rows).save(tmp_path / "served")
+    other = [(f"n{i}", f"r{(i + 1) % 3}", f"n{(i * 7 + 1) % 50}") for i in range(200)]
+    KnowledgeGraph.from_triples(other).save(tmp_path / "new")
+    saved_at = time.time() - 60  # saved a minute ago (timestamps are coarser than the test)
+    for name in os.listdir(tmp_path / "served"):
+        os.utime(tmp_path / "served" / name, (saved_at, saved_at))
+    mapped = KnowledgeGraph.load(tmp_path / "served", mmap=True)
+    mapped._mapped_files.interval = 0
+    return mapped, tmp_path / "served", tmp_path / "new"
+
+
+def _copy_in_place(source, target, names):
+    """What ``cp new/* served/`` does: open each existing file, truncate it, write."""
+    for name in names:
+        with open(target / name, "r+b") as fh:
+            fh.truncate(0)
+            fh.write((source / name).read_bytes())
+
+
+def test_a_same_size_rewrite_in_place_is_detected_not_answered(tmp_path):
+    mapped, served, new = _served(tmp_path)
+    before = mapped.one_hop(["n5"])
+    assert (served / "rels.npy").stat().st_size == (new / "rels.npy").stat().st_size
+    _copy_in_place(new, served, ["rels.npy", "out_key.npy", "in_key.npy", "adj_rows.npy"])
+    assert KnowledgeGraph.load(new).one_hop(["n5"]) != before  # the answers would differ
+    for query in (lambda: mapped.one_hop(["n5"]), lambda: mapped.follow_path(["n5"], "r2"),
+                  lambda: mapped.neighbors_ids(np.array([5])), lambda: list(mapped.triples())):
+        with pytest.raises(GraphLoadError, match="rewritten in place"):
+            query()
+
+
+def test_a_rewrite_that_restores_the_mtime_is_detected(tmp_path):
+    mapped, served, new = _served(tmp_path)
+    info = os.stat(served / "rels.npy")
+    _copy_in_place(new, served, ["rels.npy"])  # cp -p: same size, the old mtime put back
+    os.utime(served / "rels.npy", ns=(info.st_atime_ns, info.st_mtime_ns))
+    with pytest.raises(GraphLoadError, match="rewritten in place"):
+        mapped.one_hop(["n5"])
+
+
+def _truncate_and_query(folder: str, conn) -> None:
+    """Child process: map, truncate a mapped file, query (SIGBUS before the check existed)."""
+    kg = KnowledgeGraph.load(folder, mmap=True)
+    kg._mapped_files.interval = 0
+    os.truncate(os.path.join(folder, "adj_rows.npy"), 0)  # every page beyond the end
+    try:
+        kg.one_hop(["n5"])
+        conn.send("answered")
+    except GraphLoadError as exc:
+        conn.send(f"GraphLoadError: {exc}")
+
+
+def test_a_truncated_mapped_file_is_a_typed_error_not_sigbus(tmp_path):
+    _, served, _ = _served(tmp_path)
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    child = ctx.Process(target=_truncate_and_query, args=(str(served), child_end))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, f"the process died (exit code {child.exitcode}: -7 is SIGBUS)"
+    outcome = parent_end.recv()
+    assert outcome.startswith("GraphLoadError") and "truncated" in outcome, outcome
+
+
+def test_the_safe_swap_keeps_a_mapped_graph_answering(tmp_path):
+    mapped, served, new = _served(tmp_path)
+    before = mapped.one_hop(["n5"])
+    os.replace(served, tmp_path / "retired")  # save to a new folder, rename it into place
+    os.replace(new, served)
+    import shutil
+
+    shutil.rmtree(tmp_path / "retired")
+    assert mapped.one_hop(["n5"]) == before  # still the files it mapped, unchanged
+    mapped.check_files()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError, GraphLoadError, KgragError
+from kgrag.graph.checksums import refresh_checksums
 from kgrag.graph.io import decide_header
 from kgrag.linking import EntityLinker
 
@@ -30,8 +31,11 @@ def saved_graph(tmp_path):
 
 
 def _rewrite_json(path, mutate):
+    """Change a saved JSON file and its checksum (the structural checks must still refuse it)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     path.write_text(json.dumps(mutate(data)), encoding="utf-8")
+    if path.name != "manifest.json":
+        refresh_checksums(path.parent)
 
 
 DEEP = "[" * 100000 + "]" * 100000
@@ -42,6 +46,8 @@ DEEP = "[" * 100000 + "]" * 100000
                                   "relations.json"])
 def test_deeply_nested_json_in_a_saved_graph_is_typed(saved_graph, name):
     (saved_graph / name).write_text(DEEP, encoding="utf-8")
+    if name != "manifest.json":
+        refresh_checksums(saved_graph)
     with pytest.raises(GraphLoadError):
         KnowledgeGraph.load(saved_graph)
 
@@ -71,6 +77,7 @@ def test_non_string_or_empty_names_are_refused(saved_graph, bad, table):
 
 def test_npy_header_lying_about_its_shape_is_refused_before_allocating(saved_graph):
     _lying_npy(saved_graph / "heads.npy", 10**11)
+    refresh_checksums(saved_graph)
     with pytest.raises(GraphLoadError, match="header promises"):
         KnowledgeGraph.load(saved_graph)
 

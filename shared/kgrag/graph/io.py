@@ -26,7 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "kgrag.KnowledgeGraph"
-FORMAT_VERSION = 1
+#: 2: the manifest records a checksum per file (:mod:`kgrag.graph.checksums`); version 1 saves
+#: (no checksums) still load, with a warning.
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 _SEPARATORS = ("\t", "|", ",", ";")
 #: Column role names. With ``header=None`` a first row is a header only when each of its three
 #: fields names the role of *its own* column (head word in the head column, and so on).
@@ -372,6 +375,8 @@ def save_graph(kg: "KnowledgeGraph", directory: Any, *, index: bool = True) -> N
         })
         if kg.annotations:
             _write_json(tmp / "annotations.json", kg.annotations.to_json())
+        from kgrag.graph.checksums import file_checksums
+
         _write_json(tmp / "manifest.json", {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
@@ -379,6 +384,7 @@ def save_graph(kg: "KnowledgeGraph", directory: Any, *, index: bool = True) -> N
             "edges": kg.num_edges,
             "relations": kg.num_relations,
             **({"index": index_names} if index_names else {}),
+            "checksums": file_checksums(tmp, (p.name for p in tmp.iterdir())),
         })
         if target.exists():
             if not (target / "manifest.json").exists() and any(target.iterdir()):
@@ -453,6 +459,34 @@ def _check_extras(root: FsPath, extras: dict) -> None:
                 raise GraphLoadError(f"{root}/extras.json: {key}[{k!r}] is {v!r:.80}")
 
 
+def _check_files(root: FsPath, manifest: dict, mmap: bool) -> None:
+    """Verify the manifest's checksums of the files the load reads (format version 2), or
+    warn that a version-1 save has none. A mapped load of a save with its index checks the
+    arrays' sizes here and their every element later (see :mod:`kgrag.graph.checksums`)."""
+    if manifest.get("version") == 1:
+        log.warning("%s was saved by an older kgrag without checksums: damaged files may load "
+                    "unnoticed; save the graph again to add them", root)
+        return
+    from kgrag.graph.checksums import verify_checksums
+
+    from kgrag.graph.mapped import INDEX_ARRAYS
+
+    tables = ["nodes.json", "relations.json", "extras.json"]
+    if (root / "annotations.json").exists():
+        tables.append("annotations.json")
+    edges = [f"{name}.npy" for name in _EDGE_ARRAYS]
+    index = manifest.get("index") or []
+    if not isinstance(index, list) or not all(isinstance(name, str) for name in index):
+        raise GraphLoadError(f"{root}/manifest.json: index is not a list of array names")
+    if not mmap:  # reads the tables and the edges, not the index
+        verify_checksums(root, manifest.get("checksums"), tables + edges, tables + edges)
+    elif set(INDEX_ARRAYS) <= set(index):  # every array element is cross-checked later
+        verify_checksums(root, manifest.get("checksums"),
+                         tables + edges + [f"{name}.npy" for name in index], tables)
+    else:
+        verify_checksums(root, manifest.get("checksums"), tables + edges, tables + edges)
+
+
 def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = False
                ) -> "KnowledgeGraph":
     """Read a folder written by :func:`save_graph`; ``mmap=True`` maps its arrays read-only
@@ -464,8 +498,9 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise GraphLoadError(f"{root} does not hold a kgrag graph (manifest format "
                              f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
-    if manifest.get("version") != FORMAT_VERSION:
+    if manifest.get("version") not in _READABLE_VERSIONS:
         raise GraphLoadError(f"{root}: unsupported graph format version {manifest.get('version')!r}")
+    _check_files(root, manifest, mmap)
     nodes = _read_json(root / "nodes.json")
     relations = _read_json(root / "relations.json")
     extras = _read_json(root / "extras.json")
@@ -510,6 +545,12 @@ def load_graph(cls: type["KnowledgeGraph"], directory: Any, *, mmap: bool = Fals
         arrays[name] = arr
     if len(nodes) != manifest.get("nodes") or len(relations) != manifest.get("relations"):
         raise GraphLoadError(f"{root}: name tables do not match the manifest")
+    from kgrag.graph.mapped import check_edges
+
+    # save writes the edges sorted and unique: anything else is damage, which the constructor
+    # would otherwise sort into a different graph (the mapped load refuses it the same way)
+    check_edges(root, arrays["heads"], arrays["rels"], arrays["tails"], len(nodes),
+                len(relations))
     try:
         return cls(nodes, relations, arrays["heads"], arrays["rels"], arrays["tails"],
                    node_descriptions=extras.get("node_descriptions"),

@@ -18,9 +18,16 @@ Hostile or damaged files give :class:`~kgrag.errors.GraphLoadError`, never a cra
   index array consistent with the edges), so a mapped graph answers exactly as the graph the
   arrays were saved from, and the check allocates no full-size temporary.
 
-A mapped file must not be rewritten in place while it is mapped (that is what ``SIGBUS``
-means); :meth:`KnowledgeGraph.save` never does: it writes a new folder and renames it into
-place, and a process that still maps the old files keeps reading them until it lets go.
+A mapped file must not be rewritten in place while it is mapped: a truncated file faults
+(``SIGBUS``, the process dies) and a same-size rewrite changes the answers under the process.
+:meth:`KnowledgeGraph.save` never does that: it writes a new folder and renames it into place,
+and a process that still maps the old files keeps reading them until it lets go. Against
+someone else doing it (``cp new/* served/``), :class:`MappedFiles` keeps each mapped file open
+and compares its size and modification time (``fstat``, at most every
+:attr:`MappedFiles.interval` seconds) before the graph's queries use the arrays: a rewrite
+found there is a :class:`~kgrag.errors.GraphLoadError` from then on, instead of wrong answers.
+That narrows the window; it cannot close it (a truncation in the middle of a query still
+faults), so swap a served graph by saving to a new folder and renaming it (``docs/graphs.md``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
+import tokenize
 from pathlib import Path as FsPath
 from typing import Any, NoReturn, Protocol
 
@@ -68,8 +78,11 @@ def npy_layout(path: FsPath, *, what: str | None = None) -> tuple[np.dtype, tupl
             size = os.fstat(fh.fileno()).st_size
     except FileNotFoundError:
         raise GraphLoadError(f"{what} is missing") from None
-    except (ValueError, OSError, EOFError, SyntaxError) as exc:
-        raise GraphLoadError(f"{what} is corrupted: {exc}") from None
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, KeyError, MemoryError,
+            RecursionError, tokenize.TokenError) as exc:
+        # numpy parses the header with ast.literal_eval and, for a header that fails that,
+        # once more through the tokenize module: a damaged length field gives TokenError
+        raise GraphLoadError(f"{what} is corrupted: {type(exc).__name__}: {exc}") from None
     if dtype.hasobject or dtype.kind not in "iu":
         raise GraphLoadError(f"{what} holds {dtype}, not integers")
     if dtype.byteorder not in ("=", "|", {"little": "<", "big": ">"}[sys.byteorder]):
@@ -85,9 +98,76 @@ def npy_layout(path: FsPath, *, what: str | None = None) -> tuple[np.dtype, tupl
     return dtype, tuple(shape), offset
 
 
-def map_array(path: FsPath, shape: tuple[int, ...], dtype: Any, *, what: str) -> np.ndarray:
+class MappedFiles:
+    """The files a mapped graph reads, kept open, with the size and times each had when it was
+    mapped; :meth:`check` raises :class:`GraphLoadError` once one changed.
+
+    The file objects stay open so ``fstat`` sees the very file that is mapped: a file replaced
+    by a rename (the safe swap) is not a change, a write into it or a truncation is. The check
+    costs one ``fstat`` per file, so it runs at most once per :attr:`interval` seconds (a
+    rewrite is noticed within that time; ``0`` checks on every call).
+    """
+
+    #: seconds between two checks (the default for new instances)
+    interval = 0.02
+
+    def __init__(self, root: FsPath) -> None:
+        self.root = root
+        self._files: list[tuple[Any, str, tuple[int, ...]]] = []
+        self._next = 0.0
+        self._broken: str | None = None
+        self._lock = threading.Lock()
+
+    def open(self, path: FsPath) -> Any:
+        """``path`` opened for reading, its current size and mtime recorded."""
+        fh = open(path, "rb")
+        self._files.append((fh, str(path), _signature(os.fstat(fh.fileno()))))
+        return fh
+
+    def check(self) -> None:
+        """Raise :class:`GraphLoadError` when a mapped file was written or truncated since the
+        load (the answers would differ from the saved graph, or the next read fault)."""
+        if self._broken is None:
+            now = time.monotonic()
+            if now < self._next:
+                return
+            with self._lock:
+                self._next = now + self.interval
+                for fh, path, recorded in self._files:
+                    try:
+                        info = os.fstat(fh.fileno())
+                    except (OSError, ValueError):
+                        continue  # closed: the graph is being dropped
+                    now_sig = _signature(info)
+                    if now_sig[3] != recorded[3]:  # unlinked (a safe swap removed the old
+                        now_sig, recorded = now_sig[:2], recorded[:2]  # folder): ctime moved
+                    if now_sig != recorded:
+                        self._broken = (
+                            f"{path} was {'truncated' if info.st_size < recorded[0] else 'rewritten'}"
+                            " in place while this process maps it: the graph no longer answers "
+                            "as the saved one; load it again. Swap a served graph by saving to a "
+                            "new folder and renaming it (docs/graphs.md)")
+                        break
+        if self._broken is not None:
+            raise GraphLoadError(self._broken)
+
+    def close(self) -> None:
+        for fh, _, _ in self._files:
+            fh.close()
+
+
+def _signature(info: os.stat_result) -> tuple[int, ...]:
+    """``(size, mtime, ctime, link count)``: a write or truncation changes the size or mtime;
+    ``cp -p`` restores the mtime but not the ctime (which an unlink moves too, hence the link
+    count)."""
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_nlink
+
+
+def map_array(path: FsPath, shape: tuple[int, ...], dtype: Any, *, what: str,
+              files: MappedFiles | None = None) -> np.ndarray:
     """The array in ``path`` mapped read-only, after :func:`npy_layout` checked it is exactly
-    ``shape`` of ``dtype``."""
+    ``shape`` of ``dtype``; with ``files``, through a file object it records (see
+    :class:`MappedFiles`)."""
     got_dtype, got_shape, offset = npy_layout(path, what=what)
     if got_shape != shape or got_dtype != np.dtype(dtype):
         raise GraphLoadError(f"{what} is {got_shape} of {got_dtype}; expected {shape} of "
@@ -95,9 +175,11 @@ def map_array(path: FsPath, shape: tuple[int, ...], dtype: Any, *, what: str) ->
     if 0 in shape:
         return np.empty(shape, dtype=dtype)  # mmap cannot map zero bytes
     try:
+        source: Any = path if files is None else files.open(path)
         # a plain ndarray view of the mapping (np.memmap's subclass hooks cost time on every
         # small slice in the traversal code); the view keeps the mapping alive
-        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape).view(np.ndarray)
+        return np.memmap(source, dtype=dtype, mode="r", offset=offset, shape=shape
+                         ).view(np.ndarray)
     except (ValueError, OSError) as exc:
         raise GraphLoadError(f"{what} cannot be mapped: {exc}") from None
 
@@ -220,10 +302,11 @@ def load_mapped(cls: Any, root: FsPath, manifest: dict, nodes: list, relations: 
     if not isinstance(e, int) or e < 0:
         _fail(root, f"manifest has an invalid edge count {e!r}")
     edges = {}
+    files = MappedFiles(root)
     for name in EDGE_ARRAYS:
         path = root / f"{name}.npy"
         dtype, _, _ = npy_layout(path, what=f"{root}/{name}.npy")
-        edges[name] = map_array(path, (e,), dtype, what=f"{root}/{name}.npy")
+        edges[name] = map_array(path, (e,), dtype, what=f"{root}/{name}.npy", files=files)
     if any(a.dtype != np.int32 for a in edges.values()):
         log.warning("%s: edge arrays are not int32; copying them (not shared)", root)
         edges = {k: np.asarray(v, dtype=np.int32) for k, v in edges.items()}
@@ -234,7 +317,7 @@ def load_mapped(cls: Any, root: FsPath, manifest: dict, nodes: list, relations: 
     if set(INDEX_ARRAYS) <= saved:
         lengths = {"out_indptr": n + 1, "in_indptr": n + 1}
         index = {name: map_array(root / f"{name}.npy", (lengths.get(name, e),), dtype,
-                                 what=f"{root}/{name}.npy")
+                                 what=f"{root}/{name}.npy", files=files)
                  for name, dtype in INDEX_ARRAYS.items()}
         check_index(root, index, heads, rels, tails, n, r)
     else:
@@ -245,10 +328,13 @@ def load_mapped(cls: Any, root: FsPath, manifest: dict, nodes: list, relations: 
                                          "relation_labels", "annotations")})
     if index is not None and set(ADJ_ARRAYS) <= saved:
         total = 2 * e - kg.stats["self_loops"]
-        ptr = map_array(root / "adj_ptr.npy", (n + 1,), np.int64, what=f"{root}/adj_ptr.npy")
-        rows = map_array(root / "adj_rows.npy", (total, 4), np.int32, what=f"{root}/adj_rows.npy")
+        ptr = map_array(root / "adj_ptr.npy", (n + 1,), np.int64, what=f"{root}/adj_ptr.npy",
+                        files=files)
+        rows = map_array(root / "adj_rows.npy", (total, 4), np.int32, what=f"{root}/adj_rows.npy",
+                         files=files)
         check_adjacency(root, ptr, rows, heads, rels, tails, kg.out_indptr, kg.in_indptr)
         kg._adj_tables = (ptr, rows)
+    kg._mapped_files = files
     return kg
 
 

@@ -84,6 +84,8 @@ class KnowledgeGraph(ArrayTraversal):
     supports_cypher = False
     #: how :meth:`from_csv` decided whether the first row was a header (set by it)
     header_rule: str
+    #: the files of a memory-mapped load (:class:`kgrag.graph.mapped.MappedFiles`), else None
+    _mapped_files: Any = None
 
     def __init__(
         self,
@@ -378,6 +380,14 @@ class KnowledgeGraph(ArrayTraversal):
         """
         return load_graph(cls, directory, mmap=mmap)
 
+    def check_files(self) -> None:
+        """For a graph loaded with ``mmap=True``: raise :class:`~kgrag.errors.GraphLoadError`
+        if one of its mapped files was written or truncated since the load (its answers would
+        no longer be the saved graph's). The graph's queries call it (at most every 20 ms);
+        a no-op for other graphs. See :class:`kgrag.graph.mapped.MappedFiles`."""
+        if self._mapped_files is not None:
+            self._mapped_files.check()
+
     # ------------------------------------------------------------------ sizes and lookups
     @property
     def num_nodes(self) -> int:
@@ -443,11 +453,15 @@ class KnowledgeGraph(ArrayTraversal):
         return list(self.relation_names)
 
     def triples(self) -> Iterator[Triple]:
+        if self._mapped_files is not None:
+            self._mapped_files.check()
         names, rnames = self.node_names, self.relation_names
         for h, r, t in zip(self.heads.tolist(), self.rels.tolist(), self.tails.tolist()):
             yield Triple(names[h], rnames[r], names[t])
 
     def relation_counts(self) -> dict[str, int]:
+        if self._mapped_files is not None:
+            self._mapped_files.check()
         counts = np.bincount(self.rels, minlength=self.num_relations)
         return {self.relation_names[i]: int(c) for i, c in enumerate(counts)}
 
@@ -459,6 +473,8 @@ class KnowledgeGraph(ArrayTraversal):
 
     # ------------------------------------------------------------------ name-level (GraphStore)
     def edge_triples(self, edge_ids: Iterable[int]) -> list[Triple]:
+        if self._mapped_files is not None:
+            self._mapped_files.check()
         names, rnames = self.node_names, self.relation_names
         e = np.asarray(list(edge_ids) if not isinstance(edge_ids, np.ndarray) else edge_ids,
                        dtype=np.int64)
@@ -476,6 +492,8 @@ class KnowledgeGraph(ArrayTraversal):
     def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
                 relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
         # one node (a plain list or tuple): plain Python over its adjacency rows
+        if self._mapped_files is not None:
+            self._mapped_files.check()
         if relations is None and isinstance(nodes, (list, tuple)) and len(nodes) == 1:
             check_direction(direction)
             v = self._node_or_none(nodes[0])
@@ -514,6 +532,8 @@ class KnowledgeGraph(ArrayTraversal):
                     fan_out: int | None = None, max_paths: int | None = None,
                     default_direction: Direction = "out") -> list[Path]:
         """Walks from ``sources`` along ``path`` (``"r1 -> r2_inv"`` or steps). Unknown relation: []."""
+        if self._mapped_files is not None:
+            self._mapped_files.check()
         id_steps = self._id_steps(path, default_direction)
         if id_steps is None:
             return []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -41,6 +41,7 @@ class ArrayTraversal:
     _r: int
     _scratch: threading.local
     _adj_tables: tuple[np.ndarray, np.ndarray] | None
+    _mapped_files: Any
 
     if TYPE_CHECKING:  # provided by the storage class this is mixed into
         @property
@@ -52,6 +53,8 @@ class ArrayTraversal:
         def _relation_ids(self, relations: Iterable[str | int] | None) -> np.ndarray | None: ...
 
     def degree_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         nodes = np.asarray(nodes, dtype=np.int64)
         check_direction(direction)
         deg = np.zeros(len(nodes), dtype=np.int64)
@@ -96,6 +99,8 @@ class ArrayTraversal:
         A self-loop is both an out-edge and an in-edge of its node; ``self_loops_once`` keeps
         only its out-edge copy (set it False to walk it both ways).
         """
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         nodes = np.asarray(nodes, dtype=np.int64)
         e_out, own_out = self._edges_one_direction(nodes, False, None)
         e_in, own_in = self._edges_one_direction(nodes, True, None)
@@ -109,6 +114,8 @@ class ArrayTraversal:
     def edges_ids(self, nodes: np.ndarray, direction: Direction = "both",
                   relations: Iterable[str | int] | None = None) -> np.ndarray:
         """Sorted unique ids of the edges touching ``nodes`` in ``direction``."""
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         check_direction(direction)
         nodes = _unique(np.asarray(nodes, dtype=np.int64))
         rel_ids = self._relation_ids(relations)
@@ -129,6 +136,8 @@ class ArrayTraversal:
 
     def neighbors_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
         """Sorted unique neighbours of ``nodes`` (the nodes themselves only via self-loops/cycles)."""
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         nodes = np.asarray(nodes, dtype=np.int64)
         out = []
         if direction in ("out", "both"):
@@ -154,6 +163,8 @@ class ArrayTraversal:
         so the result is deterministic); ``max_paths`` caps the number of walks kept after each
         step (earliest first). A ``"both"`` step follows outgoing edges, then incoming ones.
         """
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         sources = np.asarray(sources, dtype=np.int64).ravel()
         if len(sources) == 1 and 0 <= int(sources[0]) < self.num_nodes:
             walks = self._walks_one_source(int(sources[0]), steps, fan_out, max_paths)
@@ -330,6 +341,8 @@ class ArrayTraversal:
         skipped (a zero-length path says nothing). Returns ``(nodes, edges, forward)`` per path,
         ordered by length then target id.
         """
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         sources = _unique(np.asarray(sources, dtype=np.int64))
         target_set = _unique(np.asarray(targets, dtype=np.int64))
         target_set = target_set[~_isin_sorted(target_set, sources)]
@@ -396,6 +409,8 @@ class ArrayTraversal:
         The edges are those traversed from nodes at distance < ``hops``; with ``max_edges`` the
         BFS stops adding edges once the cap is reached (nearer levels first, then lowest ids).
         """
+        if self._mapped_files is not None:  # a mapped file rewritten in place
+            self._mapped_files.check()
         check_direction(direction)
         start = _unique(np.asarray(nodes, dtype=np.int64))
         node_seen, edge_seen = self._scratch_masks()
