@@ -171,3 +171,24 @@ def test_relations_where_neural_does_not_beat_the_prior_are_flagged():
     assert summary["neural"] and summary["prior_beats_neural"] == ["genre"]
     summary = method.retrieve_query('"Film 3" -> directed_by').metadata["executor"]
     assert not summary["neural"] and "prior_beats_neural" not in summary
+
+
+def test_answers_that_are_only_the_query_s_own_entity_do_not_skip_the_neural_executor(
+        movies, methods):
+    """'Films by Paprika's director' proves Paprika itself (and the director's other films);
+    with the other films' edges gone only Paprika is left, which the question starts from:
+    the graph has proved nothing asked for, so the neural executor runs."""
+    query = '"Paprika" -> directed_by -> directed_by_inv'
+    assert methods["hybrid"].run(query).neural_scores is None  # other Satoshi Kon films
+    director = movies.node_index["Satoshi Kon"]
+    directed = movies.relation_index["directed_by"]
+    keep = ~((movies.tails == director) & (movies.rels == directed)
+             & (movies.heads != movies.node_index["Paprika"]))
+    alone = KnowledgeGraph.from_arrays(movies.heads[keep], movies.rels[keep],
+                                       movies.tails[keep], movies.node_names,
+                                       movies.relation_names)
+    method = UltRAG(alone, linking="exact", threads=1)
+    execution = method.run(query)
+    assert np.flatnonzero(execution.exact_scores).tolist() == [movies.node_index["Paprika"]]
+    assert execution.neural_scores is not None
+    assert "besides the query's own entities" in execution.neural_reason

@@ -439,22 +439,37 @@ class HybridGraphExecutor(GraphExecutor[Any, Any]):
     def store_executor(self) -> StoreQueryExecutor:
         return self.exact.store_executor
 
-    def neural_reason(self, exact: Execution) -> str | None:
-        """Why the neural executor must run after ``exact``, or ``None`` (the graph knows)."""
+    def neural_reason(self, exact: Execution, sets: Sequence[Any] = ()) -> str | None:
+        """Why the neural executor must run after ``exact``, or ``None`` (the graph knows).
+
+        The entities of the leaves (``sets``) do not count as answers: a chain that only leads
+        back to the question's own entity (``Q -> directed_by -> directed_by_inv``: the film
+        itself) has proved nothing the question asks for.
+        """
         if exact.gaps:
             return f"no exact answer for {exact.gaps[0]}"
         if exact.gaps is None:
             return "the exact execution was not traced"
-        found = int(np.count_nonzero(exact.scores))
+        found = int(np.count_nonzero(exact.scores)) - self._leaf_answers(exact, sets)
         if found < self.min_exact_answers:
-            return (f"{found} exact answer{'s' * (found != 1)}, fewer than "
-                    f"min_exact_answers={self.min_exact_answers}")
+            return (f"{found} exact answer{'s' * (found != 1)} besides the query's own "
+                    f"entities, fewer than min_exact_answers={self.min_exact_answers}")
         return None
+
+    @staticmethod
+    def _leaf_answers(exact: Execution, sets: Sequence[Any]) -> int:
+        """How many of the leaves' entities are among the exact answers."""
+        if exact.names is None:  # node ids: leaf sets are (ids, memberships)
+            ids = {int(i) for leaf_ids, _ in sets for i in np.asarray(leaf_ids)}
+            return sum(1 for i in ids if exact.scores[i] != 0)
+        names = {name for leaf in sets for name in leaf}
+        return sum(1 for name, score in zip(exact.names, exact.scores)
+                   if score != 0 and name in names)
 
     def execute(self, query: Query, sets: Sequence[Any],
                 entities: list[list[ScoredEntity]]) -> Execution:
         exact = self.exact.execute(query, sets, entities)
-        reason = self.neural_reason(exact)
+        reason = self.neural_reason(exact, sets)
         if reason is None:
             return Execution(query, exact_first(exact.scores, None), entities,
                              names=exact.names, truncated=exact.truncated, gaps=[],
