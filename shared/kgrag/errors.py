@@ -87,6 +87,13 @@ class InvalidQuestionError(KgragError, TypeError, ValueError):
     catches either keeps working."""
 
 
+class UnknownMethodError(_SuggestingKeyError):
+    """A method name that is not registered (``retriever_for("foo")``); the message lists the
+    registered ones and suggests the closest."""
+
+    _default = "unknown method"
+
+
 class LLMNotConfiguredError(KgragError):
     """A step needs an LLM and none was passed."""
 

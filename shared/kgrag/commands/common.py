@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import math
 import sys
 import textwrap
@@ -78,21 +79,58 @@ def load_factory(spec: str | None, option: str = "--llm") -> Any:
     """The object named by ``package.module:factory`` (called when callable); ``None`` for no spec.
 
     This is how every command takes a user's LLM or embedder (``--llm mymodels:chat``), so the
-    command line never needs to know about providers or API keys.
+    command line never needs to know about providers or API keys. The module may also be a
+    file (``--llm ./mymodels.py:chat``), and a module in the current folder is found even when
+    ``kgrag`` runs as a console script (see :func:`_import_user_module`).
     """
     if not spec:
         return None
-    module_name, sep, attr = spec.partition(":")
+    module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise ConfigurationError(f"{option} must look like package.module:factory, got {spec!r}")
+        raise ConfigurationError(f"{option} must look like package.module:factory or "
+                                 f"path/to/file.py:factory, got {spec!r}")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+        factory = getattr(_import_user_module(module_name), attr)
+    except (ImportError, AttributeError, OSError, SyntaxError) as exc:
         raise ConfigurationError(f"{option} {spec!r}: {exc}") from None
     return factory() if callable(factory) else factory
 
 
-LLM_HELP = "package.module:factory returning a LangChain chat model or a LlamaIndex LLM"
+def _import_user_module(name: str) -> Any:
+    """The module of a ``--llm`` / ``--embedder`` spec: a file path (``./mymodels.py``,
+    ``models/chat.py``) is loaded from that file; a dotted name is imported as usual, else
+    from the current folder -- a console script (``kgrag``) does not put the current folder on
+    ``sys.path``, so ``--llm mymodels:chat`` would not find ``./mymodels.py`` otherwise."""
+    import os
+
+    if name.endswith(".py") or os.sep in name or (os.altsep and os.altsep in name):
+        path = os.path.abspath(name)
+        if not os.path.isfile(path):
+            raise ImportError(f"no Python file {name}")
+        module_name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {name} as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        top, here = name.split(".")[0], os.getcwd()
+        in_here = (os.path.isfile(os.path.join(here, top + ".py"))
+                   or os.path.isfile(os.path.join(here, top, "__init__.py")))
+        if exc.name != top or not in_here or here in sys.path:
+            raise
+        sys.path.insert(0, here)
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.path.remove(here)
+
+
+LLM_HELP = ("package.module:factory or path/to/file.py:factory returning a LangChain chat "
+            "model or a LlamaIndex LLM")
 EMBEDDER_HELP = ("package.module:factory returning an embedder (default: the packaged "
                  "all-MiniLM-L6-v2)")
 
@@ -116,13 +154,26 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                              "'\\t' for a tab)")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="malformed lines: stop with an error (default) or skip and count")
+    parser.add_argument("--columns", metavar="H,R,T", type=_columns, default=None,
+                        help="the head, relation and tail columns of a triples file: 0-based "
+                             "indices or header names, e.g. 0,2,1 or src,rel,dst (default: "
+                             "the first three)")
 
 
 def graph_from_args(args: argparse.Namespace) -> Any:
     """The graph named by :func:`add_graph_arguments`' arguments."""
     # a tab is hard to type in a shell: accept "\t" and "tab" for it
     sep = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep) if args.sep else None
-    return open_graph(args.graph, sep=sep, on_error=getattr(args, "on_error", "raise"))
+    return open_graph(args.graph, sep=sep, on_error=getattr(args, "on_error", "raise"),
+                      columns=getattr(args, "columns", None))
+
+
+def _columns(text: str) -> list[int | str]:
+    """``--columns``: three comma-separated column indices or header names."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected three columns H,R,T, got {text!r}")
+    return [int(p) if p.isdigit() else p for p in parts]
 
 
 class DeprecatedAlias(argparse.Action):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 
 from kgrag.graph.memory import KnowledgeGraph
@@ -11,11 +12,13 @@ __all__ = ["open_graph"]
 
 
 def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise",
-               relation_labels: str | None = None) -> KnowledgeGraph:
+               relation_labels: str | None = None,
+               columns: Sequence[int | str] | None = None) -> KnowledgeGraph:
     """A :class:`~kgrag.graph.memory.KnowledgeGraph` from a triples file or a saved directory.
 
     A directory is read with :meth:`KnowledgeGraph.load` (``sep``/``on_error`` do not apply);
-    anything else as a delimited triples file with :meth:`KnowledgeGraph.from_csv`.
+    anything else as a delimited triples file with :meth:`KnowledgeGraph.from_csv`
+    (``columns``: the head, relation and tail columns, as indices or header names).
     ``relation_labels``: a label file (:func:`kgrag.graph.io.read_relation_labels`) added to
     the graph's labels.
     """
@@ -25,7 +28,7 @@ def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise",
         raise FileNotFoundError(f"no graph at {path} (expected a triples file or a saved graph "
                                 "directory)")
     else:
-        kg = KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error)
+        kg = KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error, columns=columns)
     if relation_labels:
         from kgrag.errors import UnknownRelationError
         from kgrag.graph.io import read_relation_labels

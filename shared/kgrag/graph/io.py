@@ -196,7 +196,7 @@ class TripleReader:
                     problem = None
                     if expected is not None and len(row) != expected:
                         problem = (f"expected 3 fields separated by {sep!r}, got {len(row)}; "
-                                   "pass sep= or columns=")
+                                   + _fields_hint(len(row)))
                     elif len(row) <= max(cols):
                         problem = f"expected at least {max(cols) + 1} fields, got {len(row)}"
                     else:
@@ -569,3 +569,13 @@ def _warn_no_triples(path: Any, why: str) -> None:
     message = f"{path} holds no triples ({why}): the graph has no edges"
     log.warning("%s", message)
     warnings.warn(message, EmptyGraphWarning, stacklevel=4)
+
+
+def _fields_hint(found: int) -> str:
+    """What to pass when a line has ``found`` fields instead of 3, for the Python API and for
+    the ``kgrag`` commands (which take ``--sep`` and ``--columns``)."""
+    if found < 3:
+        return ("if the fields are separated by another character, pass sep= (command line: "
+                "--sep)")
+    return ("pass columns= with the head, relation and tail columns (command line: --columns "
+            "0,1,2 or header names), or sep= (--sep) if the separator is another one")

@@ -20,6 +20,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from kgrag.errors import UnknownMethodError
+
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.methods.base import KGMethod
 
@@ -126,11 +128,14 @@ def unregister_method(name: str) -> None:
 
 
 def get_method(name: str) -> MethodSpec:
-    """The spec registered as ``name``; ``KeyError`` naming the registered ones."""
+    """The spec registered as ``name``; else :class:`~kgrag.errors.UnknownMethodError` (a
+    ``KeyError``) naming the registered ones and the closest."""
     try:
         return METHODS[name]
-    except KeyError:
-        raise KeyError(f"unknown method {name!r}; registered: {', '.join(METHODS)}") from None
+    except (KeyError, TypeError):
+        raise UnknownMethodError(f"unknown method {name!r}; registered: "
+                                 f"{', '.join(METHODS)}",
+                                 suggest=(str(name), list(METHODS))) from None
 
 
 def method_names(builds_from: str | None = None) -> list[str]:
