@@ -249,3 +249,28 @@ def test_neural_executor_on_a_store_without_a_server_cuts_to_the_seppr_subgraph(
     top = method.execute(both, top_k=len(answers))
     assert {e.name for e in top} == answers and min(e.score for e in top) > 0.5
     assert store.calls["k_hop_subgraph"] == 1 and store.calls["one_hop"] == 0
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("kind", ["falkordb"])
+def test_hybrid_executor_on_a_database(falkor_stores, film_kg, kind):
+    """The default on a store: proved answers through one_hop, UltraQuery (on the SEPPR
+    subgraph fetched from the server) only for a projection without facts, its guesses
+    below every proved answer."""
+    store = falkor_stores[kind]
+    genre = film_kg.relation_index["has_genre"]
+    drama = film_kg.node_names[int(film_kg.tails[film_kg.rels == genre][0])]
+    method = UltRAG(store, linking="exact", executor="hybrid", threads=1, top_k=10_000)
+    proved = method.retrieve_query(f'"{drama}" -> has_genre_inv')
+    films_of_genre = {t.head for t in store.one_hop([drama], direction="in",
+                                                     relations=["has_genre"])}
+    assert {e.name for e in proved.items} == films_of_genre
+    assert proved.metadata["executor"]["neural"] is False
+    assert all(e.metadata["source"] == "exact" and e.score == 1.0 for e in proved.items)
+    # a genre has no genre: nothing proved, UltraQuery's guesses from the fetched subgraph
+    guessed = method.retrieve_query(f'"{drama}" -> has_genre')
+    summary = guessed.metadata["executor"]
+    assert summary["neural"] and summary["guessing"] and summary["exact_answers"] == 0
+    assert guessed.items and all(e.metadata["source"] == "neural"
+                                 and 0 <= e.score <= 0.5 for e in guessed.items)
+    assert guessed.metadata["subgraph_nodes"] > 1
