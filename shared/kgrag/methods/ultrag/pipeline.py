@@ -14,9 +14,11 @@ One question costs exactly two LLM calls when the first query parses:
 
     UltRAG(kg, linking="exact").execute('"Tokyo Godfathers" -> directed_by')
 
-The executor is the paper's **neural** UltraQuery (default; packaged checkpoint, see
-:mod:`kgrag.methods.ultrag.neural`) or the **symbolic** fuzzy traversal (``executor="symbolic"``,
-the paper's ablation), both behind one fuzzy-query evaluator. The graph is an in-memory
+The executor is, by default, **exact first** (``executor="hybrid"``: the symbolic traversal,
+and the paper's neural UltraQuery only where the graph has no answer;
+:mod:`kgrag.methods.ultrag.hybrid`), or either alone: the **neural** UltraQuery (packaged
+checkpoint, :mod:`kgrag.methods.ultrag.neural`) or the **symbolic** fuzzy traversal (the paper's
+ablation), all behind one fuzzy-query evaluator. The graph is an in-memory
 :class:`~kgrag.KnowledgeGraph` or any GraphStore such as a Neo4j database (symbolic: each
 projection runs in the store, :mod:`kgrag.methods.ultrag.store_executor`; neural: on the SEPPR
 subgraph fetched around the query's anchors).
@@ -115,9 +117,14 @@ class UltRAG(KGMethod):
     embedder, linker: for Eq. 2 linking of quoted mentions (``None`` = packaged MiniLM, loaded
         on first use). ``linking="exact"`` resolves mentions by name/alias only (no model).
     sigma [0.1], link_k [unstated; 10]: Eq. 2 temperature and candidates per mention.
-    executor ["neural"]: ``"neural"`` (the paper's UltraQuery, packaged checkpoint),
-        ``"symbolic"`` (exact fuzzy traversal; the paper's ablation), a :class:`QueryExecutor`
-        for the whole graph, or a factory ``kg -> executor`` (for SEPPR subgraphs).
+    executor ["hybrid"; paper: UltraQuery alone]: ``"hybrid"`` (exact traversal, UltraQuery
+        only where a projection has no exact answer; proved answers above every neural guess:
+        :mod:`kgrag.methods.ultrag.hybrid`), ``"neural"`` (the paper's UltraQuery, packaged
+        checkpoint), ``"symbolic"`` (exact fuzzy traversal; the paper's ablation), a
+        :class:`QueryExecutor` for the whole graph, or a factory ``kg -> executor`` (for SEPPR
+        subgraphs).
+    min_exact_answers [ours; 1]: the hybrid executor also runs UltraQuery when the graph proves
+        fewer answers than this (the query's own entities not counted).
     projection ["max"]: the symbolic projection (``"max"``, ``"noisy_or"``, ``"sum"``).
     logic ["product"], soft_and [off]: fuzzy AND / OR of either executor.
     threshold [0]: symbolic: memberships below it are cut after each projection; neural:
