@@ -17,7 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NEWEST = REPO / ".venv" / "neo4j-newest"
-BOLT_TESTS = ["tests/test_graph_db.py", "tests/test_graphraft_db.py", "tests/test_db_linking.py"]
+BOLT_TESTS = ["tests/test_graph_db.py", "tests/test_graphraft_db.py", "tests/test_db_linking.py",
+              "tests/test_store_parameters.py", "tests/test_result_budget.py"]
 
 
 @pytest.mark.slow

@@ -42,6 +42,7 @@ from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 from kgrag.graph.cypher_budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
 from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.result_budget import MAX_RESULT_BYTES
 from kgrag.text.names import normalize_name
 
 log = logging.getLogger(__name__)
@@ -87,12 +88,15 @@ def refuse_nul_parameters(params: Mapping[str, Any] | None) -> None:
             f"{bad[:60]!r}")
 
 
-def call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str) -> T:
+def call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str,
+                       on_timeout: Callable[[], None] | None = None) -> T:
     """Run ``fn`` in a daemon thread; raise :class:`QueryTimeoutError` after ``seconds``.
 
     Database clients wait on their socket: the Bolt driver has no read timeout, and a server can
     be slow to notice its own timeout (FalkorDB checks it between operations). This bounds the
-    caller's wait; the abandoned thread ends when its socket does.
+    caller's wait. ``on_timeout`` is called before raising, to stop the abandoned thread (the
+    stores shut its socket down: :meth:`~kgrag.graph.result_budget.BudgetedSocket.cancel`);
+    without it the thread ends when its socket does.
     """
     if seconds is None:
         return fn()
@@ -108,6 +112,8 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str) ->
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
+        if on_timeout is not None:
+            on_timeout()
         raise QueryTimeoutError(f"{what}: no answer within {seconds:.1f} s")
     if "error" in box:
         raise box["error"]
@@ -259,7 +265,10 @@ class CypherGraphStore:
         raise NotImplementedError
 
     def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
-                        timeout: float | None) -> list[dict[str, Any]]:
+                        timeout: float | None, max_bytes: int | None) -> list[dict[str, Any]]:
+        """Run untrusted read-only ``query``: at most ``limit`` rows, reading stopped with
+        :class:`~kgrag.errors.ResultTooLargeError` past ``max_bytes`` received (``None``: no
+        byte limit), and the reader stopped when the deadline passes."""
         raise NotImplementedError
 
     def _quote(self, identifier: str) -> str:
@@ -800,6 +809,8 @@ class CypherGraphStore:
     # ------------------------------------------------------------------ LLM-written Cypher
     #: Elements all ``range()`` calls of one untrusted query may generate together.
     max_range_elements = MAX_RANGE_ELEMENTS
+    #: Bytes one untrusted query's result may bring over the network (``None``: no limit).
+    max_result_bytes: int | None = MAX_RESULT_BYTES
 
     def cypher_backend(self) -> str:
         """The server kind untrusted Cypher is checked for (``backend=`` of
@@ -807,7 +818,8 @@ class CypherGraphStore:
         return self.backend
 
     def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
-                   limit: int = 100, timeout: float | None = 10.0) -> CypherRows:
+                   limit: int = 100, timeout: float | None = 10.0,
+                   max_bytes: int | None | Any = _UNSET) -> CypherRows:
         """Run untrusted (e.g. LLM-written) Cypher read-only; at most ``limit`` rows as dicts.
 
         The text is refused before sending (:class:`~kgrag.errors.UnsafeQueryError`) when
@@ -817,7 +829,12 @@ class CypherGraphStore:
         server cannot return (:meth:`cypher_backend`). What is sent has
         ``LIMIT limit + 1`` injected, so the server never produces more rows than that; the
         result's ``truncated`` says whether more than ``limit`` matched. It runs read-only with
-        a ``timeout`` (seconds; :class:`~kgrag.errors.QueryTimeoutError` when exceeded).
+        a ``timeout`` (seconds; :class:`~kgrag.errors.QueryTimeoutError` when exceeded, and the
+        abandoned reader is stopped). The reply may bring at most ``max_bytes`` bytes (default
+        :attr:`max_result_bytes`, 4 MiB; ``None``: no limit): reading stops as soon as it has
+        more, with :class:`~kgrag.errors.ResultTooLargeError` (a budget error), because one row
+        can hold millions of values. Parameters a backend cannot pass exactly and safely are
+        refused with :class:`~kgrag.errors.QueryParameterError`.
         """
         if limit < 1:
             raise ValueError("limit must be >= 1")
@@ -829,7 +846,8 @@ class CypherGraphStore:
                                        max_range=self.max_range_elements,
                                        backend=self.cypher_backend())
         refuse_nul_parameters(params)
-        rows = self._run_user_query(text, params, limit + 1, timeout)
+        budget = self.max_result_bytes if max_bytes is _UNSET else max_bytes
+        rows = self._run_user_query(text, params, limit + 1, timeout, budget)
         out = CypherRows(rows[:limit])
         out.truncated = len(rows) > limit
         out.limit = limit

@@ -39,6 +39,7 @@ from kgrag.graph.cypher_store import (
 )
 from kgrag.graph.cypher_params import plain_parameters
 from kgrag.graph.db_load import load_triples
+from kgrag.graph.result_budget import BudgetedSocket, read_resp2
 
 log = logging.getLogger(__name__)
 
@@ -184,27 +185,87 @@ class FalkorDBGraphStore(CypherGraphStore):
         return [list(row) for row in result.result_set]
 
     def _ro_query(self, query: str, params: Mapping[str, Any] | None, timeout: float | None,
-                  what: str) -> Any:
+                  what: str, *, budget: bool = False, max_bytes: int | None = None) -> Any:
         """GRAPH.RO_QUERY with the server's timeout, and a client deadline a little later.
 
         A server whose ``TIMEOUT_MAX`` is below ``timeout`` refuses the query; it is then sent
-        without a timeout, so the server's maximum applies.
+        without a timeout, so the server's maximum applies. With ``budget`` (untrusted queries)
+        the reply is read through a :class:`~kgrag.graph.result_budget.BudgetedSocket`: at most
+        ``max_bytes`` bytes, and the read is cancelled when the deadline passes.
         """
         import redis.exceptions as rx
 
         plain = plain_parameters(params)
+        reading: dict[str, Any] = {}
+        budgeted = budget and self._pool() is not None
+
+        def send(ms: int | None) -> Any:
+            if budgeted:
+                return self._budgeted_ro_query(query, plain, ms, max_bytes, reading, what)
+            return self._graph.ro_query(query, plain, timeout=ms)
 
         def run() -> Any:
             with self._errors(what):
                 try:
-                    return self._graph.ro_query(query, plain, timeout=self._ms(timeout))
+                    return send(self._ms(timeout))
                 except rx.ResponseError as exc:
                     if "TIMEOUT_MAX" not in str(exc):
                         raise
-                    return self._graph.ro_query(query, plain)
+                    return send(None)
+
+        def cancel() -> None:
+            reading["cancelled"] = True
+            sock = reading.get("socket")
+            if sock is not None:
+                sock.cancel()
 
         deadline = None if timeout is None else timeout + self.client_grace_seconds
-        return call_with_deadline(run, deadline, what)
+        return call_with_deadline(run, deadline, what, on_timeout=cancel)
+
+    def _pool(self) -> Any:
+        """The redis connection pool under the graph's client (``None`` when there is none,
+        e.g. a cluster client: untrusted queries then run without the byte budget)."""
+        pool = getattr(getattr(getattr(self._graph, "client", None), "connection", None),
+                       "connection_pool", None)
+        return pool if hasattr(pool, "get_connection") and hasattr(pool, "release") else None
+
+    def _budgeted_ro_query(self, query: str, plain: dict[str, Any], ms: int | None,
+                           max_bytes: int | None, reading: dict[str, Any], what: str) -> Any:
+        """Send GRAPH.RO_QUERY on a pooled connection and read the reply through a
+        :class:`BudgetedSocket` (:func:`read_resp2`); a reply not read to its end (too large,
+        cancelled, broken) drops the connection instead of returning it to the pool."""
+        from falkordb.query_result import QueryResult
+
+        import redis.exceptions as rx
+
+        pool = self._pool()
+        conn = pool.get_connection()
+        sock = None
+        try:
+            conn.connect()
+            sock = BudgetedSocket(conn._sock, max_bytes)
+            reading["socket"] = sock
+            if reading.get("cancelled"):
+                sock.cancel()
+            command: list[Any] = ["GRAPH.RO_QUERY", self._graph.name,
+                                  self._graph._build_params_header(plain) + query, "--compact"]
+            if ms is not None:
+                command += ["timeout", ms]
+            conn.send_command(*command)
+            reply = read_resp2(sock, rx.ResponseError)
+        except rx.ResponseError:
+            pool.release(conn)  # an error reply read whole: the connection is in step
+            raise
+        except BaseException as exc:
+            conn.disconnect()
+            pool.release(conn)
+            if sock is not None and sock.exceeded:
+                raise sock.too_large(what) from None
+            if isinstance(exc, OSError):
+                raise rx.ConnectionError(f"reading the reply: {exc}") from exc
+            raise
+        pool.release(conn)
+        return QueryResult(self._graph, reply)
 
     def _write(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, int]:
         plain = plain_parameters(params)
@@ -214,10 +275,11 @@ class FalkorDBGraphStore(CypherGraphStore):
                 "relationships_created": int(result.relationships_created)}
 
     def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
-                        timeout: float | None) -> list[dict[str, Any]]:
-        """Runs with GRAPH.RO_QUERY and the server timeout; the reply is cut to ``limit`` rows
-        here (the FalkorDB protocol returns a result set whole)."""
-        result = self._ro_query(query, params, timeout, "Cypher query")
+                        timeout: float | None, max_bytes: int | None) -> list[dict[str, Any]]:
+        """Runs with GRAPH.RO_QUERY and the server timeout; the reply (which the FalkorDB
+        protocol sends whole) is read within ``max_bytes`` and cut to ``limit`` rows here."""
+        result = self._ro_query(query, params, timeout, "Cypher query", budget=True,
+                                max_bytes=max_bytes)
         header = [str(h[1]) if isinstance(h, (list, tuple)) else str(h) for h in result.header]
         return [dict(zip(header, (_plain(v) for v in row))) for row in result.result_set[:limit]]
 

@@ -34,6 +34,7 @@ from kgrag.graph.cypher_store import (
     refuse_nul_parameters,
 )
 from kgrag.graph.db_load import load_triples
+from kgrag.graph.result_budget import BudgetedSocket
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,32 @@ def _undecodable(exc: UnicodeDecodeError, tx: Any, what: str) -> GraphDatabaseEr
     text = bytes(raw).decode("utf-8", errors="replace")
     return GraphDatabaseError(f"{what}: the server sent a message that is not valid UTF-8 "
                               f"(decoded with replacement characters): {text[:300]}")
+
+
+def _budget_reads(tx: Any, max_bytes: int | None) -> BudgetedSocket | None:
+    """Put a :class:`BudgetedSocket` under the reader of ``tx``'s connection (the driver's
+    ``inbox``, the same in neo4j 5.x and 6.x); ``None``, with a warning, for a driver whose
+    reader is laid out differently (the query then runs without a byte budget)."""
+    inbox = getattr(getattr(tx, "_connection", None), "inbox", None)
+    sock = getattr(inbox, "_socket", None)
+    if inbox is None or sock is None or not hasattr(sock, "recv_into"):
+        if not _budget_unavailable_warned:
+            _budget_unavailable_warned.append(True)
+            log.warning("this neo4j driver's reader is not where kgrag looks for it: untrusted "
+                        "queries run without the result byte budget")
+        return None
+    budgeted = BudgetedSocket(sock, max_bytes)
+    inbox._socket = budgeted
+    return budgeted
+
+
+def _unbudget_reads(tx: Any, budgeted: BudgetedSocket) -> None:
+    inbox = getattr(getattr(tx, "_connection", None), "inbox", None)
+    if inbox is not None and getattr(inbox, "_socket", None) is budgeted:
+        inbox._socket = budgeted._sock
+
+
+_budget_unavailable_warned: list[bool] = []
 
 
 #: Characters with a meaning in Lucene query syntax (Neo4j full-text indexes).
@@ -292,7 +319,8 @@ class Neo4jGraphStore(CypherGraphStore):
         mode = neo4j.READ_ACCESS if read else neo4j.WRITE_ACCESS
         return self._driver.session(database=self.database, default_access_mode=mode)
 
-    def _in_read_tx(self, work: Callable[[Any], T], timeout: float | None, what: str) -> T:
+    def _in_read_tx(self, work: Callable[[Any], T], timeout: float | None, what: str,
+                    on_timeout: Callable[[], None] | None = None) -> T:
         def run() -> T:
             with self._errors(what), self._session(read=True) as session:
                 with session.begin_transaction(timeout=timeout) as tx:
@@ -302,7 +330,7 @@ class Neo4jGraphStore(CypherGraphStore):
                         raise _undecodable(exc, tx, what) from exc
 
         deadline = None if timeout is None else timeout + self.client_grace_seconds
-        return call_with_deadline(run, deadline, what)
+        return call_with_deadline(run, deadline, what, on_timeout=on_timeout)
 
     def _read(self, query: str, params: Mapping[str, Any] | None = None,
               timeout: float | None = None) -> list[Row]:
@@ -322,17 +350,42 @@ class Neo4jGraphStore(CypherGraphStore):
             return session.execute_write(work)
 
     def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
-                        timeout: float | None) -> list[dict[str, Any]]:
+                        timeout: float | None, max_bytes: int | None) -> list[dict[str, Any]]:
+        """Records are read through a :class:`~kgrag.graph.result_budget.BudgetedSocket` put
+        under the driver's reader: past ``max_bytes`` received, or when the deadline passes,
+        the read stops and the driver drops the connection (one record can be huge: the row
+        cap alone does not bound what is received and unpacked)."""
+        reading: dict[str, Any] = {}
+
         def work(tx: Any) -> list[dict[str, Any]]:
-            rows = []
-            for rec in tx.run(query, dict(params)):
-                rows.append(rec.data())
-                if len(rows) >= limit:
-                    break  # the transaction is rolled back; the server discards the rest
-            return rows
+            sock = _budget_reads(tx, max_bytes)
+            reading["socket"] = sock
+            if sock is not None and reading.get("cancelled"):
+                sock.cancel()
+            try:
+                rows = []
+                for rec in tx.run(query, dict(params)):
+                    rows.append(rec.data())
+                    if len(rows) >= limit:
+                        break  # the transaction is rolled back; the server discards the rest
+                return rows
+            finally:
+                if sock is not None:
+                    _unbudget_reads(tx, sock)
+
+        def cancel() -> None:
+            reading["cancelled"] = True
+            if reading.get("socket") is not None:
+                reading["socket"].cancel()
 
         self._check_params(query, params)
-        return self._in_read_tx(work, timeout, "Cypher query")
+        try:
+            return self._in_read_tx(work, timeout, "Cypher query", on_timeout=cancel)
+        except Exception as exc:
+            sock = reading.get("socket")
+            if sock is not None and sock.exceeded:
+                raise sock.too_large("Cypher query") from exc
+            raise
 
     # ------------------------------------------------------------------ streaming and indexes
     def iter_node_names(self, batch_size: int = 10_000) -> Iterator[str]:
