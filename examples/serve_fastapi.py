@@ -55,7 +55,17 @@ and is reported in ``/health`` as ``last_reload_error``. Deploy a new graph by s
 the served folder (``KnowledgeGraph.save`` writes into a temporary folder and renames it into
 place) or by re-pointing a symlink; every worker notices within ``--watch-interval`` seconds.
 ``POST /admin/reload`` reloads the worker that receives it at once (keep ``/admin`` off the
-public network).
+public network). Never copy new files over the served ones (``cp new/* graph/``): the workers
+map them, and kgrag answers such a rewrite with errors (503 here) until the watcher reloads,
+where an unchecked process would fault or answer from a mix of two graphs.
+
+**Hostile requests.** A request body over ``--max-body-bytes`` (default 64 KiB; a question is
+at most 2,000 characters) is answered 413 before it is read: at once when its
+``Content-Length`` says so, else as soon as a streamed (chunked) body passes the limit, so a
+huge body costs the worker at most the limit. A 422 names the fields and what is wrong with
+them, never echoes the input (bounded size), so text that is not valid Unicode (a lone
+surrogate escape such as ``"\\ud800"``, which pydantic refuses) and numbers JSON cannot carry
+(``NaN``, ``Infinity``) are a 422, not a 500 from writing them back.
 """
 
 from __future__ import annotations
@@ -85,6 +95,10 @@ CONFIG_ENV = "KGRAG_SERVE_CONFIG"
 METHODS = ("byokg", "graphraft", "ultrag")
 MAX_QUESTION_CHARS = 2_000
 MAX_QUERY_CHARS = 2_000
+#: request bodies above this are refused with 413 before they are read (a full request with a
+#: 2,000-character question and query, every character \u-escaped, stays far below it)
+MAX_BODY_BYTES = 64 * 1024
+MAX_REPORTED_ERRORS = 10  # a 422 lists at most this many problems
 #: thread-pool sizes of OpenMP / MKL / OpenBLAS (numpy, PyTorch) and ONNX Runtime (kgrag reads
 #: OMP_NUM_THREADS for its sessions); set for the workers unless the caller set them
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -101,6 +115,7 @@ class ServeConfig:
     cache_dir: str | None = None  # on-disk cache of node-name embeddings, shared by workers
     max_concurrency: int = 2  # retrievals running at once per worker; the rest wait
     test_hooks: bool = False  # accept "delay_ms" in requests (tests of drain / reload only)
+    max_body_bytes: int = MAX_BODY_BYTES  # larger request bodies: 413, not read
 
     def __post_init__(self) -> None:
         unknown = set(self.methods) - set(METHODS)
@@ -108,6 +123,8 @@ class ServeConfig:
             raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        if self.max_body_bytes < 1024:
+            raise ValueError(f"max_body_bytes must be at least 1024, got {self.max_body_bytes}")
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -343,12 +360,95 @@ class RetrieveRequest(BaseModel):
     delay_ms: int = Field(0, ge=0, le=10_000)
 
 
+class BodySizeLimit:
+    """ASGI middleware: a request body over ``max_bytes`` is answered 413 without being read.
+
+    A declared ``Content-Length`` over the limit is refused before any byte of the body is
+    received; a streamed (chunked) body is read only until it passes the limit. A body within
+    the limit is read here (at most ``max_bytes``) and handed to the application unchanged.
+    """
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = [value for name, value in scope.get("headers", ()) if name == b"content-length"]
+        if declared:
+            try:
+                length = int(declared[0])
+            except ValueError:
+                await self._reply(send, 400, "Content-Length is not a number")
+                return
+            if length > self.max_bytes:
+                await self._too_large(send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client went away before it finished sending
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._too_large(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body_sent = False
+
+        async def replay() -> dict:
+            nonlocal body_sent
+            if not body_sent:
+                body_sent = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()  # then whatever comes (a disconnect)
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Any) -> None:
+        await self._reply(send, 413, f"request body over {self.max_bytes} bytes")
+
+    @staticmethod
+    async def _reply(send: Any, status: int, detail: str) -> None:
+        body = json.dumps({"detail": detail}).encode()
+        # "connection: close": the rest of the body is never read, so the connection cannot
+        # carry another request
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def validation_reply(errors: list[dict]) -> Response:
+    """The 422 for a request that does not validate: where and what, never the input.
+
+    FastAPI's default reply repeats each bad input (a 50 MB string came back as a 52 MB error)
+    and fails with a 500 on inputs JSON cannot carry (NaN, a lone surrogate); here each error
+    keeps only its location, message and type, cut to a bounded size, written as ASCII JSON.
+    """
+    detail = [{"loc": [str(part)[:64] for part in list(error.get("loc", ()))[:8]],
+               "msg": str(error.get("msg", ""))[:200], "type": str(error.get("type", ""))[:64]}
+              for error in errors[:MAX_REPORTED_ERRORS]]
+    if len(errors) > MAX_REPORTED_ERRORS:
+        detail.append({"loc": [], "msg": f"and {len(errors) - MAX_REPORTED_ERRORS} more errors",
+                       "type": "truncated"})
+    return Response(json.dumps({"detail": detail}, ensure_ascii=True), status_code=422,
+                    media_type="application/json")
+
+
 def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> Any:
     """The FastAPI application (uvicorn calls this in every worker: ``factory=True``)."""
     import anyio
     from fastapi import FastAPI, HTTPException
+    from fastapi.exceptions import RequestValidationError
 
-    from kgrag.errors import KgragError
+    from kgrag.errors import GraphLoadError, KgragError
 
     config = config or ServeConfig.from_env()
     holder = GraphHolder(config, embedder)
@@ -365,6 +465,11 @@ def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> An
 
     app = FastAPI(title="kgrag retrieval service", lifespan=lifespan)
     app.state.holder = holder
+    app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        return validation_reply(list(exc.errors()))
 
     # A retrieval (CPU-bound numpy, thread-safe in kgrag) runs in a worker thread, so it never
     # blocks the event loop that accepts requests; at most `max_concurrency` run at once.
@@ -389,9 +494,12 @@ def create_app(config: ServeConfig | None = None, *, embedder: Any = None) -> An
             try:
                 return bundle.retrieve(req.method, req.question, req.query, req.top_k)
             except LookupError as exc:
-                raise HTTPException(404, str(exc)) from None
+                raise HTTPException(404, str(exc)[:500]) from None
+            except GraphLoadError as exc:  # the served files changed under the worker
+                raise HTTPException(503, f"the graph is being replaced; retry: {exc}"[:500]
+                                    ) from None
             except (KgragError, ValueError) as exc:  # bad query / question: the caller's fault
-                raise HTTPException(422, f"{type(exc).__name__}: {exc}") from None
+                raise HTTPException(422, f"{type(exc).__name__}: {exc}"[:500]) from None
 
     @app.post("/retrieve", response_model=None)
     async def retrieve(req: RetrieveRequest, request: Request) -> dict | Response:
@@ -445,6 +553,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cache-dir", help="cache node-name embeddings here (shared by the workers)")
     p.add_argument("--max-concurrency", type=int, default=2,
                    help="retrievals running at once per worker (the rest wait)")
+    p.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                   help="request bodies larger than this are refused (413) without being read")
     p.add_argument("--intra-op-threads", type=int, default=1,
                    help="BLAS / ONNX Runtime / PyTorch threads per worker, unless "
                         "OMP_NUM_THREADS is already set")
@@ -471,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
                          methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
                          mmap=not args.no_mmap, watch_interval=args.watch_interval,
                          cache_dir=args.cache_dir, max_concurrency=args.max_concurrency,
-                         test_hooks=args.test_hooks)
+                         test_hooks=args.test_hooks, max_body_bytes=args.max_body_bytes)
     graph_version(config.graph)  # fail here, once, if the folder holds no saved graph
     os.environ[CONFIG_ENV] = config.to_env()  # inherited by the spawned workers
     for var in THREAD_VARIABLES:  # read by the libraries when the workers import them

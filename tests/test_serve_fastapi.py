@@ -316,3 +316,118 @@ def test_the_service_runs_with_workers_reloads_and_drains_on_sigterm(tmp_path):
         log = proc.communicate(timeout=30)[0]
         print(log)
     assert "Traceback" not in log, log
+
+
+# ---------------------------------------------------------------------------- hostile requests
+@pytest.mark.parametrize("body", [
+    b'{"method": "ultrag", "query": "\\"Tokyo Godfathers\\" -> directed_by", "top_k": NaN}',
+    b'{"method": "ultrag", "query": "\\"Tokyo Godfathers\\" -> directed_by", "top_k": Infinity}',
+    b'{"method": "ultrag", "query": "\\"\\ud800\\" -> directed_by"}',
+    b'{"method": "\\udfff", "query": "x"}',
+    b'{"method": "byokg", "question": "who directed \\ud83d?"}',
+    b'{"method": "ultrag", "query": "' + b"x" * 20_000 + b'"}',
+    b'{"method": "ultrag", "query": "\\"Tokyo Godfathers\\" -> directed_by",',
+    b'[' * 5_000 + b']' * 5_000,
+], ids=["nan", "infinity", "surrogate-query", "surrogate-method", "surrogate-question",
+        "long-query", "truncated-json", "deep-json"])
+def test_hostile_bodies_get_a_short_4xx_not_a_500(serve, tmp_path, body):
+    """Issue 30 item 8: FastAPI's default 422 repeats the input (NaN and lone surrogates cannot
+    be written back: 500) and grows with it."""
+    from fastapi.testclient import TestClient
+
+    save_movies(tmp_path / "g")
+    config = serve.ServeConfig(graph=str(tmp_path / "g"), methods=("ultrag",), watch_interval=0)
+    with TestClient(serve.create_app(config), raise_server_exceptions=False) as client:
+        reply = client.post("/retrieve", content=body,
+                            headers={"content-type": "application/json"})
+        assert 400 <= reply.status_code < 500, reply.text[:300]
+        assert len(reply.content) < 2_000 and b"xxxxxxxx" not in reply.content
+        assert reply.json()["detail"]
+        # the service still answers
+        assert client.post("/retrieve", json={"method": "ultrag", "query": QUERY}
+                           ).json()["answers"] == ["Satoshi Kon"]
+
+
+def test_a_body_over_the_limit_is_413(serve, tmp_path):
+    from fastapi.testclient import TestClient
+
+    save_movies(tmp_path / "g")
+    config = serve.ServeConfig(graph=str(tmp_path / "g"), methods=("ultrag",), watch_interval=0,
+                               max_body_bytes=4096)
+    with TestClient(serve.create_app(config)) as client:
+        big = json.dumps({"method": "ultrag", "query": QUERY, "question": "y" * 5000})
+        reply = client.post("/retrieve", content=big, headers={"content-type": "application/json"})
+        assert reply.status_code == 413 and "4096 bytes" in reply.json()["detail"]
+        assert client.post("/retrieve", json={"method": "ultrag", "query": QUERY}).status_code == 200
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        serve.ServeConfig(graph="g", max_body_bytes=10)
+
+
+def _status_line(sock: socket.socket, timeout: float) -> bytes:
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n", 1)[0]
+
+
+@pytest.mark.timeout(90)
+def test_the_real_server_refuses_huge_bodies_before_reading_them(tmp_path):
+    """uvicorn on loopback: a declared 50 MB body is refused before one byte of it is sent; a
+    streamed (chunked) 40 MB body is refused once it passes the limit, while the client is
+    still sending (the worker read it all, and answered with a copy of it, before)."""
+    import select
+
+    graph = tmp_path / "g"
+    save_movies(graph)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "shared"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(graph), "--port", str(port), "--workers", "1",
+         "--methods", "ultrag", "--watch-interval", "0", "--log-level", "warning"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    head = (f"POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Type: application/json\r\n").encode()
+    try:
+        wait_for(lambda: call(port, "/health"), 60, "the server to start")
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(head + b"Content-Length: 50000000\r\n\r\n")  # and no body at all
+            assert _status_line(sock, 10).startswith(b"HTTP/1.1 413")
+
+        sent, status = 0, b""
+        chunk = b"x" * (1 << 20)
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n")
+            prefix = b'{"method": "ultrag", "query": "'
+            sock.sendall(b"%x\r\n" % len(prefix) + prefix + b"\r\n")
+            try:
+                for _ in range(40):
+                    sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                    sent += len(chunk)
+                    if select.select([sock], [], [], 0)[0]:  # the server has answered
+                        break
+                else:
+                    sock.sendall(b'%x\r\n"}\r\n0\r\n\r\n' % 2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server closed the connection after its answer
+            try:
+                status = _status_line(sock, 30)
+            except (ConnectionResetError, socket.timeout):
+                status = b""
+        assert status.startswith(b"HTTP/1.1 413"), status
+        assert sent < 40 * len(chunk)
+        assert call(port, "/retrieve", {"method": "ultrag", "query": QUERY})["answers"] == \
+            ["Satoshi Kon"]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        print(proc.communicate(timeout=30)[0])
