@@ -320,7 +320,9 @@ class SimGRAG(KGMethod):
     @staticmethod
     def _subgraph(sub, match: Match, kg: KnowledgeGraph, comp_index: int) -> Subgraph:
         nodes, triples = sub
-        found = kg.edge_triples(match.edges)  # stored direction, in pattern-triple order
+        # stored direction, in pattern-triple order, each graph edge once (a reusing match may
+        # map two pattern triples onto one edge: the mapping shows it, the facts do not repeat)
+        found = kg.edge_triples(match.graph_edges())
         return Subgraph(tuple(found), score=1.0 / (1.0 + match.gsd), metadata={
             "gsd": match.gsd,
             "mapping": {p: kg.node_names[i] for p, i in zip(nodes, match.nodes)},

@@ -182,6 +182,14 @@ class Match:
     node_distances: tuple[float, ...]
     edge_distances: tuple[float, ...]
 
+    def graph_edges(self) -> tuple[int, ...]:
+        """The graph edges the match covers, each once, in pattern-edge order: the retrieved
+        subgraph. ``edges`` may hold one graph edge twice -- a reusing match (``injective=False``
+        or ``"prefer"``'s second half) may map two pattern edges onto it, e.g. the walk-back
+        ``(X, child, c), (p, child, c)`` with ``p = X`` -- but the subgraph is a set of facts,
+        and a fact listed twice would read as two."""
+        return tuple(dict.fromkeys(self.edges))
+
 
 @dataclass
 class SearchResult:
