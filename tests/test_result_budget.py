@@ -136,3 +136,28 @@ def test_a_redis_reader_abandoned_at_the_deadline_stops(server, stores):
         admin.connection.execute_command("CLIENT", "UNPAUSE")
         admin.close()
     _answers(server, redis)
+
+
+def test_the_resp2_reader_decodes_like_the_client_and_stops_at_the_budget():
+    import socket
+
+    from kgrag.graph.result_budget import BudgetedSocket, read_resp2
+    from redis.exceptions import ResponseError
+
+    ours, server = socket.socketpair()
+    try:
+        server.sendall(b"*3\r\n:1\r\n$4\r\nab\xc3\xa9\r\n*2\r\n$-1\r\n-ERR late\r\n")
+        reply = read_resp2(BudgetedSocket(ours, None), ResponseError)
+        assert reply[:2] == [1, "abé"] and reply[2][0] is None
+        assert isinstance(reply[2][1], ResponseError) and str(reply[2][1]) == "ERR late"
+        server.sendall(b"-ERR top\r\n")
+        with pytest.raises(ResponseError, match="ERR top"):
+            read_resp2(BudgetedSocket(ours, None), ResponseError)
+        server.sendall(b"$20\r\n" + b"x" * 20 + b"\r\n")
+        budgeted = BudgetedSocket(ours, 10)
+        with pytest.raises(OSError):
+            read_resp2(budgeted, ResponseError)
+        assert budgeted.exceeded and budgeted.received > 10
+    finally:
+        ours.close()
+        server.close()

@@ -239,7 +239,10 @@ class FalkorDBGraphStore(CypherGraphStore):
         import redis.exceptions as rx
 
         pool = self._pool()
-        conn = pool.get_connection()
+        try:
+            conn = pool.get_connection()
+        except TypeError:  # redis-py < 5.3 wants the command name
+            conn = pool.get_connection("GRAPH.RO_QUERY")
         sock = None
         try:
             conn.connect()
@@ -261,8 +264,13 @@ class FalkorDBGraphStore(CypherGraphStore):
             pool.release(conn)
             if sock is not None and sock.exceeded:
                 raise sock.too_large(what) from None
+            if isinstance(exc, TimeoutError):  # the client's socket_timeout
+                raise rx.TimeoutError(f"reading the reply: {exc}") from exc
             if isinstance(exc, OSError):
                 raise rx.ConnectionError(f"reading the reply: {exc}") from exc
+            if isinstance(exc, UnicodeDecodeError):
+                raise GraphDatabaseError(f"{what}: the server sent text that is not UTF-8: "
+                                         f"{exc}") from exc
             raise
         pool.release(conn)
         return QueryResult(self._graph, reply)
