@@ -93,6 +93,10 @@ def outcome_from_answer(answer: Answer, seconds: float, *, as_text: bool = False
                                  as_text=as_text)
     out.answer_text = answer.text
     out.usage = answer.usage
+    meta = answer.retrieval.metadata
+    for key in ("unusable_reply", "fallback"):  # the on_unusable_reply policy's marks
+        if meta.get(key):
+            out.extra[key] = meta[key]
     return out
 
 

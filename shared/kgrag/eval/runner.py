@@ -40,6 +40,7 @@ import numpy as np
 from kgrag.eval.datasets import QAExample, load_metaqa, load_pathquestion
 from kgrag.eval.harness import MODES, Outcome, build_question_runner
 from kgrag.eval.metrics import answer_recall, exact_match, hits_at_k, reciprocal_rank, token_f1
+from kgrag.llm.steps import record_replies
 from kgrag.methods.registry import KG_DATASETS as KG_DATASETS
 from kgrag.methods.registry import TEXT_DATASETS as TEXT_DATASETS
 
@@ -301,6 +302,29 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
+#: the characters of each raw LLM reply kept in a record (``extra["replies"]``)
+REPLY_CHARS = 2000
+
+
+def step_stats(records: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per LLM step, over the records' kept replies: calls, replies judged by the step's
+    parser, how many it could not use, and that rate in percent (``None`` for a step whose
+    replies are not judged: one that parses leniently, never refusing a reply)."""
+    stats: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        for reply in (rec.get("extra") or {}).get("replies", ()):
+            entry = stats.setdefault(reply["step"] or "(unnamed)",
+                                     {"calls": 0, "judged": 0, "unusable": 0})
+            entry["calls"] += 1
+            if reply.get("usable") is not None:
+                entry["judged"] += 1
+                entry["unusable"] += not reply["usable"]
+    for entry in stats.values():
+        entry["unusable_rate"] = (round(100 * entry["unusable"] / entry["judged"], 2)
+                                  if entry["judged"] else None)
+    return stats
+
+
 def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
     """Means over questions: metrics in percent, cost and latency per question."""
     keys = ["hits@1", f"hits@{k}", "mrr", "answer_recall", "em", "f1"]
@@ -325,6 +349,9 @@ def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
         if records else None,
         "context_chars_mean": round(statistics.fmean(r["context_chars"] for r in records), 1)
         if records else None,
+        **({"llm_steps": steps} if (steps := step_stats(records)) else {}),
+        "unusable_questions": sum(1 for r in records
+                                  if (r.get("extra") or {}).get("unusable_reply")),
     }
 
 
@@ -440,7 +467,12 @@ def evaluate(method_name: str, dataset_name: str | DatasetSpec, *, mode: str = "
         bar = _progress(todo, f"{method_name} {dataset_name} {mode}", progress)
         with jsonl.open("a", encoding="utf-8") as fh:
             for ex in bar:
-                outcome = run_one(ex, ex.question)
+                with record_replies() as replies:
+                    outcome = run_one(ex, ex.question)
+                if replies:  # llm mode: each step's replies and whether the step could use them
+                    outcome.extra = {**outcome.extra, "replies": [
+                        {"step": r.step, "usable": r.usable, "error": r.error[:200],
+                         "reply": r.reply[:REPLY_CHARS]} for r in replies]}
                 line = record(ex, outcome, score(outcome, ex.answers, k))
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
                 fh.flush()

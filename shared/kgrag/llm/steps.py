@@ -18,7 +18,9 @@ request is recorded, by step name, in a :class:`CallLog`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
+import contextvars
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -67,6 +69,49 @@ def reask_prompt(prompt: str, error: LLMOutputError) -> str:
             "Reply again, following the required format exactly.")
 
 
+@dataclass(frozen=True)
+class ReplyRecord:
+    """One LLM reply and what its step's parser made of it: ``usable`` is ``None`` for a step
+    that parses without :func:`ask_and_parse` (its reply is kept, not judged)."""
+
+    step: str
+    reply: str
+    usable: bool | None = None
+    error: str = ""
+
+
+#: the reply logs open in this context (see :func:`record_replies`)
+_REPLY_LOGS: contextvars.ContextVar[tuple[list[ReplyRecord], ...]] = contextvars.ContextVar(
+    "kgrag_reply_logs", default=())
+
+
+@contextmanager
+def record_replies() -> Iterator[list[ReplyRecord]]:
+    """Collect every LLM reply made in this context inside the block, in order, with its step
+    and whether the step could use it (the evaluation's unusable-reply rate per step, and the
+    raw replies kept as parser fixtures). Follows ``asyncio`` tasks and ``to_thread``."""
+    log: list[ReplyRecord] = []
+    token = _REPLY_LOGS.set(_REPLY_LOGS.get() + (log,))
+    try:
+        yield log
+    finally:
+        _REPLY_LOGS.reset(token)
+
+
+def _note_reply(record: ReplyRecord) -> None:
+    for log in _REPLY_LOGS.get():
+        log.append(record)
+
+
+def _judge_last(step: str, usable: bool, error: str = "") -> None:
+    """Mark the last unjudged reply of ``step`` in every open log (the driver recorded it)."""
+    for log in _REPLY_LOGS.get():
+        for i in range(len(log) - 1, -1, -1):
+            if log[i].step == step and log[i].usable is None:
+                log[i] = ReplyRecord(step, log[i].reply, usable, error)
+                break
+
+
 def ask_and_parse(prompt: str, parse: Callable[[str], T], *, retries: int = 1,
                   system: str | None = None, step: str = "") -> Steps[tuple[T, str]]:
     """Ask, parse, and on :class:`LLMOutputError` re-ask up to ``retries`` times with the error.
@@ -77,11 +122,15 @@ def ask_and_parse(prompt: str, parse: Callable[[str], T], *, retries: int = 1,
     for re_asks_left in range(retries, -1, -1):
         reply = yield LLMRequest(attempt, system, step)
         try:
-            return parse(reply), reply
+            parsed = parse(reply)
         except LLMOutputError as exc:
+            _judge_last(step, False, str(exc))
             if not re_asks_left:
                 raise
             attempt = reask_prompt(prompt, exc)
+        else:
+            _judge_last(step, True)
+            return parsed, reply
     raise AssertionError("unreachable: the last try returns or raises")
 
 
@@ -130,6 +179,7 @@ async def _drive(steps: Steps[T], complete: Callable[[LLMRequest], Awaitable[Any
         try:
             with llm_step(request.step):
                 reply, error = _as_text(await complete(request)), None
+            _note_reply(ReplyRecord(request.step, reply))
         except Exception as exc:  # noqa: BLE001 -- re-raised inside the algorithm, at its yield
             reply, error = None, exc
 
@@ -173,9 +223,11 @@ def run_sync(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
 
 
 def complete_and_parse(llm: Any, prompt: str, parse: Callable[[str], T], *, retries: int = 1,
-                       system: str | None = None) -> tuple[T, str]:
+                       system: str | None = None,
+                       step: str = "") -> tuple[T, str]:
     """:func:`ask_and_parse` answered by ``llm.complete``: ``(parsed, raw_reply)``."""
-    return run_sync(ask_and_parse(prompt, parse, retries=retries, system=system), llm)
+    return run_sync(ask_and_parse(prompt, parse, retries=retries, system=system, step=step),
+                    llm)
 
 
 def complete_answer(llm: Any, prompt: str, *, system: str | None = None,
@@ -191,6 +243,8 @@ async def acomplete_answer(llm: Any, prompt: str, *, system: str | None = None,
 
 
 async def acomplete_and_parse(llm: Any, prompt: str, parse: Callable[[str], T], *,
-                              retries: int = 1, system: str | None = None) -> tuple[T, str]:
+                              retries: int = 1, system: str | None = None,
+                       step: str = "") -> tuple[T, str]:
     """:func:`ask_and_parse` answered by ``await llm.acomplete``: ``(parsed, raw_reply)``."""
-    return await run_async(ask_and_parse(prompt, parse, retries=retries, system=system), llm)
+    return await run_async(ask_and_parse(prompt, parse, retries=retries, system=system,
+                                         step=step), llm)

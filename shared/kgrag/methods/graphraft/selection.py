@@ -87,7 +87,7 @@ class ChatChoiceSelector:
         prompt, system = self._prompt(question, candidates, m)
         picked, _ = complete_and_parse(
             self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
-            retries=self.retries, system=system)
+            retries=self.retries, system=system, step="select")
         return picked
 
     async def aselect(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
@@ -97,7 +97,7 @@ class ChatChoiceSelector:
         prompt, system = self._prompt(question, candidates, m)
         picked, _ = await acomplete_and_parse(
             self.llm, prompt, lambda reply: parse_choice(reply, len(candidates), m),
-            retries=self.retries, system=system)
+            retries=self.retries, system=system, step="select")
         return picked
 
 

@@ -179,7 +179,7 @@ class SimGRAG(KGMethod):
     def _pattern_steps(self, question: str) -> Steps[tuple[Pattern, str]]:
         """Ask for the pattern: one call, plus up to ``retries`` re-asks with the parse error."""
         return ask_and_parse(self.pattern_prompt(question), parse_pattern_reply,
-                             retries=self.retries)
+                             retries=self.retries, step="pattern")
 
     def _answer_steps(self, question: str, result: RetrievalResult) -> Steps[str]:
         """One answer call over the retrieved subgraphs (re-asked once if blank); the reply."""

@@ -325,7 +325,7 @@ class UltRAG(KGMethod):
         """One query-generation request plus at most ``max_reasks`` re-asks, as steps."""
         return ask_and_parse(self.query_prompt(question, seeds) + feedback, self.parse_reply,
                              retries=self.max_reasks,
-                             system=self.prompts.template("query_system"))
+                             system=self.prompts.template("query_system"), step="query")
 
     def generate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
                        ) -> tuple[Query, str]:
