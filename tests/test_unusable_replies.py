@@ -203,6 +203,10 @@ def test_constructor_and_attribute_take_the_parameter(name, movies, minilm):
     assert method.on_unusable_reply == "empty"
     assert cls.from_graph(movies, embedder=minilm).on_unusable_reply == "raise"  # default
     for value in UNUSABLE_REPLY_POLICIES:
+        if value == "fallback" and not cls.has_llm_free_mode:
+            with pytest.raises(ValueError, match="no LLM-free mode"):
+                method.on_unusable_reply = value
+            continue
         method.on_unusable_reply = value
         assert method.on_unusable_reply == value
     with pytest.raises(ValueError):
@@ -244,3 +248,55 @@ def test_from_graph_sets_the_policy_of_a_method_whose_constructor_lacks_it(movie
     assert result.metadata["error"] == "not a pattern"
     with pytest.raises(ValueError):
         Echo.from_graph(movies, on_unusable_reply="maybe")
+
+
+# ---------------------------------------------------------------- on_unusable_reply="fallback"
+@pytest.mark.parametrize("name", ["byokg", "graphraft"])
+@pytest.mark.parametrize("replies", [["blah blah"] * 40,  # unreadable
+                                     # readable, but naming nothing the graph holds
+                                     ["<entities>Gandalf</entities>\n<answers>Mordor</answers>",
+                                      '["Gandalf"]'] * 20])
+def test_fallback_is_the_llm_free_retrieval(name, replies, movies, minilm, caplog):
+    """A weak model never makes the retrieval worse than no model: its unusable replies give
+    exactly the LLM-free mode's result, the reason recorded, the answer step still run."""
+    from kgrag.methods.registry import get_method
+
+    cls = get_method(name).method_class()
+    free = cls.from_graph(movies, embedder=minilm).retrieve(QUESTION)
+    assert free.items  # the LLM-free mode finds something here
+    method = cls.from_graph(movies, llm=scripted_chat(*replies), embedder=minilm,
+                            on_unusable_reply="fallback")
+    with caplog.at_level(logging.WARNING):
+        result = method.retrieve(QUESTION)
+    assert [i.verbalize() for i in result.items] == [i.verbalize() for i in free.items]
+    assert result.metadata["fallback"] and not method.was_unusable(result)
+    assert result.usage.calls >= 1 and "LLM-free" in caplog.text
+    answer = method.answer(QUESTION)  # the retrieval falls back; the LLM still answers
+    assert answer.retrieval.metadata["fallback"] and not answer.text.startswith("No answer")
+    assert answer.usage.calls > result.usage.calls
+
+
+@pytest.mark.parametrize("name", ["simgrag", "ultrag"])
+def test_fallback_is_refused_by_methods_without_an_llm_free_mode(name, movies, minilm):
+    from kgrag.methods.registry import get_method
+
+    cls = get_method(name).method_class()
+    with pytest.raises(ValueError, match="no LLM-free mode"):
+        cls.from_graph(movies, llm=scripted_chat("x"), embedder=minilm,
+                       on_unusable_reply="fallback")
+
+
+def test_fallback_answer_reply_unusable_keeps_the_retrieval(movies, minilm):
+    """A blank answer reply under "fallback": the LLM-free ranking's best candidate answers."""
+    from kgrag.methods.byokg import ByoKGRAG
+
+    method = ByoKGRAG.from_graph(movies, llm=scripted_chat("x"), embedder=minilm,
+                                 on_unusable_reply="fallback")
+    free = method.retrieve_llm_free(QUESTION)
+    answer = method.answer_from(QUESTION, free)  # the scripted "x" is a usable answer
+    assert answer.text == "x"
+    method = ByoKGRAG.from_graph(movies, llm=scripted_chat("", ""), embedder=minilm,
+                                 on_unusable_reply="fallback")
+    answer = method.answer_from(QUESTION, free)
+    assert answer.answers == free.metadata["answer_candidates"][:1]
+    assert answer.retrieval is free and free.metadata["fallback"]

@@ -20,7 +20,10 @@ as it is: convert other graphs first, or use ``from_graph``.
 One policy for LLM replies a method cannot use (docs/examples.md, "Unusable LLM replies"):
 after the step's bounded re-ask, ``on_unusable_reply="raise"`` (the default) raises
 :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result instead, logs a
-warning and records the reason in ``metadata["error"]``. Every method takes the parameter
+warning and records the reason in ``metadata["error"]``; ``"fallback"`` (methods with an
+LLM-free mode: ByoKG-RAG, GraphRAFT, KET-RAG) returns the method's LLM-free retrieval instead,
+the reason in ``metadata["fallback"]``, and the answer step (if any) answers from it -- so a weak
+model is never worse than no model at the retrieval. Every method takes the parameter
 (constructor, ``from_graph`` / ``from_documents``, or the attribute) and applies it through
 :meth:`KGMethod.unusable_reply` / :meth:`KGMethod.unusable_answer`. A model that fails or runs
 out of replies is not an unusable reply: that is :class:`~kgrag.errors.LLMCallError` (or the
@@ -44,9 +47,10 @@ from kgrag.graph.sources.coerce import as_graph_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: the values of ``on_unusable_reply``: raise :class:`~kgrag.errors.LLMOutputError`, or return an
-#: empty result (warning logged, reason in ``metadata["error"]``)
-UNUSABLE_REPLY_POLICIES = ("raise", "empty")
+#: the values of ``on_unusable_reply``: raise :class:`~kgrag.errors.LLMOutputError`, return an
+#: empty result (warning logged, reason in ``metadata["error"]``), or fall back to the method's
+#: LLM-free retrieval (methods that have one; reason in ``metadata["fallback"]``)
+UNUSABLE_REPLY_POLICIES = ("raise", "empty", "fallback")
 #: the default: an unusable reply is an error the caller sees
 DEFAULT_UNUSABLE_REPLY = "raise"
 
@@ -165,6 +169,9 @@ class KGMethod(ABC):
 
     #: Short identifier used in metadata, CLI and evaluation ("byokg", "simgrag", ...).
     name: ClassVar[str] = "method"
+    #: whether the method has an LLM-free retrieval (:meth:`retrieve_llm_free`), which
+    #: ``on_unusable_reply="fallback"`` uses
+    has_llm_free_mode: ClassVar[bool] = False
 
     _on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
 
@@ -187,7 +194,27 @@ class KGMethod(ABC):
 
     @on_unusable_reply.setter
     def on_unusable_reply(self, value: str) -> None:
-        self._on_unusable_reply = check_unusable_reply(value)
+        value = check_unusable_reply(value)
+        if value == "fallback" and not self.has_llm_free_mode:
+            raise ValueError(f"{type(self).__name__} has no LLM-free mode to fall back to "
+                             "(its first step is the LLM's); use 'raise' or 'empty'")
+        self._on_unusable_reply = value
+
+    def retrieve_llm_free(self, question: str) -> RetrievalResult:
+        """The method's retrieval without any LLM call (its LLM-free mode), the result
+        ``on_unusable_reply="fallback"`` returns. Methods with one override this and set
+        :attr:`has_llm_free_mode`."""
+        raise NotImplementedError(f"{type(self).__name__} has no LLM-free mode")
+
+    def _fallback(self, question: str, reason: str, usage: Usage | None,
+                  metadata: dict[str, Any]) -> RetrievalResult:
+        logging.getLogger(type(self).__module__).warning(
+            "%s: unusable LLM reply for %r (%s); using the LLM-free retrieval "
+            "(on_unusable_reply='fallback')", type(self).__name__, question[:200], reason)
+        free = self.retrieve_llm_free(question)
+        meta = {**free.metadata, "fallback": reason, "llm_metadata": metadata}
+        return RetrievalResult(question, list(free.items), self.name,
+                               Usage().add(usage or Usage()).add(free.usage), meta)
 
     def _log_unusable(self, question: str, error: LLMOutputError, what: str) -> str:
         reason = str(error)
@@ -204,6 +231,8 @@ class KGMethod(ABC):
         the LLM usage spent so far and the method's own ``metadata``."""
         if self.on_unusable_reply == "raise":
             raise error
+        if self.on_unusable_reply == "fallback":
+            return self._fallback(question, str(error), usage, metadata)
         reason = self._log_unusable(question, error, "result")
         meta = {**metadata, "error": reason, "unusable_reply": True}
         return RetrievalResult(question, [], self.name, usage or Usage(), meta)
@@ -218,10 +247,43 @@ class KGMethod(ABC):
         if error is not None:
             if self.on_unusable_reply == "raise":
                 raise error
+            if self.on_unusable_reply == "fallback":
+                return self._fallback_answer(question, result, error, usage)
             result.metadata["error"] = self._log_unusable(question, error, "answer")
             result.metadata["unusable_reply"] = True
         total = Usage().add(result.usage).add(usage or Usage())
         return Answer(question, [], f"No answer: {result.metadata.get('error')}.", result, total)
+
+    def _fallback_answer(self, question: str, result: RetrievalResult, error: LLMOutputError,
+                         usage: Usage | None) -> Answer:
+        """An unusable answer reply under ``"fallback"``: the retrieval's own best answer
+        candidate (LLM-free ranking), when it ranks candidates, else no answer; the retrieval
+        is kept either way."""
+        reason = str(error)
+        logging.getLogger(type(self).__module__).warning(
+            "%s: unusable answer reply for %r (%s); answering with the retrieval's best "
+            "candidate (on_unusable_reply='fallback')", type(self).__name__, question[:200],
+            reason)
+        result.metadata["fallback"] = reason
+        candidates = [str(c) for c in result.metadata.get("answer_candidates") or ()]
+        total = Usage().add(result.usage).add(usage or Usage())
+        if candidates:
+            return Answer(question, candidates[:1], candidates[0], result, total)
+        return Answer(question, [], f"No answer: {reason}.", result, total)
+
+    def answer_after_unusable(self, question: str, result: RetrievalResult) -> Answer:
+        """The answer for a retrieval whose LLM reply was unusable: under ``"fallback"`` the
+        LLM answers from the LLM-free retrieval :meth:`unusable_reply` returned; otherwise
+        :meth:`unusable_answer` (no LLM call)."""
+        if result.metadata.get("fallback") and not self.was_unusable(result):
+            return self.answer_from(question, result)
+        return self.unusable_answer(question, result)
+
+    async def aanswer_after_unusable(self, question: str, result: RetrievalResult) -> Answer:
+        """Async :meth:`answer_after_unusable`."""
+        if result.metadata.get("fallback") and not self.was_unusable(result):
+            return await self.aanswer_from(question, result)
+        return self.unusable_answer(question, result)
 
     @staticmethod
     def was_unusable(result: RetrievalResult) -> bool:

@@ -104,11 +104,14 @@ class ByoKGRAG(KGMethod):
       see :mod:`kgrag.llm.prompts`.
     - ``on_unusable_reply`` ["raise"]: a KG-Linker reply with none of its tags, or a blank
       answer, still so after one re-ask, raises :class:`~kgrag.errors.LLMOutputError`;
-      ``"empty"`` returns an empty result instead (docs/examples.md, "Unusable LLM replies").
+      ``"empty"`` returns an empty result instead (docs/examples.md, "Unusable LLM replies");
+      ``"fallback"`` returns the LLM-free retrieval (and answers from it), also when the
+      replies parse but link no entity of the graph.
       The agentic steps' replies keep their documented stop ("no relation selected").
     """
 
     name = "byokg"
+    has_llm_free_mode = True
 
     @keyword_only_llm("llm", "embedder")
     def __init__(
@@ -305,6 +308,9 @@ class ByoKGRAG(KGMethod):
                                                      log=log, question_vector=question_vector)
             context.add_triples(triples)
             log["context_size"] = len(context)
+        if self.on_unusable_reply == "fallback" and not (explored or grounded_answers):
+            # replies that parse but name nothing the graph holds: as unusable as no reply
+            raise LLMOutputError("the KG-Linker's replies name no entity of the graph")
         return context, meta
 
     def _retrieve_paths(self, metapaths: list[str], sources: list[str], answers: list[str],
@@ -448,7 +454,7 @@ class ByoKGRAG(KGMethod):
         try:
             context, meta, reply = run_sync(self._answer_steps(question), llm, log)
         except LLMOutputError as exc:  # the KG-Linker's reply
-            return self.unusable_answer(question, self._unusable(question, exc, log, llm))
+            return self.answer_after_unusable(question, self._unusable(question, exc, log, llm))
         return self._answer(question, context, meta, reply, log, llm)
 
     async def aanswer(self, question: str) -> Answer:
@@ -458,7 +464,8 @@ class ByoKGRAG(KGMethod):
         try:
             context, meta, reply = await run_async(self._answer_steps(question), llm, log)
         except LLMOutputError as exc:
-            return self.unusable_answer(question, self._unusable(question, exc, log, llm))
+            return await self.aanswer_after_unusable(
+                question, self._unusable(question, exc, log, llm))
         return self._answer(question, context, meta, reply, log, llm)
 
     def _answer_request(self, question: str, result: RetrievalResult) -> tuple[str, str]:
@@ -502,6 +509,10 @@ class ByoKGRAG(KGMethod):
         except LLMOutputError as exc:
             return self.unusable_answer(question, result, exc, spent)
         return self._answer_from_reply(question, result, reply, spent)
+
+    def retrieve_llm_free(self, question: str) -> RetrievalResult:
+        """:meth:`retrieve_without_llm` (what ``on_unusable_reply="fallback"`` returns)."""
+        return self.retrieve_without_llm(question)
 
     def retrieve_without_llm(self, question: str) -> RetrievalResult:
         """The LLM-free mode: linked n-gram entities, scored triplets, 2-hop paths, candidates.

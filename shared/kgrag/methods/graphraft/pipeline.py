@@ -30,6 +30,8 @@ no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline
 
 from __future__ import annotations
 
+import copy
+
 import logging
 import math
 import re
@@ -161,6 +163,7 @@ class GraphRAFT(KGMethod):
     """
 
     name = "graphraft"
+    has_llm_free_mode = True
 
     def __init__(
         self,
@@ -343,6 +346,7 @@ class GraphRAFT(KGMethod):
                     more, over = self.execute_selected([rest[i] for i in again])
                     executed, breached = executed + more, breached + over
                 nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+                self._check_grounded(nodes)
         except LLMOutputError as exc:  # L0 or chat selection, after its re-ask
             return self.unusable_reply(question, exc, usage)
         return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
@@ -379,10 +383,27 @@ class GraphRAFT(KGMethod):
                     more, over = self.execute_selected([rest[i] for i in again])
                     executed, breached = executed + more, breached + over
                 nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+                self._check_grounded(nodes)
         except LLMOutputError as exc:
             return self.unusable_reply(question, exc, usage)
         return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
                             usage, breached)
+
+    def _check_grounded(self, nodes: Sequence[RetrievedNode]) -> None:
+        """Under ``on_unusable_reply="fallback"``, replies that led to no node at all are as
+        unusable as unreadable ones: :class:`LLMOutputError`, so the LLM-free mode runs."""
+        if self.llm is not None and self.on_unusable_reply == "fallback" and not nodes:
+            raise LLMOutputError("the LLM's replies led to no node of the graph")
+
+    def retrieve_llm_free(self, question: str) -> RetrievalResult:
+        """The LLM-free mode (question n-grams as mentions, the embedding selector): this
+        method's configuration without its LLM (``on_unusable_reply="fallback"``)."""
+        free = copy.copy(self)
+        free.llm = None
+        if isinstance(self.selector, ChatChoiceSelector):
+            free.selector = EmbeddingSelector(self.embedder, self.graph)
+        free._on_unusable_reply = "raise"
+        return free.retrieve(question)
 
     def _result(self, question: str, mentions: list[str], entities: list[str],
                 cands: Sequence[Candidate], selected: Sequence[Candidate],

@@ -62,6 +62,9 @@ class KETRAG(KGMethod):
     """
 
     name = "ketrag"
+    #: retrieval never calls the LLM (the index's extraction did, when it was built): its
+    #: LLM-free retrieval is :meth:`retrieve` itself
+    has_llm_free_mode = True
 
     def __init__(self, index: KETIndex, *, llm: Any = None, embedder: Any = None,
                  tokenizer: TextTokenizer | str | None = None, prompts: Any = None,
@@ -137,6 +140,10 @@ class KETRAG(KGMethod):
                 f"({self.index.embedder_name})")
         norm = float(np.linalg.norm(q))
         return q / norm if norm else q
+
+    def retrieve_llm_free(self, question: str) -> RetrievalResult:
+        """:meth:`retrieve`, which makes no LLM call."""
+        return self.retrieve(question)
 
     def retrieve(self, question: str) -> RetrievalResult:
         if not isinstance(question, str) or not question.strip():
