@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from machine_info import machine_info  # noqa: E402
 from kgrag.llm.local import local_chat_model, resolve_local_model  # noqa: E402
 
 PROMPTS = [
@@ -41,24 +41,6 @@ PROMPTS = [
     "List ten facts about the ocean, one per line.",
     "Write a letter to a friend about your summer holidays.",
 ]
-
-
-def cpu_info() -> dict:
-    info = {"model": platform.processor() or "", "flags": []}
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return info
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and not info["model"]:
-            info["model"] = value.strip()
-        if key.strip() == "flags":
-            flags = set(value.split())
-            info["flags"] = sorted(f for f in flags if f.startswith(("avx", "fma", "f16c", "sse4",
-                                                                      "amx", "vnni")))
-            break
-    return info
 
 
 def count_tokens(runtime: str, chat, text: str) -> int:
@@ -122,9 +104,7 @@ def main() -> int:
         "file": model.gguf_file, "threads": args.threads,
         "max_new_tokens": args.max_new_tokens, "decoding": "greedy",
         "results": results, "fastest": fastest["runtime"],
-        "machine": {"cpu": cpu_info(), "cpus": os.cpu_count(),
-                    "python": platform.python_version(),
-                    "loadavg_start": load_start, "loadavg_end": os.getloadavg()},
+        "machine": machine_info(loadavg_start=load_start, loadavg_end=os.getloadavg()),
         "command": "flock /work/bench.lock .venv/bin/python benchmarks/local_llm_runtime.py "
                    f"--threads {args.threads}",
     }

