@@ -37,8 +37,10 @@ def __getattr__(name: str) -> object:  # METHODS stays importable, read from the
     raise AttributeError(name)
 
 def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: str | None = None,
-             query: str | None = None, top: int = 10) -> Any:
-    """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult."""
+             query: str | None = None, top: int = 10, on_unusable_reply: str | None = None
+             ) -> Any:
+    """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult.
+    ``on_unusable_reply``: the method's policy (default: see :func:`_policy`)."""
     if method == "simgrag":
         from kgrag.llm.parsing import parse_literal
         from kgrag.methods.simgrag import SimGRAG
@@ -46,7 +48,8 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
         if not pattern and llm is None:  # checked before the (costly) index is built
             raise KgragError("SimGRAG needs a query pattern: pass --pattern '[(\"UNKNOWN x 1\", "
                              "\"relation\", \"Entity\")]' or an LLM with --llm module:factory")
-        simgrag = SimGRAG(kg, llm=llm, k=min(top, 3))
+        simgrag = SimGRAG(kg, llm=llm, k=min(top, 3),
+                          on_unusable_reply=_policy(on_unusable_reply, SimGRAG))
         if pattern:
             return simgrag.retrieve_pattern(parse_literal(pattern), question)
         return simgrag.retrieve(question)
@@ -56,7 +59,8 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
         if not query and llm is None:
             raise KgragError("UltRAG needs a logical query: pass --query '\"Entity\" -> relation' "
                              "or an LLM with --llm module:factory")
-        ultrag = UltRAG(kg, llm=llm, linking="exact", top_k=top)
+        ultrag = UltRAG(kg, llm=llm, linking="exact", top_k=top,
+                        on_unusable_reply=_policy(on_unusable_reply, UltRAG))
         if query:
             return ultrag.retrieve_query(query, question)
         return ultrag.retrieve(question)
@@ -70,7 +74,18 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: s
     params = dict(spec.ask_params)
     if spec.ask_top_param:
         params[spec.ask_top_param] = top
+    if llm is not None:
+        params["on_unusable_reply"] = _policy(on_unusable_reply, spec.method_class())
     return spec.build(kg, llm=llm, **params).retrieve(question)
+
+
+def _policy(requested: str | None, cls: Any) -> str:
+    """``--on-unusable-reply``; by default ``"fallback"`` (the LLM-free retrieval) for a method
+    that has an LLM-free mode, so a weak model's unusable reply still gives an answer, else
+    ``"raise"`` (the error is printed)."""
+    if requested:
+        return requested
+    return "fallback" if getattr(cls, "has_llm_free_mode", False) else "raise"
 
 def _check_method_inputs(method: str, pattern: str | None, query: str | None) -> None:
     """Fail on a malformed ``--pattern`` / ``--query`` in milliseconds, not after the graph is
@@ -113,11 +128,14 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     kg = graph_from_args(args)
     result = ranked(retrieve(kg, args.question, args.method,
                              llm=load_factory(args.llm, "--llm"), pattern=args.pattern,
-                             query=args.query, top=args.top))
+                             query=args.query, top=args.top,
+                             on_unusable_reply=args.on_unusable_reply))
     print(f"question: {result.question}")
     print(f"method: {result.method}  items: {len(result.items)}  "
           f"LLM calls: {result.usage.calls}  (best first)")
-    if result.metadata.get("error"):
+    if result.metadata.get("fallback"):
+        print(f"unusable LLM reply ({result.metadata['fallback']}): LLM-free retrieval")
+    elif result.metadata.get("error"):
         print(f"error: {result.metadata['error']}")
     elif not result.items and result.metadata.get("empty_reason"):
         print(f"nothing retrieved: {result.metadata['empty_reason']}")
@@ -169,4 +187,9 @@ def register(subparsers: Any) -> None:
                                         "'\"Japan\" -> country_of_inv'")
     add_model_arguments(parser, embedder_help=None)
     parser.add_argument("--top", type=int, default=10, help="items printed and drawn (default 10)")
+    parser.add_argument("--on-unusable-reply", choices=("raise", "empty", "fallback"),
+                        default=None,
+                        help="an LLM reply the method cannot use: raise (an error), empty (an "
+                             "empty result) or fallback (the LLM-free retrieval); default "
+                             "fallback for byokg and graphraft, raise for the others")
     parser.set_defaults(func=_cmd_ask)
