@@ -75,8 +75,8 @@ def _row(summary: dict, *, framework: str, policy: str, llm_spec: str, free: dic
     }
 
 
-def _save(rows: list[dict], meta: dict) -> None:
-    existing = json.loads(OUT.read_text()) if OUT.exists() else {"rows": []}
+def _save(rows: list[dict], meta: dict, out_path: Path = OUT) -> None:
+    existing = json.loads(out_path.read_text()) if out_path.exists() else {"rows": []}
     key = lambda r: (r["method"], r["dataset"], r.get("framework"), r.get("policy"))  # noqa: E731
     merged = {key(r): r for r in existing.get("rows", [])}
     merged.update({key(r): r for r in rows})
@@ -85,7 +85,12 @@ def _save(rows: list[dict], meta: dict) -> None:
            "rows": sorted(merged.values(), key=lambda r: (order.get((r["method"], r["dataset"]), 99),
                                                           r.get("framework", ""),
                                                           r.get("policy", "")))}
-    OUT.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    out_path.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _slug(spec: str) -> str:
+    """A folder name for an LLM spec: records of different models or options never mix."""
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in spec)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -102,7 +107,7 @@ def run(args: argparse.Namespace) -> None:
         started = time.time()
         params = {"on_unusable_reply": args.policy} if args.policy != "empty" else None
         summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
-                           out_dir=RECORDS / args.framework, data_root=DATA,
+                           out_dir=RECORDS / args.framework / _slug(args.llm), data_root=DATA,
                            cache_dir=EMB_CACHE, params=params, progress=False)
         free = None
         if applicable(method, dataset, "llm-free"):
@@ -112,7 +117,7 @@ def run(args: argparse.Namespace) -> None:
             free = {"n": fs["evaluated"], **fs["metrics"]}
         row = _row(summary, framework=args.framework, policy=args.policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
-        _save([row], meta)
+        _save([row], meta, Path(args.out))
         print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {args.policy}: "
               f"n={row['n']} hits@1={row['hits@1']} em={row['em']} "
               f"recall={row['answer_recall']} (llm-free {free and free.get('answer_recall')}) "
@@ -124,7 +129,7 @@ def fixtures(per_step: int = 20) -> None:
     """20 raw replies per (method, step) from the kept records, spread over the questions."""
     FIXTURES.mkdir(parents=True, exist_ok=True)
     by_key: dict[tuple[str, str], list[dict]] = {}
-    for path in sorted(RECORDS.glob("*/*__llm*.jsonl")):
+    for path in sorted(RECORDS.glob("*/*/*__llm*.jsonl")):
         method, dataset = path.name.split("__")[:2]
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
@@ -151,6 +156,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="methods, comma-separated")
     parser.add_argument("--datasets", default="", help="datasets, comma-separated")
     parser.add_argument("--fixtures", action="store_true")
+    parser.add_argument("--out", default=str(OUT), help="the results JSON")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -23,8 +23,9 @@ fi
 # The llama.cpp runtime (the faster one): llama-cpp-python builds from source where no wheel is
 # found (~9 minutes on 2 cores, once: pip caches the wheel; PIP_FIND_LINKS=DIR uses a built one).
 # KGRAG_NO_LLAMACPP=1 skips it (kgrag.llm.local then runs on transformers; its tests skip).
-if [ "${KGRAG_NO_LLAMACPP:-0}" != "1" ]; then
-    .venv/bin/python -m pip install -q -e ".[local-llamacpp]"
+# A failed build (no cmake / C++ compiler) is a warning, not a failed setup.
+if [ "${KGRAG_NO_LLAMACPP:-0}" != "1" ] && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+    .venv/bin/python -m pip install -q -e ".[local-llamacpp]" || echo "warning: llama-cpp-python did not install (needs cmake and a C++ compiler); the local model runs on transformers" >&2
 fi
 # The other end of the neo4j driver range kgrag declares (>=5.25,<7), kept apart from the venv
 # (which has 5.25.0) for tests/test_neo4j_driver_range.py.
