@@ -251,11 +251,11 @@ def test_from_graph_sets_the_policy_of_a_method_whose_constructor_lacks_it(movie
 
 
 # ---------------------------------------------------------------- on_unusable_reply="fallback"
-@pytest.mark.parametrize("name", ["byokg", "graphraft"])
-@pytest.mark.parametrize("replies", [["blah blah"] * 40,  # unreadable
-                                     # readable, but naming nothing the graph holds
-                                     ["<entities>Gandalf</entities>\n<answers>Mordor</answers>",
-                                      '["Gandalf"]'] * 20])
+@pytest.mark.parametrize("name, replies", [
+    ("byokg", ["blah blah"] * 40),  # unreadable
+    ("graphraft", ["blah blah"] * 40),
+    ("byokg", ["<entities></entities>"] * 40),  # readable, but linking nothing
+])
 def test_fallback_is_the_llm_free_retrieval(name, replies, movies, minilm, caplog):
     """A weak model never makes the retrieval worse than no model: its unusable replies give
     exactly the LLM-free mode's result, the reason recorded, the answer step still run."""
