@@ -154,7 +154,8 @@ def register(subparsers: Any) -> None:
                              "the ONNX export of the model (default: $KGRAG_CACHE_DIR or the "
                              "user cache directory)")
     add_model_arguments(parser, llm_help="package.module:factory returning a LangChain/"
-                                         "LlamaIndex LLM (needed by --mode llm)")
+                                         "LlamaIndex LLM, or local:smollm2-135m (a model run "
+                                         "on this machine; needed by --mode llm)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="method constructor parameter (repeatable)")
     parser.add_argument("--k", type=int, default=10, help="k of Hits@k (default 10)")
