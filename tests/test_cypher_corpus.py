@@ -3,8 +3,11 @@ through both protocols, and the Cypher budgets (row cap, generators, server time
 
 One throwaway server per module holds a small graph under the key ``falkordb`` (the graph every
 Bolt query uses), so the Redis-protocol store and the Bolt store see the same data. After every
-case the database's nodes, edges, properties, labels, relationship types, property keys, indexes
-and graph keys are compared with a fingerprint taken through the trusted Redis client.
+case the server process must be alive and answer a trivial read, and the database's nodes, edges,
+properties, labels, relationship types, property keys, indexes and graph keys are compared with a
+fingerprint taken through the trusted Redis client. Over Bolt the store detects FalkorDB's
+endpoint, so ``refuse@falkordb-bolt`` cases (temporal values, which abort that server) are
+refused there and run over the Redis protocol.
 """
 
 from __future__ import annotations
