@@ -167,6 +167,11 @@ def _register_link(subparsers: Any) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kgrag.demo import run_demo
 
+    if args.data_path:
+        from kgrag.demo import demo_data_path
+
+        print(demo_data_path())
+        return 0
     print(f"kgrag {__version__} demo (offline; no LLM, no model download)")
     run_demo(print, data_path=args.data)
     return 0
@@ -183,10 +188,17 @@ def _register_demo(subparsers: Any) -> None:
                     "linking and one hop, relation paths and shortest paths, then one LLM-free "
                     f"step of each method that has one ({with_steps}). Offline: no LLM, no "
                     "model download, no API key.",
-        examples=["kgrag demo", "kgrag demo --data my_triples.tsv"])
+        examples=["kgrag demo", "kgrag demo --data my_triples.tsv",
+                  "kgrag demo --data-path    # where the bundled movies.tsv is"],
+        notes="On another graph (--data) the steps take their names from it: a fact of its "
+              "most frequent relation, a question about it, its paths, then one LLM-free "
+              "retrieval per method.")
     parser.add_argument("--data", default=None,
                         help="another triples file to run the demo on (default: "
                              "$KGRAG_DEMO_DATA, else the bundled movies.tsv)")
+    parser.add_argument("--data-path", action="store_true",
+                        help="print the path of the demo's triples file (the bundled "
+                             "movies.tsv, or $KGRAG_DEMO_DATA) and exit")
     parser.set_defaults(func=_cmd_demo)
 
 

@@ -156,11 +156,140 @@ def demo_steps() -> list[DemoStep]:
     return steps
 
 
+# ---------------------------------------------------------------------- any other graph
+def bundled_data_path() -> Path:
+    """The movie graph shipped in the package (``kgrag demo --data-path`` prints it)."""
+    return Path(__file__).resolve().parent / "data" / "movies.tsv"
+
+
+def is_bundled(path: str | Path) -> bool:
+    """Whether ``path`` is the bundled movie graph (the curated steps name its movies)."""
+    return Path(path).resolve() == bundled_data_path()
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Names taken from the user's graph for the demo: a fact ``(head, relation, tail)``, the
+    relation that continues from ``tail`` (or ``None``), and a node far from ``head``."""
+
+    head: str
+    relation: str
+    tail: str
+    next_relation: str | None
+    far: str
+
+
+def sample_of(kg: KnowledgeGraph) -> Sample | None:
+    """A fact of ``kg``'s most frequent relation whose head has the most edges, preferring a
+    tail the walk can go on from; ``None`` for a graph without edges."""
+    if not kg.num_edges:
+        return None
+    relation = kg.relation_histogram()[0][0]
+    degrees = kg.degree(kg.iter_node_names())
+    facts = sorted((t for t in kg.triples() if t.relation == relation),
+                   key=lambda t: (-degrees.get(t.head, 0), t.head))
+    best = None
+    for fact in facts[:200]:
+        onward = [t.relation for t in kg.one_hop([fact.tail], direction="out")
+                  if t.tail != fact.head]
+        if onward:
+            best = (fact, onward[0])
+            break
+    fact, next_relation = best if best else (facts[0], None)
+    far = max(degrees, key=lambda n: (n not in (fact.head, fact.tail), degrees[n]))
+    return Sample(fact.head, fact.relation, fact.tail, next_relation, far)
+
+
+def _words(relation: str) -> str:
+    return relation.replace("_", " ").replace(".", " ").strip()
+
+
+def _generic_graph(ctx: DemoContext) -> None:
+    _show_graph(ctx)
+    sample = ctx.state["sample"]
+    ctx.out(f"Example fact: ({sample.head}, {sample.relation}, {sample.tail})")
+
+
+def _generic_linking(ctx: DemoContext) -> None:
+    sample = ctx.state["sample"]
+    ctx.out("Fuzzy entity linking (rapidfuzz; top 3 per mention):")
+    for mention in dict.fromkeys((sample.head.lower(), sample.tail[:-1] or sample.tail,
+                                  sample.far)):
+        links = ctx.linker.link(mention, top_m=3)
+        shown = ", ".join(f"{link.name} {link.score:.2f} [{link.source}]" for link in links)
+        ctx.out(f"  {mention!r:20} -> {shown or 'no match'}")
+
+
+def _generic_question(ctx: DemoContext) -> None:
+    from kgrag.linking import extract_mentions
+
+    sample = ctx.state["sample"]
+    question = f"What is the {_words(sample.relation)} of {sample.head}?"
+    entities = [m.name for m in extract_mentions(question, ctx.linker)]
+    ctx.out(f"Question: {question}")
+    ctx.out(f"  entities found in the question: {entities}")
+    answers = sorted({t.tail for t in ctx.kg.one_hop(entities, direction="out",
+                                                     relations=[sample.relation])})
+    ctx.out(f"  {sample.relation} -> {answers}")
+    ctx.state["question"], ctx.state["question_entities"] = question, entities
+
+
+def _generic_paths(ctx: DemoContext) -> None:
+    sample = ctx.state["sample"]
+    steps = [sample.relation] + ([sample.next_relation] if sample.next_relation else [])
+    path = " -> ".join(steps)
+    ctx.out(f"Follow {path!r} from {sample.head}:")
+    for found in ctx.kg.follow_path([sample.head], path)[:5]:
+        ctx.out(f"  {found.verbalize()}")
+    found = ctx.kg.shortest_paths([sample.head], [sample.far], max_hops=4)
+    ctx.out(f"Shortest path {sample.head} .. {sample.far} (undirected, at most 4 hops):")
+    ctx.out(f"  {found[0].verbalize()}" if found else "  none within 4 hops")
+
+
+def _generic_method_step(name: str) -> DemoStep:
+    """``kgrag ask``'s LLM-free retrieval with method ``name`` for the sample question (SimGRAG
+    and UltRAG get the pattern / query an LLM would write, built from the sample fact)."""
+    def run(ctx: DemoContext) -> None:
+        from kgrag.ask import retrieve
+
+        sample, question = ctx.state["sample"], ctx.state["question"]
+        pattern = repr([(sample.head, sample.relation, "UNKNOWN thing 1")])
+        query = f'"{sample.head}" -> {sample.relation}'
+        result = retrieve(ctx.kg, question, name, pattern=pattern, query=query, top=3)
+        shown = {"simgrag": f" with the pattern {pattern}", "ultrag": f" with the query {query}"}
+        ctx.out(f"{question}{shown.get(name, '')}:")
+        for item in result.items[:3]:
+            ctx.out(f"  {item.verbalize()}")
+        if not result.items:
+            ctx.out(f"  nothing: {result.metadata.get('empty_reason', 'no match')}")
+    return DemoStep(f"{name}: one LLM-free retrieval on your graph", run)
+
+
+def generic_steps() -> list[DemoStep]:
+    """The demo for any graph: the core steps on names taken from it (:func:`sample_of`),
+    then one LLM-free retrieval per registered graph method."""
+    from kgrag.methods.registry import method_names
+
+    return [DemoStep("Your graph", _generic_graph), DemoStep("Entity linking", _generic_linking),
+            DemoStep("A question answered by linking and one hop (no LLM)", _generic_question),
+            DemoStep("Relation paths and shortest paths", _generic_paths),
+            *(_generic_method_step(name) for name in method_names("graph"))]
+
+
 def run_demo(out: Callable[[str], None] = print, *, data_path: str | Path | None = None,
              steps: Sequence[DemoStep] | None = None) -> DemoContext:
-    """Load the demo graph and run ``steps`` (default: :func:`demo_steps`); returns the context."""
+    """Load the demo graph and run ``steps`` (default: :func:`demo_steps` on the bundled movie
+    graph, :func:`generic_steps` on any other graph, whose names they take from it); returns
+    the context."""
     path = Path(data_path) if data_path is not None else demo_data_path()
     ctx = DemoContext(kg=KnowledgeGraph.from_csv(path), data_path=path, out=out)
+    if steps is None and not is_bundled(path):
+        sample = sample_of(ctx.kg)
+        if sample is None:
+            out(f"{path} holds no triples: nothing to show")
+            return ctx
+        ctx.state["sample"] = sample
+        steps = generic_steps()
     selected = demo_steps() if steps is None else list(steps)
     for number, step in enumerate(selected, start=1):
         out("")
