@@ -241,9 +241,9 @@ def _generic_paths(ctx: DemoContext) -> None:
     ctx.out(f"Follow {path!r} from {sample.head}:")
     for found in ctx.kg.follow_path([sample.head], path)[:5]:
         ctx.out(f"  {found.verbalize()}")
-    found = ctx.kg.shortest_paths([sample.head], [sample.far], max_hops=4)
+    shortest = ctx.kg.shortest_paths([sample.head], [sample.far], max_hops=4)
     ctx.out(f"Shortest path {sample.head} .. {sample.far} (undirected, at most 4 hops):")
-    ctx.out(f"  {found[0].verbalize()}" if found else "  none within 4 hops")
+    ctx.out(f"  {shortest[0].verbalize()}" if shortest else "  none within 4 hops")
 
 
 def _generic_method_step(name: str) -> DemoStep:
