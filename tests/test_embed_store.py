@@ -128,6 +128,39 @@ def test_onnx_backend_within_1e_3_cosine_of_previous_path_on_metaqa_names(minilm
     np.testing.assert_array_equal(got[-2], got[-1])  # same tokens for an uncased model
 
 
+def test_onnx_bulk_input_runs_batches_side_by_side_with_the_same_vectors(minilm):
+    """Many batches on a multi-thread encoder: whole batches run on one-thread sessions side by
+    side (names are too short to split one batch's products well); the vectors are those of
+    the one-session path (same rows, same order) within float32 rounding."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    import random
+
+    from metaqa_samples import metaqa_entity_names
+
+    from kgrag.embed.onnx_backend import BULK_BATCHES, OnnxSentenceEncoder
+
+    sample = random.Random(26).sample(metaqa_entity_names(), 300) + ["Paprika", "PAPRIKA"]
+    export_dir = SentenceTransformerEmbedder(backend="onnx").onnx_encoder.export_dir
+    encoder = OnnxSentenceEncoder(export_dir, threads=2)
+    tokens = encoder.tokenize(sample)
+    calls = []
+    single = encoder.run_single
+    encoder.run_single = lambda ids, mask: calls.append(len(ids)) or single(ids, mask)
+    assert len(sample) >= BULK_BATCHES * 2 * 8  # enough batches of 8 for the bulk path
+    bulk = encoder.encode(tokens, batch_size=8)
+    assert calls and sum(calls) == len(set(map(tuple, tokens)))  # every distinct text, once
+    assert encoder._single is not None and encoder._single is not encoder.session
+    one = encode_sorted(tokens, encoder.run, batch_size=8, pad_id=encoder.pad_id)
+    bulk /= np.linalg.norm(bulk, axis=1, keepdims=True)
+    one /= np.linalg.norm(one, axis=1, keepdims=True)
+    assert float(np.max(1.0 - np.sum(bulk * one, axis=1))) < 1e-6
+    np.testing.assert_array_equal(bulk[-2], bulk[-1])
+    calls.clear()  # a few texts (a question): the intra-op session, no side-by-side batches
+    encoder.encode(tokens[:20], batch_size=8)
+    assert calls == []
+
+
 def test_model_fingerprint_follows_file_contents(tmp_path):
     (tmp_path / "modules.json").write_text("[]")
     (tmp_path / "config.json").write_text('{"a": 1}')

@@ -278,11 +278,8 @@ class SentenceTransformerEmbedder:
                                    progress=progress)
         encoder = self.onnx_encoder
         if encoder is not None:
-            from kgrag.embed.onnx_backend import encode_sorted
-
-            return encode_sorted(encoder.tokenize(texts), encoder.run,
-                                 batch_size=self.batch_size, pad_id=encoder.pad_id,
-                                 progress=progress)
+            return encoder.encode(encoder.tokenize(texts), batch_size=self.batch_size,
+                                  progress=progress)
         return self._encode_torch(texts, progress)
 
     def _encode_torch(self, texts: list[str], progress: Any) -> np.ndarray:
