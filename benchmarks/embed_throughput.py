@@ -6,6 +6,7 @@ repo root (long runs under ``flock /work/bench.lock`` on the shared machine)::
 
     python benchmarks/embed_throughput.py                        # MetaQA's 43k names + 1M synthetic
     python benchmarks/embed_throughput.py --synthetic 0          # MetaQA only (a few minutes)
+    python benchmarks/embed_throughput.py --synthetic 0 --threads 2 --no-int8   # issue 26's run
 
 Names: MetaQA's 43,234 real entity names (``../shared/data/metaqa``) and synthetic names made by
 recombining their words (2-4 words, as in ``bench_linking.py``). Paths, each with 1 and 2 threads:
@@ -29,7 +30,13 @@ Every path is timed on a sample (``--previous-sample`` names) of each list; ``on
 names). Agreement: the largest ``1 - cosine`` between each path's and ``previous``'s vectors on
 the sample, and for ``bf16`` against ``onnx`` on every name when both ran on the whole list. Wall-clock names/s are what the machine gave; ``cpu_s`` (process CPU seconds)
 is reported beside them because on a shared machine the 1-thread CPU-time ratio is the steadier
-speed-up.
+speed-up. ``bf16`` runs only on CPUs with native bfloat16 (emulated it is slower than float32 and
+is never the default there).
+
+The physical limit: ``limits`` in the JSON has the machine's float32 matrix-product rate
+(PyTorch, square 1024 and MiniLM-shaped ``(64 x 5) x 384 x 1536`` products, per thread count),
+the model's multiply-adds per token (its Linear layers) and the mean tokens per name, hence the
+names/s no float32 path can exceed on this CPU.
 """
 
 from __future__ import annotations
@@ -99,6 +106,42 @@ def int8_encoder(onnx_dir: Path, work: Path, threads: int) -> OnnxSentenceEncode
     return OnnxSentenceEncoder(target, threads=threads)
 
 
+def gemm_gflops(threads: int, m: int, k: int, n: int, seconds: float = 2.0) -> float:
+    """float32 matrix-product rate (GFLOP/s, 2 m k n per product) of PyTorch on ``threads``."""
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    out = torch.empty(m, n)
+    for _ in range(3):
+        torch.mm(a, b, out=out)
+    count, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        torch.mm(a, b, out=out)
+        count += 1
+    return 2.0 * m * k * n * count / (time.perf_counter() - started) / 1e9
+
+
+def physical_limits(threads: list[int], torch_emb, tokens: list[list[int]]) -> dict:
+    """The machine's float32 product rate and what it allows: names/s <= rate / (FLOP per
+    token x tokens per name), counting only the Linear layers (attention over ~5 tokens and the
+    element-wise work are extra)."""
+    import torch
+
+    linear = sum(mod.in_features * mod.out_features for mod in torch_emb.model.modules()
+                 if isinstance(mod, torch.nn.Linear))
+    per_name = float(np.mean([len(t) for t in tokens]))
+    out = {"linear_multiply_adds_per_token": linear, "tokens_per_name_mean": round(per_name, 2),
+           "flop_per_name": round(2 * linear * per_name)}
+    for n in threads:
+        square = gemm_gflops(n, 1024, 1024, 1024)
+        shaped = gemm_gflops(n, 320, 384, 1536)
+        out[f"threads_{n}"] = {
+            "gemm_1024_gflops": round(square, 1), "gemm_320x384x1536_gflops": round(shaped, 1),
+            "names_per_s_ceiling": round(max(square, shaped) * 1e9 / (2 * linear * per_name))}
+    return out
+
+
 def speedups(row: dict, prev: dict) -> dict:
     per_name = row["seconds"] / row["names"]
     out = {"speedup_vs_previous": round(prev["seconds"] / prev["names"] / per_name, 2)}
@@ -110,7 +153,7 @@ def speedups(row: dict, prev: dict) -> dict:
 
 def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
                onnx_dir: Path, torch_emb: SentenceTransformerEmbedder, work: Path, *,
-               full_onnx: bool = True) -> list[dict]:
+               full_onnx: bool = True, bf16: bool = True, int8: bool = True) -> list[dict]:
     import torch
 
     rng = random.Random(0)
@@ -121,16 +164,20 @@ def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
         onnx_emb = SentenceTransformerEmbedder(backend="onnx", precision="float32",
                                                show_progress=False)
         onnx_emb._onnx = OnnxSentenceEncoder(onnx_dir, threads=n)
-        int8_emb = SentenceTransformerEmbedder(backend="onnx", precision="float32",
-                                               show_progress=False)
-        int8_emb._onnx = int8_encoder(onnx_dir, work, n)
+        int8_emb = None
+        if int8:
+            int8_emb = SentenceTransformerEmbedder(backend="onnx", precision="float32",
+                                                   show_progress=False)
+            int8_emb._onnx = int8_encoder(onnx_dir, work, n)
         # today's default for a graph's names on a CPU with native bfloat16 (precision="auto"
         # picks it from BULK_MIN_TEXTS distinct texts up); forced here so the sample uses it too
         bf16_emb = SentenceTransformerEmbedder(precision="bfloat16", show_progress=False)
         bf16_emb._model = torch_emb.model
-        for warm in (int8_emb.embed_documents, onnx_emb.embed_documents,
-                     torch_emb.embed_documents, bf16_emb.embed_documents,
+        for warm in (int8_emb.embed_documents if int8_emb else None, onnx_emb.embed_documents,
+                     torch_emb.embed_documents, bf16_emb.embed_documents if bf16 else None,
                      lambda t: previous_path(torch_emb.model, t)):
+            if warm is None:
+                continue
             warm(sample[-64:])  # first calls pay one-off set-up; none of it is timed
         first_row = len(rows)
         ref, prev = timed(lambda t: previous_path(torch_emb.model, t), sample)
@@ -144,10 +191,21 @@ def bench_list(label: str, names: list[str], sample_n: int, threads: list[int],
         err = max_cosine_error(ref, got_sample)
         row = {**base, "path": "onnx", **onx_s, "sample": True, "max_1_minus_cos_vs_previous": err}
         rows.append({**row, **speedups(row, prev_row)})
-        got8, q8 = timed(int8_emb.embed_documents, sample)
-        row = {**base, "path": "onnx-int8 (rejected)", **q8, "sample": True,
-               "max_1_minus_cos_vs_previous": max_cosine_error(ref, got8)}
-        rows.append({**row, **speedups(row, prev_row)})
+        if int8_emb is not None:
+            got8, q8 = timed(int8_emb.embed_documents, sample)
+            row = {**base, "path": "onnx-int8 (rejected)", **q8, "sample": True,
+                   "max_1_minus_cos_vs_previous": max_cosine_error(ref, got8)}
+            rows.append({**row, **speedups(row, prev_row)})
+        if not bf16:
+            for row in rows[first_row:]:
+                print(json.dumps(row), flush=True)
+            if full_onnx:
+                _, onx = timed(onnx_emb.embed_documents, names)
+                row = {**base, "path": "onnx", **onx, "sample": False,
+                       "max_1_minus_cos_vs_previous": err}
+                rows.append({**row, **speedups(row, prev_row)})
+                print(json.dumps(rows[-1]), flush=True)
+            continue
         got16, b16 = timed(bf16_emb.embed_documents, sample)
         err16 = max_cosine_error(ref, got16)
         row = {**base, "path": "bf16", **b16, "sample": True,
@@ -181,8 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-onnx-max", type=int, default=100_000,
                         help="time float32 ONNX on whole synthetic lists up to this size "
                              "(larger: on the sample only)")
+    parser.add_argument("--no-int8", action="store_true",
+                        help="skip the rejected int8 variant")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/embed_throughput.json"))
     args = parser.parse_args(argv)
+    from kgrag.embed.bf16_backend import cpu_has_native_bf16
+
+    bf16 = cpu_has_native_bf16()
     threads = [int(t) for t in args.threads.split(",")]
     load_start = os.getloadavg()
     import tempfile
@@ -192,14 +255,17 @@ def main(argv: list[str] | None = None) -> int:
     onnx_probe = SentenceTransformerEmbedder(backend="onnx")
     onnx_dir = onnx_probe.onnx_encoder.export_dir
     real = kb_names()
+    limits = physical_limits(threads, torch_emb, onnx_probe.onnx_encoder.tokenize(real))
+    print(json.dumps({"limits": limits}), flush=True)
     rows = bench_list(f"MetaQA ({len(real)} names)", real, args.previous_sample, threads,
-                      onnx_dir, torch_emb, work)
+                      onnx_dir, torch_emb, work, bf16=bf16, int8=not args.no_int8)
     if args.synthetic:
         synth = synthetic_names(real, args.synthetic)
         rows += bench_list(f"synthetic ({len(synth)} names)", synth, args.previous_sample,
                            threads[-1:], onnx_dir, torch_emb, work,
-                           full_onnx=len(synth) <= args.full_onnx_max)
-    result = {"rows": rows, "machine": {
+                           full_onnx=len(synth) <= args.full_onnx_max, bf16=bf16,
+                           int8=not args.no_int8)
+    result = {"rows": rows, "limits": limits, "bf16_native": bf16, "machine": {
         "python": platform.python_version(), "cpus": os.cpu_count(),
         "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "shared": "2 cores shared with other engineers' jobs"},
         "command": "python benchmarks/embed_throughput.py " + " ".join(argv or sys.argv[1:])}
