@@ -46,6 +46,9 @@ UNIT = 2.0 ** -24
 #: Bytes of rows re-scored at a time (gathered, differenced and summed while in L2).
 RESCORE_BYTES = 1 << 19
 
+#: Row ranges per scan thread of the int8 scan (see :meth:`Int8L2Search._bounds`).
+SCAN_PARTS_PER_THREAD = 4
+
 #: Rows per chunk when the int8 copy is built (bounds the float64 temporaries).
 BUILD_CHUNK = 65_536
 
@@ -296,7 +299,10 @@ class Int8L2Search(_ExactL2):
         args = (self.codes, self.scales, self.sq_norms, self.norms, self.residuals,
                 self.row_sums, codes,
                 q_scales.astype(np.float64), q_norms, q_errors, lower, upper)
-        parts = workers() if n * self.dim * m >= (1 << 22) else 1
+        # several row ranges per thread: on a shared machine a thread that loses its core for
+        # a while no longer holds the whole scan back (the others take its remaining ranges)
+        parts = SCAN_PARTS_PER_THREAD * workers() if n * self.dim * m >= (1 << 22) else 1
+        parts = max(1, min(parts, n // 4096))
         bounds = np.linspace(0, n, parts + 1).astype(np.int64)
         if parts == 1:
             self._kernel(*args, 0, n)
