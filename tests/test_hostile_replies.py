@@ -179,3 +179,45 @@ def test_ketrag_record_with_a_huge_integer_strength_is_clamped():
     record = parse_record_line('["relation", "a", "r", "b", ' + "7" * 4000 + ', "d"]')
     assert record.strength == 10.0
     assert parse_record_line('["relation", "a", "r", "b", -' + "7" * 4000 + ', "d"]').strength == 1.0
+
+
+# ------------------------------------------------------------------------ issue 30, item 9
+def _open_pattern(unknown_relations: bool = True) -> list[tuple[str, str, str]]:
+    """A valid 12-triple chain from one named film through 12 UNKNOWN nodes (and relations):
+    it held SimGRAG's search for its whole 30 s time limit on the bundled graph."""
+    return [("Tokyo Godfathers" if i == 0 else f"UNKNOWN thing {i}",
+             f"UNKNOWN relation {i + 1}" if unknown_relations else "directed by",
+             f"UNKNOWN thing {i + 1}") for i in range(12)]
+
+
+def test_an_open_pattern_reply_is_refused_up_front_and_the_reason_fed_back(minilm):
+    from kgrag.demo import demo_data_path
+    from kgrag.methods.simgrag import PatternBudgetError, SimGRAG
+
+    from llm_fakes import ScriptedLlamaLLM
+
+    kg = KnowledgeGraph.from_csv(demo_data_path())
+    assert kg.num_nodes == 198
+    reply = repr({"divided": ["a"], "triples": _open_pattern()})
+    llm = ScriptedLlamaLLM(replies=[reply] * 2, prompts=[])
+    method = SimGRAG(kg, llm=llm, embedder=minilm, time_limit=30.0)
+    with pytest.raises(LLMOutputError, match="12 UNKNOWN nodes; at most 4"):
+        method.retrieve("Tell me everything about Tokyo Godfathers")
+    assert len(llm.prompts) == 2 and "12 UNKNOWN nodes; at most 4" in llm.prompts[1]
+    # a pattern written by code gets the typed error; known relations do not lift the limit
+    for pattern in (_open_pattern(), _open_pattern(unknown_relations=False)):
+        with pytest.raises(PatternBudgetError, match="UNKNOWN nodes"):
+            method.retrieve_pattern(pattern)
+    with pytest.raises(PatternBudgetError, match="4 triples with an UNKNOWN relation"):
+        method.retrieve_pattern([("Tokyo Godfathers", f"UNKNOWN relation {i}",
+                                  f"Thing {i}") for i in range(4)])
+    # within the budget the search runs; the limits are config fields (None lifts one)
+    within = [("Tokyo Godfathers", "UNKNOWN relation 1", "UNKNOWN person 1"),
+              ("UNKNOWN person 1", "born in", "UNKNOWN place 1")]
+    assert method.retrieve_pattern(within).metadata["complete"]
+    from kgrag.methods.simgrag import Pattern
+    from kgrag.methods.simgrag.config import SimGRAGConfig
+
+    assert len(Pattern.from_triples(_open_pattern(), max_unknown_nodes=None,
+                                    max_unknown_relations=None).triples) == 12
+    assert SimGRAGConfig(max_unknown_nodes=None).max_unknown_nodes is None

@@ -7,7 +7,13 @@ Graph Semantic Distance; the subgraphs, written out as triples, ground the answe
 """
 
 from kgrag.methods.simgrag.candidates import CandidateGenerator, NameIndex, humanize_relation
-from kgrag.methods.simgrag.pattern import Pattern, PatternError, is_unknown, parse_pattern_reply
+from kgrag.methods.simgrag.pattern import (
+    Pattern,
+    PatternBudgetError,
+    PatternError,
+    is_unknown,
+    parse_pattern_reply,
+)
 from kgrag.methods.simgrag.pipeline import SimGRAG, gsd_of
 from kgrag.methods.simgrag.prompts import (
     answer_prompt,
@@ -30,6 +36,7 @@ __all__ = [
     "Match",
     "NameIndex",
     "Pattern",
+    "PatternBudgetError",
     "PatternError",
     "SearchResult",
     "SimGRAG",

@@ -14,6 +14,7 @@ from typing import ClassVar
 from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
 from kgrag.methods.config import MethodConfig
 from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, INDEX_KINDS
+from kgrag.methods.simgrag.pattern import MAX_UNKNOWN_NODES, MAX_UNKNOWN_RELATIONS
 
 #: how pattern nodes may share graph nodes (see ``injective``)
 INJECTIVE_MODES = (True, False, "prefer")
@@ -37,6 +38,10 @@ class SimGRAGConfig(MethodConfig):
       (or a blank answer), ``on_unusable_reply`` ["raise" or "empty"; docs/examples.md,
       "Unusable LLM replies"], ``humanize_relations`` [True] (``directed_by`` is embedded as
       "directed by").
+    - Pattern budget: ``max_unknown_nodes`` [4] distinct UNKNOWN nodes and
+      ``max_unknown_relations`` [3] UNKNOWN relations per pattern; more is refused up front
+      with a reason the re-ask quotes (``None`` lifts a limit; see
+      :mod:`~kgrag.methods.simgrag.pattern`, "Work budget").
     """
 
     label: ClassVar[str] = "SimGRAG"
@@ -60,6 +65,8 @@ class SimGRAGConfig(MethodConfig):
     max_local_edges: int = 2_000_000
     humanize_relations: bool = True
     on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
+    max_unknown_nodes: int | None = MAX_UNKNOWN_NODES
+    max_unknown_relations: int | None = MAX_UNKNOWN_RELATIONS
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -84,3 +91,7 @@ class SimGRAGConfig(MethodConfig):
         if self.max_local_edges < 1:
             raise ValueError("max_local_edges must be >= 1")
         check_unusable_reply(self.on_unusable_reply)
+        for name in ("max_unknown_nodes", "max_unknown_relations"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0 or None")

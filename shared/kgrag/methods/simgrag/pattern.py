@@ -14,6 +14,18 @@ Decisions the paper leaves open (notes §5):
   a real question.
 * **Parallel pattern edges** (two relations between the same two pattern nodes) are allowed and
   must match two *different* graph edges.
+* **Work budget** (issue 30, item 9) -- every ``UNKNOWN`` node matches any graph node and every
+  ``UNKNOWN`` relation any relation at distance 0, so the matching work grows about
+  exponentially with their number, and a valid reply of 12 triples over 11 ``UNKNOWN`` nodes
+  and relations held the search for its whole 30 s time limit on the bundled 198-node graph.
+  A pattern may hold at most :data:`MAX_UNKNOWN_NODES` (4) distinct ``UNKNOWN`` nodes and at
+  most :data:`MAX_UNKNOWN_RELATIONS` (3) triples with an ``UNKNOWN`` relation; a pattern over
+  either is refused up front with :class:`PatternBudgetError` (a :class:`PatternError`), whose
+  message says what to change -- an LLM's reply is re-asked with it. The question types the
+  method is built for need fewer (a MetaQA 3-hop question: 3 ``UNKNOWN`` nodes, 0
+  ``UNKNOWN`` relations); on the 198-node graph the largest allowed chain of ``UNKNOWN``
+  items completes in about a second, the refused ones ran into the time limit. Both limits
+  are ``SimGRAGConfig`` fields.
 """
 
 from __future__ import annotations
@@ -28,12 +40,21 @@ from kgrag.llm.parsing import extract_json_object
 
 #: Maximum number of triples accepted in one pattern (bounds the search depth).
 MAX_PATTERN_TRIPLES = 12
+#: Maximum number of distinct UNKNOWN nodes in one pattern (each matches every graph node).
+MAX_UNKNOWN_NODES = 4
+#: Maximum number of triples with an UNKNOWN relation in one pattern (each matches every edge).
+MAX_UNKNOWN_RELATIONS = 3
 
 _UNKNOWN = re.compile(r"^UNKNOWN\b")
 
 
 class PatternError(KgragError, ValueError):
     """A pattern graph is malformed (empty, not triples, self-loop, too large, nothing known)."""
+
+
+class PatternBudgetError(PatternError):
+    """A pattern is valid but has more ``UNKNOWN`` items than the search may take on (see the
+    module's "Work budget"); the message says which limit and how to write a narrower one."""
 
 
 def is_unknown(text: str) -> bool:
@@ -68,8 +89,11 @@ class Pattern:
 
     @classmethod
     def from_triples(cls, triples: Iterable[Sequence[Any]], *,
-                     max_triples: int = MAX_PATTERN_TRIPLES) -> Pattern:
-        """Validate ``(head, relation, tail)`` records; raises :class:`PatternError`."""
+                     max_triples: int = MAX_PATTERN_TRIPLES,
+                     max_unknown_nodes: int | None = MAX_UNKNOWN_NODES,
+                     max_unknown_relations: int | None = MAX_UNKNOWN_RELATIONS) -> Pattern:
+        """Validate ``(head, relation, tail)`` records; raises :class:`PatternError`
+        (:class:`PatternBudgetError` past the ``UNKNOWN`` limits; ``None`` lifts one)."""
         if isinstance(triples, (str, bytes)):
             raise PatternError("a pattern is a list of (head, relation, tail) triples, not a string")
         seen: dict[tuple[str, str, str], None] = {}
@@ -91,7 +115,26 @@ class Pattern:
         edges = []
         for h, _, t in seen:
             edges.append((nodes.setdefault(h, len(nodes)), nodes.setdefault(t, len(nodes))))
-        return cls(tuple(seen), tuple(nodes), tuple(edges))
+        pattern = cls(tuple(seen), tuple(nodes), tuple(edges))
+        pattern.check_budget(max_unknown_nodes, max_unknown_relations)
+        return pattern
+
+    def check_budget(self, max_unknown_nodes: int | None = MAX_UNKNOWN_NODES,
+                     max_unknown_relations: int | None = MAX_UNKNOWN_RELATIONS) -> None:
+        """Raise :class:`PatternBudgetError` when the pattern has more distinct ``UNKNOWN``
+        nodes or more ``UNKNOWN`` relations than allowed (``None``: no limit)."""
+        unknown_nodes = sum(self.unknown_nodes)
+        unknown_relations = sum(self.unknown_relations)
+        if max_unknown_nodes is not None and unknown_nodes > max_unknown_nodes:
+            raise PatternBudgetError(
+                f"pattern has {unknown_nodes} UNKNOWN nodes; at most {max_unknown_nodes} are "
+                "searched (each one may be any entity of the graph): keep only the triples "
+                "the question needs and name the entities it mentions")
+        if max_unknown_relations is not None and unknown_relations > max_unknown_relations:
+            raise PatternBudgetError(
+                f"pattern has {unknown_relations} triples with an UNKNOWN relation; at most "
+                f"{max_unknown_relations} are searched (each one may be any relation): name "
+                "the relations the question states")
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -123,19 +166,24 @@ class Pattern:
         return list(groups.values())
 
     def subpattern(self, triple_indexes: Sequence[int]) -> Pattern:
-        return Pattern.from_triples([self.triples[j] for j in triple_indexes])
+        # a part of a pattern that passed its budget: not checked again against the defaults
+        return Pattern.from_triples([self.triples[j] for j in triple_indexes],
+                                    max_unknown_nodes=None, max_unknown_relations=None)
 
     def as_list(self) -> list[tuple[str, str, str]]:
         return list(self.triples)
 
 
-def parse_pattern_reply(reply: str, *, max_triples: int = MAX_PATTERN_TRIPLES) -> Pattern:
+def parse_pattern_reply(reply: str, *, max_triples: int = MAX_PATTERN_TRIPLES,
+                        max_unknown_nodes: int | None = MAX_UNKNOWN_NODES,
+                        max_unknown_relations: int | None = MAX_UNKNOWN_RELATIONS) -> Pattern:
     """Parse the query-to-pattern reply ``{"divided": [...], "triples": [(h, r, t), ...]}``.
 
     The first balanced ``{...}`` that parses as JSON or a Python literal (``ast.literal_eval``,
     never ``eval``) is used; prose and code fences around it are ignored. The key ``"graph"`` (the
     reference code's name) is accepted for ``"triples"``. Anything else raises
-    :class:`~kgrag.errors.LLMOutputError`, so a bounded re-ask can follow.
+    :class:`~kgrag.errors.LLMOutputError`, so a bounded re-ask can follow -- also a valid
+    pattern over the ``UNKNOWN`` budget (the re-ask quotes the limit).
 
     >>> parse_pattern_reply('Here: {"divided": ["a"], "triples": [("A", "r", "UNKNOWN x 1"),]}').triples
     (('A', 'r', 'UNKNOWN x 1'),)
@@ -148,6 +196,8 @@ def parse_pattern_reply(reply: str, *, max_triples: int = MAX_PATTERN_TRIPLES) -
     if not isinstance(value, (list, tuple)):
         raise LLMOutputError(f"'{key}' must be a list of triples, got {type(value).__name__}")
     try:
-        return Pattern.from_triples(value, max_triples=max_triples)
+        return Pattern.from_triples(value, max_triples=max_triples,
+                                    max_unknown_nodes=max_unknown_nodes,
+                                    max_unknown_relations=max_unknown_relations)
     except PatternError as exc:
         raise LLMOutputError(f"invalid pattern in reply: {exc}") from exc

@@ -178,8 +178,13 @@ class SimGRAG(KGMethod):
     # driven by run_sync or run_async.
     def _pattern_steps(self, question: str) -> Steps[tuple[Pattern, str]]:
         """Ask for the pattern: one call, plus up to ``retries`` re-asks with the parse error."""
-        return ask_and_parse(self.pattern_prompt(question), parse_pattern_reply,
+        return ask_and_parse(self.pattern_prompt(question), self._parse_pattern,
                              retries=self.retries, step="pattern")
+
+    def _parse_pattern(self, reply: str) -> Pattern:
+        """:func:`parse_pattern_reply` with this method's ``UNKNOWN`` budget."""
+        return parse_pattern_reply(reply, max_unknown_nodes=self.config.max_unknown_nodes,
+                                   max_unknown_relations=self.config.max_unknown_relations)
 
     def _answer_steps(self, question: str, result: RetrievalResult) -> Steps[str]:
         """One answer call over the retrieved subgraphs (re-asked once if blank); the reply."""
@@ -212,8 +217,15 @@ class SimGRAG(KGMethod):
     def retrieve_pattern(self, triples: Pattern | Iterable[Sequence[Any]],
                          question: str = "") -> RetrievalResult:
         """Retrieve for a pattern written by code, e.g. ``[("Paprika", "directed by",
-        "UNKNOWN person 1")]`` -- no LLM involved. Raises :class:`PatternError` on bad input."""
-        pattern = triples if isinstance(triples, Pattern) else Pattern.from_triples(triples)
+        "UNKNOWN person 1")]`` -- no LLM involved. Raises :class:`PatternError` on bad input
+        (:class:`~kgrag.methods.simgrag.pattern.PatternBudgetError` over the UNKNOWN budget)."""
+        nodes, relations = self.config.max_unknown_nodes, self.config.max_unknown_relations
+        if isinstance(triples, Pattern):
+            pattern = triples
+            pattern.check_budget(nodes, relations)
+        else:
+            pattern = Pattern.from_triples(triples, max_unknown_nodes=nodes,
+                                           max_unknown_relations=relations)
         return self._retrieve(pattern, question or "; ".join(map(str, pattern.triples)),
                               Usage(), None)
 
