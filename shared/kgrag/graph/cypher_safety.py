@@ -52,7 +52,9 @@ How the check works (:func:`check_read_only`):
    characters would hold a server thread for years). :func:`nesting_depth` counts brackets,
    ``CASE ... END`` and runs of prefix operators (``NOT``, unary ``-`` / ``+``), and a depth
    above :data:`MAX_NESTING_DEPTH` (10, a few milliseconds to parse) is refused with
-   :class:`~kgrag.errors.QueryBudgetError`.
+   :class:`~kgrag.errors.QueryBudgetError`. Sibling expressions add up (each is parsed the same
+   way), so the estimated parse work (:func:`parse_work`, 2^d per level opened at depth d) is
+   capped too, at :data:`MAX_PARSE_WORK`.
 8. Per-backend return types (``backend=``): a server that cannot send a value type must not be
    asked for it. FalkorDB's Bolt endpoint (``backend="falkordb-bolt"``) aborts the whole
    server when a reply holds a temporal value, so ``date()``, ``datetime()``,
@@ -115,6 +117,9 @@ BACKEND_REFUSED_FUNCTIONS: dict[str, tuple[frozenset[str], str]] = {
 
 #: Deepest expression nesting accepted (brackets, CASE, runs of NOT / unary signs), see point 7.
 MAX_NESTING_DEPTH = 10
+#: Most parse work accepted (:func:`parse_work`: 2^d per level opened at depth d), about four
+#: chains nested :data:`MAX_NESTING_DEPTH` deep, see point 7.
+MAX_PARSE_WORK = 8_192
 
 #: Longest query accepted: LLM-written Cypher is a few hundred characters; a runaway reply is
 #: refused instead of lexed.
@@ -398,6 +403,31 @@ def _check_words(code: list[Token], backend: str | None) -> None:
             raise _refuse(f"{tok.text}() is refused for this backend: {why}")
 
 
+def _nesting(code: list[Token]) -> tuple[int, int]:
+    """(deepest nesting, parse work) of ``code``; see :func:`nesting_depth`, :func:`parse_work`."""
+    roles = word_roles(code)
+    frames: list[int] = []
+    depth = deepest = run = work = 0
+    for k, tok in enumerate(code):
+        word = tok.text.upper() if tok.kind == "word" and roles[k] == "keyword" else ""
+        if (tok.kind == "punct" and tok.text in "([{") or word == "CASE":
+            frames.append(1 + run)
+            depth += 1 + run
+            run = 0
+            work += 2 ** min(depth, 62)
+        elif (tok.kind == "punct" and tok.text in ")]}") or word == "END":
+            depth -= frames.pop() if frames else 0
+            run = 0
+        elif word == "NOT" or (tok.kind == "punct" and tok.text in "-+" and (
+                k == 0 or not _ends_operand(code, roles, k - 1))):
+            run += 1
+            work += 2 ** min(depth + run, 62)
+        else:
+            run = 0
+        deepest = max(deepest, depth + run)
+    return deepest, work
+
+
 def nesting_depth(code: list[Token]) -> int:
     """Deepest expression nesting of ``code``: brackets, ``CASE ... END`` and prefix runs.
 
@@ -406,25 +436,14 @@ def nesting_depth(code: list[Token]) -> int:
     stands: ``NOT (NOT (x))`` is 4 deep, ``- - - 1`` 3 deep. A ``-`` after something that ends
     an operand is binary (or part of a pattern arrow) and not counted.
     """
-    roles = word_roles(code)
-    frames: list[int] = []
-    depth = deepest = run = 0
-    for k, tok in enumerate(code):
-        word = tok.text.upper() if tok.kind == "word" and roles[k] == "keyword" else ""
-        if (tok.kind == "punct" and tok.text in "([{") or word == "CASE":
-            frames.append(1 + run)
-            depth += 1 + run
-            run = 0
-        elif (tok.kind == "punct" and tok.text in ")]}") or word == "END":
-            depth -= frames.pop() if frames else 0
-            run = 0
-        elif word == "NOT" or (tok.kind == "punct" and tok.text in "-+" and (
-                k == 0 or not _ends_operand(code, roles, k - 1))):
-            run += 1
-        else:
-            run = 0
-        deepest = max(deepest, depth + run)
-    return deepest
+    return _nesting(code)[0]
+
+
+def parse_work(code: list[Token]) -> int:
+    """Estimated parser work of ``code``: each nesting level opened at depth ``d`` costs
+    ``2**d`` (a chain 10 deep costs 2,046), so many sibling expressions, each under the depth
+    cap, are bounded together (:data:`MAX_PARSE_WORK`)."""
+    return _nesting(code)[1]
 
 
 def _check_reading(text: str, backend: str | None) -> list[Token]:
@@ -435,12 +454,17 @@ def _check_reading(text: str, backend: str | None) -> list[Token]:
            for r in readings[1:]):
         raise _refuse("a // comment holds a carriage return: servers disagree where it ends")
     _check_characters(text, tokenize_cypher(text))
-    depth = nesting_depth(first)
+    depth, work = _nesting(first)
     if depth > MAX_NESTING_DEPTH:
         raise QueryBudgetError(
             f"refused Cypher budget: expressions nested {depth} deep (brackets, CASE, NOT or "
             f"unary signs; at most {MAX_NESTING_DEPTH}): the server's parser slows down "
             "exponentially with nesting; flatten the expression")
+    if work > MAX_PARSE_WORK:
+        raise QueryBudgetError(
+            f"refused Cypher budget: too many deeply nested expressions (parse work {work:,}, "
+            f"at most {MAX_PARSE_WORK:,}; a level at depth d costs 2^d): the server's parser "
+            "would hold a thread past any timeout; simplify the query")
     _check_words(first, backend)
     return first
 
