@@ -18,6 +18,7 @@ from llama_index_kgrag.byokg import ByoKGQueryEngine, ByoKGRetriever, graph_tool
 from llama_index_kgrag.conversions import result_to_nodes
 from llama_index_kgrag.graphraft import GraphRAFTQueryEngine, GraphRAFTRetriever
 from llama_index_kgrag.ketrag import KETRAGQueryEngine, KETRAGRetriever
+from llama_index_kgrag.property_graph import KGPGRetriever
 from llama_index_kgrag.simgrag import SimGRAGQueryEngine, SimGRAGRetriever
 from llama_index_kgrag.ultrag import UltRAGQueryEngine, UltRAGRetriever
 
@@ -28,6 +29,7 @@ __all__ = [
     "GraphRAFTRetriever",
     "KETRAGQueryEngine",
     "KETRAGRetriever",
+    "KGPGRetriever",
     "KGQueryEngine",
     "KGRetriever",
     "SimGRAGQueryEngine",

@@ -198,3 +198,15 @@ def test_llamaindex_settings_streaming_prompts_and_events():
     names = out["events"]
     assert names.index("RetrievalStartEvent") < names.index("RetrievalEndEvent")
     assert "LLMCompletionInProgressEvent" in names  # the answer streamed
+
+
+def test_llamaindex_property_graph_sub_retrievers(capsys):
+    out = load("llamaindex_property_graph")["main"]()
+    by_method = {}
+    for node in out["nodes"]:
+        by_method.setdefault(node.node.metadata.get("method", "llama_index"), []).append(
+            node.node.get_content())
+    assert "Bob -> REPORTS_TO -> Alice" in by_method["llama_index"]
+    assert by_method["simgrag"] == ["(Bob, REPORTS_TO, Alice)"]
+    assert by_method["graphraft"][0] == "Alice"
+    assert "Question: Who does Bob report to?" in capsys.readouterr().out
