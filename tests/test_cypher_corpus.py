@@ -338,3 +338,50 @@ def test_bolt_error_cut_mid_character_is_typed_and_the_store_recovers(stores):
     assert not isinstance(info.value, UnsafeQueryError)
     assert time.monotonic() - started < 10  # no hang in the rollback
     assert bolt.run_cypher("RETURN 2 AS two") == [{"two": 2}]
+
+
+class _FakeBolt:
+    """A neo4j driver stand-in whose server answers ``RETURN vecf32(...)`` or refuses it."""
+
+    def __init__(self, knows_vecf32: bool) -> None:
+        self.knows_vecf32 = knows_vecf32
+        self.queries: list[str] = []
+
+    def session(self, **_: Any) -> "_FakeBolt":
+        return self
+
+    def begin_transaction(self, **_: Any) -> "_FakeBolt":
+        return self
+
+    def __enter__(self) -> "_FakeBolt":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def run(self, query: str, *args: Any, **kwargs: Any) -> "_FakeBolt":
+        import neo4j.exceptions as ex
+
+        self.queries.append(query)
+        if not self.knows_vecf32:
+            raise ex.CypherSyntaxError("Unknown function 'vecf32'")
+        return self
+
+    def single(self) -> list:
+        return [[1.0]]
+
+
+@pytest.mark.parametrize("knows_vecf32, backend", [(True, "falkordb-bolt"), (False, "neo4j")])
+def test_bolt_store_tells_falkordb_from_neo4j_once(knows_vecf32, backend):
+    """The probe: FalkorDB answers ``vecf32``; Neo4j refuses an unknown function (a
+    CypherSyntaxError), which means "not FalkorDB", not a failure."""
+    from kgrag.graph.neo4j import Neo4jGraphStore
+
+    driver = _FakeBolt(knows_vecf32)
+    store = Neo4jGraphStore(driver)
+    assert store.cypher_backend() == backend
+    assert store.cypher_backend() == backend
+    assert driver.queries == ["RETURN vecf32([1.0]) AS probe"]  # probed once
+    if backend == "falkordb-bolt":
+        with pytest.raises(UnsafeQueryError, match="temporal"):
+            store.run_cypher("RETURN date() AS d")
