@@ -824,9 +824,10 @@ class CypherGraphStore:
 
         The text is refused before sending (:class:`~kgrag.errors.UnsafeQueryError`) when
         :func:`~kgrag.graph.cypher_safety.check_read_only` finds a write, procedure or admin
-        clause, and (:class:`~kgrag.errors.QueryBudgetError`) when it holds a generator the
-        server's timeout cannot stop (see :mod:`kgrag.graph.cypher_budget`) or a value the
-        server cannot return (:meth:`cypher_backend`). What is sent has
+        clause or a value this server cannot return (:meth:`cypher_backend`), and
+        (:class:`~kgrag.errors.QueryBudgetError`) when it holds an expression whose work the
+        server's timeout cannot stop or nesting its parser cannot afford (see
+        :mod:`kgrag.graph.cypher_budget`). What is sent has
         ``LIMIT limit + 1`` injected, so the server never produces more rows than that; the
         result's ``truncated`` says whether more than ``limit`` matched. It runs read-only with
         a ``timeout`` (seconds; :class:`~kgrag.errors.QueryTimeoutError` when exceeded, and the
