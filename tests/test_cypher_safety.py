@@ -282,6 +282,12 @@ L800 = "[" + ", ".join(str(i) for i in range(800)) + "]"
     ("MATCH (n) RETURN size(replace(n.name, '', 'xx')) AS s", "empty search"),
     ("MATCH (n) RETURN size(replace(n.name, 'a', n.name)) AS s", "computed replacement"),
     ("RETURN size([" + ", ".join("0" for _ in range(1500)) + "]) AS s", "1,500 elements"),
+    ("MATCH (n) WITH collect(n) AS L, collect(n.name) AS M RETURN size([a IN L | M]) AS s",
+     "copy of M"),
+    ("MATCH (n) WITH collect(n) AS L RETURN size([x IN range(1, 100000) WHERE x IN L]) AS s",
+     "100,000 listed or ranged"),
+    ("MATCH (n) WITH collect(n) AS L RETURN size([x IN range(1, 5000) | L]) AS s",
+     "5,000 listed or ranged"),
 ])
 def test_expression_work_is_bounded(query, reason):
     with pytest.raises(QueryBudgetError, match=reason):
@@ -296,6 +302,11 @@ def test_expression_work_is_bounded(query, reason):
     "MATCH (n) RETURN replace(n.name, '_', ' ') AS name, replace(n.name, $a, $b) AS other",
     "RETURN size([x IN range(1, 1000) | x * 2]) AS s",
     "MATCH (n) WITH collect(n.name) AS L RETURN [a IN L WHERE a STARTS WITH 'P'] AS p",
+    "MATCH p = (a)-->(b) RETURN [r IN relationships(p) | type(r)] AS t, "
+    "[n IN nodes(p) | CASE WHEN n.x THEN true ELSE null END] AS c",
+    "MATCH (n) RETURN [(n)-[r]->(m) | [type(r), m.name]] AS out",
+    "MATCH (n) WITH collect(n) AS L RETURN [x IN [1, 2, 3] | [y IN L | y.name]] AS s",
+    "MATCH (n) WITH collect(n) AS L, 3 AS k RETURN [a IN L | size(k)] AS s",
 ])
 def test_ordinary_expressions_stay_within_the_budget(query):
     assert prepare_untrusted_query(query, {"a": "x", "b": "yy"}).endswith(" LIMIT 101")

@@ -19,7 +19,11 @@ in it), applies a static cost model to every expression (:func:`check_expression
   a parameter holding a list (its length), and *unknown* otherwise (a variable, a
   ``collect()``ed list, a property, a pattern). An iteration inside another one (anywhere within its brackets) multiplies the work. Refused: two
   unknown sizes on one nesting chain (``[a IN L | [b IN L | 1]]``, ``[a IN L WHERE a IN L]``,
-  quadratic in a collected list), known sizes whose product exceeds ``max_range``, more than
+  quadratic in a collected list; a variable of the enclosing query named in a comprehension's
+  projection, ``[a IN L | M]``, counts as an unknown size: it may copy a list per element), an
+  unknown size nested with more than :data:`MAX_KNOWN_WITH_UNKNOWN` literal-list or ``range()``
+  elements (``[x IN range(1, 100000) WHERE x IN L]``), known sizes whose product exceeds
+  ``max_range``, more than
   :data:`MAX_ITERATION_DEPTH` nested iterations, and a body whose text times the known sizes of
   its chain exceeds :data:`MAX_ITERATION_WORK` characters (``[x IN range(1, 100000) | '...1 kB
   literal...']``) or, over an unknown size, exceeds :data:`MAX_UNKNOWN_BODY_CHARS`.
@@ -35,9 +39,9 @@ in it), applies a static cost model to every expression (:func:`check_expression
   long as the search string (an empty search string inserts it at every position).
 
 What the model does not bound: the size of values already stored in the graph (a body that
-copies a long property is charged by its text, not the value's size) and a body that copies
-*another* collected list (``[a IN L | M]``); the row cap, the server's memory limit and its
-timeout between operations remain the bounds there.
+copies a long property is charged by its text, not the value's size, and ``n.list`` may hold a
+long list); the row cap, the server's memory limit and its timeout between operations remain the
+bounds there.
 
 It also **caps the rows server-side** by injecting ``LIMIT`` at the end of the final ``RETURN``
 of every ``UNION`` branch (``max_rows + 1`` rows, so the caller can tell that rows were cut); a
@@ -89,10 +93,16 @@ MAX_ITERATION_WORK = 10_000_000
 MAX_UNKNOWN_BODY_CHARS = 1_000
 #: Largest length ratio of ``replace()``'s replacement to its search string.
 MAX_REPLACE_GROWTH = 16
+#: Most elements of literal lists and ranges nested with one list of unknown size.
+MAX_KNOWN_WITH_UNKNOWN = 1_000
 
 _OPEN, _CLOSE = "([{", ")]}"
 _QUANTIFIERS = frozenset({"any", "all", "none", "single", "extract", "filter"})
 _SUBQUERY_WORDS = frozenset({"EXISTS", "COUNT", "COLLECT"})
+#: Words that are values or keywords, never a variable, inside an expression.
+_NOT_VARIABLES = frozenset({"TRUE", "FALSE", "NULL", "END", "CASE", "WHEN", "THEN", "ELSE",
+                            "AND", "OR", "XOR", "NOT", "IN", "IS", "STARTS", "ENDS", "WITH",
+                            "CONTAINS", "WHERE", "DISTINCT"})
 
 
 def _budget(reason: str) -> QueryBudgetError:
@@ -245,6 +255,8 @@ class Iteration:
     end: int
     size: int | None
     body_chars: int
+    #: the size is a parameter's length (the caller's, not the query's)
+    from_param: bool = False
 
 
 def _list_elements(code: list[Token], open_at: int, close_at: int) -> int:
@@ -321,7 +333,9 @@ def find_iterations(code: list[Token], params: Mapping[str, Any] | None = None
                     if (code[j].kind == "punct" and code[j].text == "|")
                     or keyword(j, "WHERE")), close)
         size = _source_size(code, roles, source, cut, match, comprehensions, params)
-        found.append(Iteration(kind, open_at, close, size, _body_chars(code, cut, close - 1)))
+        found.append(Iteration(kind, open_at, close, size, _body_chars(code, cut, close - 1),
+                               from_param=code[source].kind == "param"))
+    found.extend(_projection_copies(code, roles, shapes, keyword))
     for k, tok in enumerate(code):
         if keyword(k, "IN") and k not in comprehension_in:
             operand_end = match.get(k + 1, k + 1) if k + 1 < len(code) else k
@@ -329,7 +343,8 @@ def find_iterations(code: list[Token], params: Mapping[str, Any] | None = None
                 operand_end = match.get(k + 2, k + 2)
             size = _source_size(code, roles, k + 1, operand_end + 1, match, comprehensions,
                                 params)
-            found.append(Iteration("membership test (IN)", k, k, size, 0))
+            found.append(Iteration("membership test (IN)", k, k, size, 0,
+                                   from_param=k + 1 < len(code) and code[k + 1].kind == "param"))
         elif tok.kind == "word" and roles[k] == "keyword" and tok.text.upper() in _SUBQUERY_WORDS \
                 and k + 1 < len(code) and code[k + 1].text == "{" and k + 1 in match:
             close = match[k + 1]
@@ -343,6 +358,41 @@ def find_iterations(code: list[Token], params: Mapping[str, Any] | None = None
                               f"{MAX_LIST_LITERAL_ELEMENTS:,}); pass long lists as a parameter "
                               "or match them in the graph")
     return sorted(found, key=lambda it: it.start)
+
+
+def _projection_copies(code: list[Token], roles: list[str],
+                       shapes: list[tuple[str, int, int, int]], keyword: Any) -> list[Iteration]:
+    """A variable of the enclosing query named in a comprehension's projection (``[a IN L |
+    M]``) may hold a collected list, copied once per element: an iteration of unknown size."""
+    local: set[str] = set()
+    for _kind, open_at, source, close in shapes:
+        if source >= 0:
+            local.add(code[open_at + 1].text.strip("`"))
+        else:  # a pattern comprehension binds the variables of its pattern
+            local.update(t.text.strip("`") for t in code[open_at + 1:close]
+                         if t.kind in ("word", "name"))
+    copies: list[Iteration] = []
+    for kind, open_at, source, close in shapes:
+        if kind.endswith("()"):
+            continue  # quantifiers have no projection
+        start = open_at + 1 if source < 0 else source
+        bar = next((j for j in _top_level(code, start, close)
+                    if code[j].kind == "punct" and code[j].text == "|"), close)
+        for j in range(bar + 1, close):
+            tok = code[j]
+            if tok.kind not in ("word", "name") or roles[j] not in ("keyword", "") \
+                    or tok.text.upper() in _NOT_VARIABLES or tok.text.strip("`") in local:
+                continue
+            nxt = code[j + 1].text if j + 1 < len(code) else ""
+            if nxt in ("(", ".") or (j and code[j - 1].text in (".", ":", "$")):
+                continue  # a function, a property read, a label or a parameter
+            if keyword(j - 1, "IN"):
+                continue  # the list of a nested iteration: counted as that iteration
+            if j >= 2 and code[j - 1].text == "(" and nxt == ")" \
+                    and code[j - 2].text.lower() == "size":
+                continue  # size(M) reads a length
+            copies.append(Iteration(f"copy of {tok.text}", j, j, None, 0))
+    return copies
 
 
 def check_expression_work(code: list[Token], params: Mapping[str, Any] | None = None, *,
@@ -362,6 +412,11 @@ def check_expression_work(code: list[Token], params: Mapping[str, Any] | None = 
                           "collect()ed list), multiply the work inside one expression past the "
                           "server's timeout; UNWIND one of the lists into rows instead")
         known = math.prod(o.size or 1 for o in chain)
+        literal = math.prod(o.size or 1 for o in chain if not o.from_param)
+        if unknown and literal > MAX_KNOWN_WITH_UNKNOWN:
+            raise _budget(f"a {unknown[0].kind} over a list of unknown size nested with "
+                          f"{literal:,} listed or ranged elements (at most "
+                          f"{MAX_KNOWN_WITH_UNKNOWN:,}); UNWIND one of them into rows instead")
         if known > max_range:
             raise _budget(f"nested iterations over {known:,} elements in one expression (at "
                           f"most {max_range:,}); use smaller lists or UNWIND")
