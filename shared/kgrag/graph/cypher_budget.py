@@ -399,9 +399,13 @@ def check_expression_work(code: list[Token], params: Mapping[str, Any] | None = 
                           max_range: int = MAX_RANGE_ELEMENTS) -> None:
     """Refuse expressions whose work the server cannot stop (module docstring: the cost model)."""
     params = params or {}
-    iterations = find_iterations(code, params)
-    for it in iterations:
-        chain = [o for o in iterations if o is not it and o.start < it.start <= o.end] + [it]
+    enclosing: list[Iteration] = []  # the iterations whose brackets hold the current one
+    for it in find_iterations(code, params):  # by start; bracket spans nest, never overlap
+        while enclosing and enclosing[-1].end < it.start:
+            enclosing.pop()
+        chain = enclosing + [it]
+        if it.end > it.start:
+            enclosing.append(it)
         if len(chain) > MAX_ITERATION_DEPTH:
             raise _budget(f"{len(chain)} iterations nested in one expression (at most "
                           f"{MAX_ITERATION_DEPTH}); UNWIND the outer list instead")
