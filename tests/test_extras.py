@@ -78,8 +78,37 @@ def test_extras_declare_the_frameworks():
     extras = project["optional-dependencies"]
     assert any(d.startswith("langchain-core") for d in extras["langchain"])
     assert any(d.startswith("llama-index-core") for d in extras["llama-index"])
-    assert extras["all"] == ["kgrag[langchain,llama-index]"]
-    assert "all" in (ROOT / "scripts" / "setup.sh").read_text().split('-e ".[')[1].split("]")[0]
+    assert extras["all"] == ["kgrag[langchain,llama-index,onnx,fast,viz]"]
+    installed = (ROOT / "scripts" / "setup.sh").read_text().split('-e ".[')[1].split("]")[0]
+    assert {"all", "langchain-neo4j", "viz"} <= set(installed.split(","))
+
+
+def test_a_retriever_user_does_not_install_what_only_some_need():
+    """Issue 29, item 2: matplotlib only for PNG drawing (``viz``), langchain-neo4j only for
+    Neo4jGraph / GraphDocument inputs; the fast paths (ONNX Runtime, numba) with ``all``."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert not [d for d in project["dependencies"] if d.startswith("matplotlib")]
+    assert extras["viz"] == ["matplotlib>=3.7"]
+    assert extras["langchain"] == ["langchain-core>=0.3"]
+    assert "langchain-neo4j>=0.4" in extras["langchain-neo4j"]
+    assert any(d.startswith("onnxruntime") for d in extras["onnx"])
+    assert any(d.startswith("numba") for d in extras["fast"])
+
+
+def test_drawing_a_png_without_matplotlib_names_the_extra(tmp_path):
+    out = run(f"""
+        from kgrag import KnowledgeGraph
+        from kgrag.context.types import RetrievalResult, Triple
+        from kgrag.viz import render
+        result = RetrievalResult("q", [Triple("a", "r", "b", score=1.0)], "stub")
+        print(render(result, {str(tmp_path / 'out.html')!r}))
+        render(result, {str(tmp_path / 'out.png')!r})
+    """, ["matplotlib"])
+    assert out.returncode != 0 and out.stdout.strip().endswith("out.html")
+    assert "ImportError" in out.stderr and "pip install 'kgrag[viz]'" in out.stderr
 
 
 def test_torch_is_declared_without_a_version():

@@ -34,6 +34,11 @@ def render_png(result: RetrievalResult, path: str | FilePath, *, graph: Any = No
                max_items: int = 15, question_entities: Sequence[str] | None = None,
                dpi: int = 110) -> FilePath:
     """Write the retrieval of ``result`` as a PNG image; returns the path."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("drawing a PNG needs matplotlib, which is not installed: pip install "
+                          "'kgrag[viz]' (an .html page needs nothing)") from exc
     from kgrag.viz.png import write_png
 
     view = build_view(result, graph, max_items=max_items, question_entities=question_entities)
