@@ -8,6 +8,15 @@ concurrent clients send a mix of retrievals for ``--minutes`` after a warm-up:
 * ``ultrag`` -- the question's gold logical query (topic entity + MetaQA relation path), so
   every answer can be checked against the gold answers.
 
+With ``--hostile F`` a fraction ``F`` of the requests are hostile (class ``hostile``): the
+adversarial reply families of ``tests/hostile_inputs.py`` (open tags, deep brackets, digit
+runs, lone surrogates, prose, ... at 100 / 1,000 / 2,000 characters) in the slots an LLM's
+reply fills in the LLM modes -- UltRAG's logical query, and the question ByoKG-RAG and
+GraphRAFT link and embed -- plus hostile HTTP bodies (``NaN``, lone surrogate escapes, deeply
+nested and truncated JSON, a body over the service's size limit). A hostile request must get
+a 200 or a 4xx: a 5xx, a dropped connection or a timeout is an error (goal 0), and the
+ordinary requests running beside them must still all succeed.
+
 Reported: requests, throughput, p50 / p90 / p99 / max latency per method and overall, errors
 (any non-200 or failed connection; goal 0), ultrag answers that miss the gold set (goal 0),
 byokg hit@1, and memory (RSS, PSS, USS from ``/proc/<pid>/smaps_rollup``) of every server
@@ -17,6 +26,8 @@ every method has answered in every worker, then ``--warmup`` seconds of load. En
 has a timeout and the run has a hard time cap.
 
     flock /work/bench.lock python benchmarks/soak.py --minutes 10 --clients 8 --workers 2
+    flock /work/bench.lock python benchmarks/soak.py --minutes 4 --warmup 30 --hostile 0.2 \
+        --out benchmarks/results/soak_metaqa_hostile.json
 """
 
 from __future__ import annotations
@@ -83,6 +94,39 @@ def workload(seed: int, per_hop: int) -> list[dict]:
                 requests.append({"method": "ultrag", "query": f'"{topic}" -> {path}',
                                  "top_k": 100, "_gold": gold})
     return requests
+
+
+HOSTILE_SIZES = (100, 1_000, 2_000)  # characters; 2,000 is the service's field limit
+
+
+def hostile_workload() -> list[dict]:
+    """Hostile requests (``_hostile``): every reply family of ``tests/hostile_inputs.py`` in
+    UltRAG's query and in the byokg / graphraft question, and raw hostile bodies (``_raw``)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from hostile_inputs import FAMILIES
+
+    requests: list[dict] = []
+    for name, make in FAMILIES.items():
+        for size in HOSTILE_SIZES:
+            text = make(size)
+            requests.append({"method": "ultrag", "query": text, "_hostile": name})
+            for method in ("byokg", "graphraft"):
+                requests.append({"method": method, "question": text, "_hostile": name})
+    raw = {
+        "nan top_k": b'{"method": "ultrag", "query": "\\"x\\" -> r", "top_k": NaN}',
+        "surrogate escape": b'{"method": "byokg", "question": "who is \\ud800?"}',
+        "surrogate method": b'{"method": "\\udfff", "question": "x"}',
+        "deep json": b"[" * 5_000 + b"]" * 5_000,
+        "truncated json": b'{"method": "ultrag", "query": "\\"x\\" -> r",',
+        "body over the limit": b'{"method": "byokg", "question": "' + b"x" * 100_000 + b'"}',
+    }
+    requests += [{"method": "raw", "_raw": body, "_hostile": name} for name, body in raw.items()]
+    return requests
+
+
+def klass(req: dict) -> str:
+    """The mix class of a request: its method, or ``hostile``."""
+    return "hostile" if "_hostile" in req else req["method"]
 
 
 def post(port: int, body: dict, timeout: float) -> tuple[int, dict]:
@@ -187,21 +231,22 @@ class Client(threading.Thread):
     """One keep-alive HTTP client sending random requests until ``deadline``."""
 
     def __init__(self, port: int, requests: list[dict], seed: int, deadline: float,
-                 measure_from: float, timeout: float) -> None:
+                 measure_from: float, timeout: float, mix: dict[str, float] = MIX) -> None:
         super().__init__(daemon=True)
         self.port, self.requests, self.deadline = port, requests, deadline
         self.measure_from, self.timeout = measure_from, timeout
         self.rng = random.Random(seed)
-        self.records: list[tuple[str, float, int, str]] = []  # method, seconds, status, note
-        per_method = {m: sum(1 for r in requests if r["method"] == m) for m in MIX}
-        self.cum_weights = list(itertools.accumulate(MIX[r["method"]] / per_method[r["method"]]
+        self.records: list[tuple[str, float, int, str]] = []  # class, seconds, status, note
+        per_class = {m: sum(1 for r in requests if klass(r) == m) for m in mix}
+        self.cum_weights = list(itertools.accumulate(mix[klass(r)] / per_class[klass(r)]
                                                      for r in requests))
 
     def run(self) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         while time.monotonic() < self.deadline:
             req = self.rng.choices(self.requests, cum_weights=self.cum_weights)[0]
-            body = json.dumps({k: v for k, v in req.items() if not k.startswith("_")})
+            body = req.get("_raw") or json.dumps(
+                {k: v for k, v in req.items() if not k.startswith("_")}).encode()
             started = time.monotonic()
             note = ""
             try:
@@ -209,16 +254,18 @@ class Client(threading.Thread):
                 resp = conn.getresponse()
                 payload = resp.read()
                 status = resp.status
-                if status == 200:
+                if "_hostile" in req:
+                    note = req["_hostile"]
+                elif status == 200:
                     note = self.check(req, json.loads(payload))
                 else:
                     note = payload[:300].decode("utf-8", "replace")
             except (OSError, http.client.HTTPException, ValueError) as exc:
-                status, note = -1, f"{type(exc).__name__}: {exc}"
+                status, note = -1, f"{req.get('_hostile', '')} {type(exc).__name__}: {exc}"
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
             if started >= self.measure_from:
-                self.records.append((req["method"], time.monotonic() - started, status, note))
+                self.records.append((klass(req), time.monotonic() - started, status, note))
         conn.close()
 
     @staticmethod
@@ -232,14 +279,20 @@ class Client(threading.Thread):
         return ""
 
 
+def failed(row: tuple[str, float, int, str]) -> bool:
+    """An ordinary request must answer 200; a hostile one 200 or 4xx (never 5xx or no answer)."""
+    status = row[2]
+    return not 200 <= status < 500 if row[0] == "hostile" else status != 200
+
+
 def summarise(records: list[tuple[str, float, int, str]], seconds: float) -> dict:
     out: dict = {}
-    for method in sorted(MIX) + ["all"]:
+    for method in sorted(MIX) + ["hostile", "all"]:
         rows = [r for r in records if method == "all" or r[0] == method]
         if not rows:
             continue
         lat = np.array([r[1] for r in rows]) * 1000
-        errors = [r for r in rows if r[2] != 200]
+        errors = [r for r in rows if failed(r)]
         out[method] = {
             "requests": len(rows), "per_second": round(len(rows) / seconds, 2),
             "p50_ms": round(float(np.percentile(lat, 50)), 1),
@@ -248,6 +301,12 @@ def summarise(records: list[tuple[str, float, int, str]], seconds: float) -> dic
             "max_ms": round(float(lat.max()), 1),
             "errors": len(errors), "error_examples": sorted({r[3] for r in errors})[:5],
         }
+        if method == "hostile":
+            statuses: dict[str, int] = {}
+            for r in rows:
+                statuses[str(r[2])] = statuses.get(str(r[2]), 0) + 1
+            out[method]["statuses"] = dict(sorted(statuses.items()))
+            out[method]["families"] = len({r[3] for r in rows})
         if method == "ultrag":
             out[method]["gold_misses"] = sum(1 for r in rows if r[3] == "ultrag-miss")
         if method == "byokg":
@@ -265,14 +324,24 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--questions", type=int, default=500, help="MetaQA questions per hop")
     p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--hostile", type=float, default=0.0,
+                   help="fraction of hostile requests (0 = the ordinary mix only)")
     p.add_argument("--out", default=str(RESULTS / "soak_metaqa.json"))
     args = p.parse_args(argv)
     if not 0 < args.minutes <= MAX_MINUTES:
         p.error(f"--minutes must be in (0, {MAX_MINUTES}]")
+    if not 0 <= args.hostile < 1:
+        p.error("--hostile must be in [0, 1)")
+    mix = {m: w * (1 - args.hostile) for m, w in MIX.items()}
+    if args.hostile:
+        mix["hostile"] = args.hostile
     methods = tuple(MIX)
     graph_dir, cache_dir = CACHE / "metaqa_graph", CACHE / "metaqa_embeddings"
     info = prepare(graph_dir, cache_dir, methods)
     requests = workload(args.seed, args.questions)
+    ordinary = list(requests)
+    if args.hostile:
+        requests += hostile_workload()
     port = free_port()
     log_path = CACHE / "soak_server.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -286,9 +355,9 @@ def main(argv: list[str] | None = None) -> dict:
     result: dict = {"command": "python benchmarks/soak.py " + " ".join(argv or sys.argv[1:]),
                     "graph": info, "clients": args.clients, "workers": args.workers,
                     "minutes": args.minutes, "warmup_seconds": args.warmup,
-                    "requests_in_pool": {m: sum(1 for r in requests if r["method"] == m)
-                                         for m in MIX},
-                    "mix": MIX, "machine": "shared 2-core machine (other engineers' jobs ran too)"}
+                    "requests_in_pool": {m: sum(1 for r in requests if klass(r) == m)
+                                         for m in mix},
+                    "mix": mix, "machine": "shared 2-core machine (other engineers' jobs ran too)"}
     try:
         started = time.monotonic()
         while True:  # a worker answers only once its methods are built (lifespan)
@@ -303,7 +372,7 @@ def main(argv: list[str] | None = None) -> dict:
                 raise RuntimeError(f"the service did not start; see {log_path}")
             time.sleep(0.5)
         # every method answered in every worker: nothing is built on a measured request
-        result["workers_warmed"] = warm_every_worker(port, requests, args.workers, args.timeout)
+        result["workers_warmed"] = warm_every_worker(port, ordinary, args.workers, args.timeout)
         result["startup_seconds"] = round(time.monotonic() - started, 1)
         result["memory_after_startup"] = snapshot(server.pid)
         worker_pids = set.union(*(set(p) for p in result["workers_warmed"].values()))
@@ -311,7 +380,7 @@ def main(argv: list[str] | None = None) -> dict:
         measure_from = now + args.warmup
         deadline = measure_from + args.minutes * 60
         clients = [Client(port, requests, args.seed * 1000 + i, deadline, measure_from,
-                          args.timeout) for i in range(args.clients)]
+                          args.timeout, mix) for i in range(args.clients)]
         for c in clients:
             c.start()
         time.sleep(args.warmup)

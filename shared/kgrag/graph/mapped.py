@@ -27,7 +27,8 @@ and compares its size and modification time (``fstat``, at most every
 :attr:`MappedFiles.interval` seconds) before the graph's queries use the arrays: a rewrite
 found there is a :class:`~kgrag.errors.GraphLoadError` from then on, instead of wrong answers.
 That narrows the window; it cannot close it (a truncation in the middle of a query still
-faults), so swap a served graph by saving to a new folder and renaming it (``docs/graphs.md``).
+faults), so swap a served graph by saving to a new folder and renaming it
+(``docs/bring-your-own-graph.md``, "Swapping a served graph").
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ class MappedFiles:
                             f"{path} was {'truncated' if info.st_size < recorded[0] else 'rewritten'}"
                             " in place while this process maps it: the graph no longer answers "
                             "as the saved one; load it again. Swap a served graph by saving to a "
-                            "new folder and renaming it (docs/graphs.md)")
+                            "new folder and renaming it (docs/bring-your-own-graph.md)")
                         break
         if self._broken is not None:
             raise GraphLoadError(self._broken)
