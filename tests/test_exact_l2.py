@@ -167,6 +167,7 @@ def test_avx2_kernel_pads_odd_dimensions():
     ({"avx512vnni": False, "avx512bw": True, "avx2": True}, "x86_64", "avx2"),  # no VNNI
     ({"avx2": False, "avx": True}, "x86_64", "portable"),  # no AVX2
     ({"avx512vnni": True, "avx512bw": True, "avx2": True}, "aarch64", "portable"),  # ARM
+    (RuntimeError("no features"), "x86_64", "portable"),  # LLVM cannot read them
 ])
 def test_auto_picks_the_fastest_kernel_the_cpu_runs(monkeypatch, features, machine, kernel):
     """Each fallback is what ``kernel="auto"`` builds when the CPU lacks the faster kernel's
@@ -179,7 +180,12 @@ def test_auto_picks_the_fastest_kernel_the_cpu_runs(monkeypatch, features, machi
     from kgrag.embed import _int8_kernel
 
     monkeypatch.setattr(_int8_kernel.platform, "machine", lambda: machine)
-    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", lambda: dict(features))
+    def host_features():
+        if isinstance(features, Exception):
+            raise features
+        return dict(features)
+
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", host_features)
     assert _int8_kernel.best_kernel() == kernel
     if kernel == "vnni":
         return  # this CPU may not run it (it has its own test)

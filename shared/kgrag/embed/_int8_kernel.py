@@ -98,7 +98,11 @@ def cpu_features() -> dict[str, bool]:
         return {}
     import llvmlite.binding as llvm
 
-    return {name: bool(on) for name, on in llvm.get_host_cpu_features().items()}
+    try:
+        features = llvm.get_host_cpu_features()
+    except RuntimeError:  # LLVM could not read them (some hosts): assume nothing
+        return {}
+    return {name: bool(on) for name, on in features.items()}
 
 
 def has_vnni() -> bool:
