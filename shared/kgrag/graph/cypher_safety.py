@@ -46,12 +46,12 @@ How the check works (:func:`check_read_only`):
    in :data:`ALLOWED_NAMESPACED_FUNCTIONS`; the same word as a variable is fine
    (``MATCH (db) RETURN db.name``).
 7. Nesting. FalkorDB's parser takes time exponential in expression nesting and its query timeout
-   does not cover parsing (measured on FalkorDB 4.16.3, one query, load ~6: ``(`` nested 16
-   deep 0.36 s, ``[`` 0.44 s, ``{a:`` 0.29 s, 16 nested ``abs(`` 1.2 s, 18 ``NOT`` 1.3 s, 18
-   unary ``-`` 1.7 s, 16 nested ``CASE`` 1.9 s; about x2 per level, so depth 40 in 100
+   does not cover parsing (``benchmarks/falkordb_parser_depth.py``, FalkorDB 4.16.3, fresh
+   query texts: 16 nested ``(`` 1.2 s, 18 nested ``[`` 4.0 s, 18 ``abs(`` 4.3 s, 18 ``NOT``
+   3.2 s, 18 unary ``-`` 1.8 s, 16 nested ``CASE`` 1.3 s; about x2 per level, so depth 40 in 100
    characters would hold a server thread for years). :func:`nesting_depth` counts brackets,
    ``CASE ... END`` and runs of prefix operators (``NOT``, unary ``-`` / ``+``), and a depth
-   above :data:`MAX_NESTING_DEPTH` (10, a few milliseconds to parse) is refused with
+   above :data:`MAX_NESTING_DEPTH` (10: 4-31 ms to parse, measured) is refused with
    :class:`~kgrag.errors.QueryBudgetError`. Sibling expressions add up (each is parsed the same
    way), so the estimated parse work (:func:`parse_work`, 2^d per level opened at depth d) is
    capped too, at :data:`MAX_PARSE_WORK`.
