@@ -31,6 +31,30 @@ def kept(row: dict, metric: str) -> str:
     return "> 100 %" if share > 100.5 else f"{share:.0f} %"
 
 
+def print_relations(relations: dict) -> None:
+    """Per relation (rows) and dataset (columns): ``neural / prior MRR (questions)`` on the
+    questions the exact executor cannot answer; **bold** = flagged (prior >= neural)."""
+    datasets = list(dict.fromkeys(key.split(": ")[0] for key in relations))
+    for family in ("PQ", "MetaQA"):
+        names = [d for d in datasets if d.startswith(family)]
+        if not names:
+            continue
+        rels = sorted({key.split(": ")[1] for key in relations if key.startswith(family)})
+        print("| last relation | " + " | ".join(names) + " |")
+        print("|---" * (len(names) + 1) + "|")
+        for rel in rels:
+            cells = []
+            for name in names:
+                row = relations.get(f"{name}: {rel}")
+                if row is None:
+                    cells.append("")
+                    continue
+                cell = f"{row['neural_mrr']:.1f} / {row['prior_mrr']:.1f} ({row['questions']})"
+                cells.append(f"**{cell}**" if row["flagged"] else cell)
+            print(f"| {rel} | " + " | ".join(cells) + " |")
+        print()
+
+
 def main(paths: list[str]) -> int:
     reports = [json.loads(Path(p).read_text()) for p in paths]
     print("| dataset | removed | questions | exact MRR / H@1 / H@10 | neural MRR / H@1 / H@10 "
@@ -53,11 +77,7 @@ def main(paths: list[str]) -> int:
                       f"| {kept(row, 'mrr')} / {kept(row, 'hits@10')} "
                       f"| {ms['symbolic']:.2f} / {ms['neural']:.0f} / {ms['hybrid']:.2f} |")
     print()
-    print("| relation (last step) | questions | neural MRR | prior MRR | flagged |")
-    print("|---|---|---|---|---|")
-    for key, row in relations.items():
-        print(f"| {key} | {row['questions']} | {row['neural_mrr']:.1f} | {row['prior_mrr']:.1f} "
-              f"| {'**yes**' if row['flagged'] else 'no'} |")
+    print_relations(relations)
     print()
     for report in reports:
         for kind, cal in report.get("calibration", {}).items():
