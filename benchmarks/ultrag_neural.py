@@ -352,9 +352,11 @@ def latency(args: argparse.Namespace) -> dict:
         del graph
         label = f"synthetic {args.edges:,} edges"
     load_s = time.perf_counter() - t0
+    queries = make_queries(kg, args.queries, args.seed)
+    if args.executor == "compare":
+        return compare_latency(args, kg, queries, label)
     method = UltRAG(kg, linking="exact", executor=args.executor, threads=args.threads,
                     subgraph_k=args.subgraph_k)
-    queries = make_queries(kg, args.queries, args.seed)
     method.run(queries["1p"][0])  # warm-up: model load, first relation graph
     results = {}
     for shape, texts in queries.items():
@@ -391,6 +393,45 @@ def latency(args: argparse.Namespace) -> dict:
     return report
 
 
+def compare_latency(args: argparse.Namespace, kg: KnowledgeGraph,
+                    queries: dict[str, list[str]], label: str) -> dict:
+    """The exact executor and the default (hybrid) on the same random-walk queries (all have
+    answers), interleaved query by query in one process over ``--reps`` passes, so both see the
+    same machine load: per shape the median of each, their ratio, and how often the default
+    ran the neural executor."""
+    methods = {kind: UltRAG(kg, linking="exact", executor=kind, threads=args.threads,
+                            subgraph_k=args.subgraph_k) for kind in ("symbolic", "hybrid")}
+    for method in methods.values():
+        method.run(queries["1p"][0])  # warm-up: relation matrices
+    results = {}
+    for shape, texts in queries.items():
+        times: dict[str, list[float]] = {kind: [] for kind in methods}
+        neural_ran = 0
+        for _ in range(args.reps):
+            for text in texts:
+                q = parse_query(text)
+                for kind, method in methods.items():
+                    start = time.perf_counter()
+                    execution = method.run(q)
+                    times[kind].append(1000 * (time.perf_counter() - start))
+                    neural_ran += kind == "hybrid" and execution.neural_scores is not None
+        medians = {kind: statistics.median(v) for kind, v in times.items()}
+        results[shape] = {"queries": len(texts), "reps": args.reps,
+                          "median_ms": {k: round(v, 3) for k, v in medians.items()},
+                          "ratio": round(medians["hybrid"] / medians["symbolic"], 2),
+                          "hybrid_neural_ran": neural_ran // args.reps}
+        print(shape, results[shape], file=sys.stderr)
+    report = {"benchmark": "ultrag_neural latency: exact vs default (hybrid), interleaved",
+              "graph": label, "nodes": kg.num_nodes, "edges": kg.num_edges,
+              "threads": args.threads,
+              "command": f"python benchmarks/ultrag_neural.py latency --dataset {args.dataset} "
+                         f"--queries {args.queries} --threads {args.threads} --executor compare "
+                         f"--reps {args.reps}",
+              **machine(), "results": results, "load_average_end": list(os.getloadavg())}
+    write(report, args.out or RESULTS / f"ultrag_hybrid_latency_{args.dataset}_compare.json")
+    return report
+
+
 def write(report: dict, path: Path | str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -410,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     lat.add_argument("--edges", type=int, default=10_000_000)
     lat.add_argument("--queries", type=int, default=30)
     lat.add_argument("--subgraph-k", type=int, default=None)
-    lat.add_argument("--executor", choices=KINDS, default="neural")
+    lat.add_argument("--executor", choices=(*KINDS, "compare"), default="neural",
+                     help="compare: symbolic and hybrid interleaved in one process")
+    lat.add_argument("--reps", type=int, default=5, help="passes over the queries (compare)")
     for p in (inc, lat):
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--threads", type=int, default=1)
