@@ -2,6 +2,8 @@
 
     kgrag load-db kb.txt --backend falkordb --host localhost --port 6379 --graph movies
     NEO4J_PASSWORD=... kgrag load-db kb.txt --backend neo4j --uri neo4j://db:7687 --username neo4j
+    kgrag load-db kb.txt --backend falkordb --embed       # + node vectors and their vector index
+    kgrag index-db --backend falkordb --graph movies       # the same for a graph already loaded
 
 Loading is batched (``UNWIND``) and idempotent (``MERGE``): running it twice adds nothing.
 The Neo4j password is read from the environment variable named by ``--password-env``
@@ -54,9 +56,69 @@ def _cmd_load_db(args: argparse.Namespace) -> int:
                                      progress=not args.no_progress, **read_options)
         print(summary)
         print(f"graph now: {store.counts()}")
+        if args.embed:
+            _embed(store, args)
     finally:
         store.close()
     return 0
+
+
+def _embed(store: Any, args: argparse.Namespace) -> None:
+    """Write node vectors + the vector index (``--embed`` / ``index-db``), resumably."""
+    from kgrag.commands.common import load_factory
+    from kgrag.embed import as_embedder
+    from kgrag.graph.db_vectors import embed_store
+
+    if args.embed_batch_size < 1:
+        raise KgragError("--embed-batch-size must be at least 1")
+    embedder = as_embedder(load_factory(args.embedder, "--embedder"))
+    print(embed_store(store, embedder, model=args.model, prop=args.property,
+                      batch_size=args.embed_batch_size, progress=not args.no_progress))
+
+
+def _cmd_index_db(args: argparse.Namespace) -> int:
+    if args.backend == "neo4j" and not args.uri:
+        raise KgragError("--backend neo4j needs --uri (e.g. neo4j://localhost:7687)")
+    store = _open_store(args)
+    try:
+        _embed(store, args)
+    finally:
+        store.close()
+    return 0
+
+
+def _add_embed_arguments(p: Any) -> None:
+    p.add_argument("--embedder", metavar="MODULE:FACTORY", default=None,
+                   help="embedder of the node names (default: the packaged all-MiniLM-L6-v2); "
+                        "the methods must use the same one")
+    p.add_argument("--model", default=None,
+                   help="model name recorded with the vectors (default: the embedder's cache "
+                        "key; needed for embedders without one)")
+    p.add_argument("--property", default="embedding",
+                   help="node property holding the vectors (default embedding)")
+    p.add_argument("--embed-batch-size", type=int, default=256,
+                   help="names per embedding call and write (default 256)")
+
+
+def _add_connection_arguments(p: Any) -> None:
+    p.add_argument("--backend", choices=("falkordb", "neo4j"), required=True,
+                   help="the database (required)")
+    p.add_argument("--uri", help="Neo4j: bolt:// or neo4j:// URI (required with --backend neo4j)")
+    p.add_argument("--username", default=os.environ.get("NEO4J_USERNAME"),
+                   help="Neo4j user (default: $NEO4J_USERNAME; none = no authentication)")
+    p.add_argument("--password-env", default="NEO4J_PASSWORD",
+                   help="environment variable holding the password (default NEO4J_PASSWORD)")
+    p.add_argument("--database", default=None, help="Neo4j database (default: server default)")
+    p.add_argument("--host", default="localhost", help="FalkorDB host (default localhost)")
+    p.add_argument("--port", type=int, default=6379, help="FalkorDB port (default 6379)")
+    p.add_argument("--graph", dest="graph_key", default="kgrag",
+                   help="FalkorDB graph key (default kgrag)")
+    p.add_argument("--label", default="Entity", help="node label (default Entity)")
+    p.add_argument("--name-property", default="name", help="node name property (default name)")
+    p.add_argument("--relation-property", default=None,
+                   help="store relations in this relationship property instead of as types")
+    p.add_argument("--relationship-type", default="RELATED",
+                   help="relationship type used with --relation-property (default RELATED)")
 
 
 def register(subparsers: Any) -> None:
@@ -99,4 +161,27 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=5000,
                    help="triples (and nodes) per batched UNWIND write (default 5000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--embed", action="store_true",
+                   help="also write each node's name vector and the database's vector index "
+                        "(resumable; see kgrag index-db)")
+    _add_embed_arguments(p)
     p.set_defaults(func=_cmd_load_db)
+
+    q = subparsers.add_parser(
+        "index-db", help="write node vectors + a vector index into a graph database",
+        description="""
+            Embed every entity node's name into a node property (default embedding) of a graph
+            already in Neo4j or FalkorDB, and create the database's vector index on it, so no
+            method embeds the graph's names in the client. Batched, with progress, and
+            resumable: nodes that already hold a vector are skipped. The model is recorded in
+            the database (a KgragVectors node); another model is refused, never mixed. Vectors
+            a framework already wrote in the property are adopted when they are this model's
+            embeddings of the names.""",
+        epilog="""
+            examples:
+              kgrag index-db --backend falkordb --host localhost --port 6379 --graph movies
+              NEO4J_PASSWORD=... kgrag index-db --backend neo4j --uri neo4j://db:7687 --username neo4j""")
+    _add_connection_arguments(q)
+    _add_embed_arguments(q)
+    q.add_argument("--no-progress", action="store_true", help="no progress bar")
+    q.set_defaults(func=_cmd_index_db)

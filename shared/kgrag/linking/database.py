@@ -219,6 +219,18 @@ def _pick(indexes: list[Any], kind: str, name: str | None = None) -> Any:
     return None
 
 
+def _kgrag_vectors(store: Any, embedder: Any) -> Any:
+    """The vector index ``kgrag index-db`` wrote with ``embedder``'s model (its metadata says
+    which model; another model raises), found without being named; ``None`` if there is none."""
+    if embedder is None:
+        return None
+    from kgrag.embed import as_embedder
+    from kgrag.graph.db_vectors import node_vector_index
+
+    stored = node_vector_index(store, as_embedder(embedder))
+    return stored.index if stored is not None else None
+
+
 def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool = True,
                      batch_size: int = 10_000, use_index: bool = True,
                      vector_index: str | None = None, candidates: int = 50,
@@ -229,7 +241,8 @@ def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool 
     ``linker_kwargs`` (``embedder=``, ``top_m=``, ``min_score=``, ``aliases=`` ...) go to the
     linker. The database index is used when ``use_index`` and the mode's needs are met (module
     docstring): ``"fuzzy"`` a full-text index on the name property; ``"dense"`` the vector
-    index named by ``vector_index`` plus an ``embedder``; ``"hybrid"`` both. ``aliases`` are
+    index named by ``vector_index`` plus an ``embedder`` -- or, unnamed, the one ``kgrag
+    index-db`` wrote with that embedder's model (:mod:`kgrag.graph.db_vectors`); ``"hybrid"`` both. ``aliases`` are
     only known to the local linker, so passing them selects it. The returned linker has an
     ``index_source`` attribute saying which index it uses.
     """
@@ -241,6 +254,8 @@ def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool 
         fulltext = _pick(indexes, "fulltext")
         vector = _pick(indexes, "vector", vector_index) if vector_index else None
         embedder = linker_kwargs.get("embedder")
+        if vector is None and not vector_index and mode in ("dense", "hybrid"):
+            vector = _kgrag_vectors(store, embedder)
         if vector_index and vector is None:
             log.warning("vector index %r not found on %r (found: %s)", vector_index, store,
                         [ix.describe() for ix in indexes] or "none")

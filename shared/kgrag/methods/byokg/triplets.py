@@ -105,8 +105,21 @@ class TripletScorer:
         return (node_sim[kg.heads[edge_ids]] + rel_sim[kg.rels[edge_ids]]
                 + node_sim[kg.tails[edge_ids]])
 
-    def _vectors(self, names: Sequence[str]) -> np.ndarray:
+    def _vectors(self, names: Sequence[str], nodes: bool = False) -> np.ndarray:
+        """Vectors of ``names`` (memoised). ``nodes``: they are node names of a database store,
+        so the vectors ``kgrag index-db`` stored with this embedder's model are fetched by name
+        (batched) instead of embedding them here (warned once when there are none)."""
         missing = [n for n in dict.fromkeys(names) if n not in self._memo]
+        if missing and nodes:
+            from kgrag.graph.db_vectors import fetch_node_vectors, stored_vectors_for
+
+            stored = stored_vectors_for(self.graph, self.embedder, "ByoKG-RAG triplet scoring",
+                                        "every node name of a scored triple is embedded in "
+                                        "the client (once per name and process)")
+            if stored is not None:
+                fetched = fetch_node_vectors(self.graph, missing, stored.info.property)
+                self._memo.update(fetched)
+                missing = [n for n in missing if n not in fetched]
         if missing:
             for name, vec in zip(missing, np.asarray(self.embedder.embed_documents(missing))):
                 self._memo[name] = vec.astype(np.float32)
@@ -140,9 +153,9 @@ class TripletScorer:
             tl = np.fromiter((kg.node_index[t.tail] for t in triples), np.int64, len(triples))
             return (node_vectors[h] @ qvec + self.relation_similarities(qvec)[r]
                     + node_vectors[tl] @ qvec)
-        heads = self._vectors([t.head for t in triples]) @ qvec
+        heads = self._vectors([t.head for t in triples], nodes=True) @ qvec
         rels = self.relation_similarities_for([t.relation for t in triples], qvec)
-        tails = self._vectors([t.tail for t in triples]) @ qvec
+        tails = self._vectors([t.tail for t in triples], nodes=True) @ qvec
         return heads + rels + tails
 
     def top_k(self, question: str | np.ndarray, k: int = 10,

@@ -264,7 +264,7 @@ class GraphRAFT(KGMethod):
         with self._name_lock:
             missing = [n for n in dict.fromkeys(names) if n not in self._name_vectors]
         if missing:
-            vectors = np.asarray(self.embedder.embed_documents(missing), dtype=np.float32)
+            vectors = self._name_rows(missing)
         with self._name_lock:
             if missing:
                 if len(self._name_vectors) + len(missing) > NAME_VECTOR_CACHE:
@@ -273,10 +273,25 @@ class GraphRAFT(KGMethod):
             # a concurrent question may have emptied the memo in between: embed what is gone
             found = [self._name_vectors.get(n) for n in names]
         lost = [n for n, r in zip(names, found) if r is None]
-        again = (dict(zip(lost, np.asarray(self.embedder.embed_documents(lost), np.float32)))
-                 if lost else {})
+        again = dict(zip(lost, self._name_rows(lost))) if lost else {}
         rows = [again[n] if r is None else r for n, r in zip(names, found)]
         return np.stack(rows) @ question_vec
+
+    def _name_rows(self, names: Sequence[str]) -> np.ndarray:
+        """Vectors of ``names`` (a database store): the stored ones when ``kgrag index-db`` wrote
+        them with this embedder's model (fetched by name, batched; a name without one, e.g. a
+        node added since, is embedded), else embedded here, with a one-time warning."""
+        from kgrag.graph.db_vectors import fetch_node_vectors, stored_vectors_for
+
+        stored = stored_vectors_for(self.graph, self.embedder, "GraphRAFT",
+                                    "every node a query returns is embedded in the client "
+                                    "(one embedding call per new name; a memo keeps "
+                                    f"{NAME_VECTOR_CACHE} names)")
+        found = fetch_node_vectors(self.graph, names, stored.info.property) if stored else {}
+        rest = [n for n in names if n not in found]
+        if rest:
+            found.update(zip(rest, np.asarray(self.embedder.embed_documents(rest), np.float32)))
+        return np.stack([found[n] for n in names]).astype(np.float32)
 
     def execute_selected(self, selected: Sequence[Candidate]
                          ) -> tuple[list[tuple[Candidate, list[str]]], list[Candidate]]:

@@ -216,7 +216,7 @@ class CandidateGenerator:
                  node_types: Mapping[str, Iterable[str]] | None = None,
                  humanize_relations: bool = True, node_vectors: np.ndarray | None = None,
                  relation_texts: Sequence[Sequence[str]] | None = None,
-                 **index_options: Any) -> None:
+                 node_search: Any = None, **index_options: Any) -> None:
         if k_relations == "auto":
             k_relations = auto_k_relations(len(relation_names))
         elif isinstance(k_relations, str):
@@ -230,11 +230,15 @@ class CandidateGenerator:
         self.humanize_relations = humanize_relations
         self.node_names = node_names
         self.relation_names = list(relation_names)
-        if node_vectors is None:
-            node_vectors = embedder.embed_documents(list(node_names))
-        if len(node_vectors) != len(node_names):
-            raise ValueError("node_vectors must have one row per node")
-        self.node_index = NameIndex(node_vectors, expected_k=self.k_nodes, **index_options)
+        self.node_index: Any
+        if node_search is not None:  # a database's vector index (db_candidates): no vectors here
+            self.node_index = node_search
+        else:
+            if node_vectors is None:
+                node_vectors = embedder.embed_documents(list(node_names))
+            if len(node_vectors) != len(node_names):
+                raise ValueError("node_vectors must have one row per node")
+            self.node_index = NameIndex(node_vectors, expected_k=self.k_nodes, **index_options)
         if not humanize_relations:
             texts: Sequence[Sequence[str]] = [[r] for r in self.relation_names]
         elif relation_texts is not None:
@@ -250,9 +254,11 @@ class CandidateGenerator:
         self.type_names: list[str] = []
         self.type_index: NameIndex | None = None
         if node_types:
-            index_of = {n: i for i, n in enumerate(node_names)}
+            grows = getattr(node_names, "ids_of", None)  # a database's growing name table
+            index_of = {} if grows else {n: i for i, n in enumerate(node_names)}
             for type_name, members in node_types.items():
-                ids = sorted({index_of[m] for m in members if m in index_of})
+                ids = (sorted(set(grows(members))) if grows else
+                       sorted({index_of[m] for m in members if m in index_of}))
                 if ids:
                     self.type_names.append(str(type_name))
                     self.type_members.append(np.asarray(ids, dtype=np.int64))

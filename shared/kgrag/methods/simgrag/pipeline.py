@@ -147,15 +147,21 @@ class SimGRAG(KGMethod):
                            node_vectors: np.ndarray | None) -> None:
         """The graph's names and the candidate generator over their vectors (node vectors
         shared with every other method over this graph and embedder unless given)."""
+        node_search = None
+        if self.kg is None and node_vectors is None:
+            node_search = self._database_node_search(graph)
         if self.kg is not None:
             node_names: Sequence[str] = self.kg.node_names
             relation_names: Sequence[str] = self.kg.relation_names
+        elif node_search is not None:
+            node_names = node_search.names
+            relation_names = list(graph.list_relations())
         else:
             node_names = list(graph.iter_node_names())
             relation_names = list(graph.list_relations())
         self.node_names = node_names
         self.relation_names = list(relation_names)
-        if node_vectors is None:
+        if node_vectors is None and node_search is None:
             from kgrag.embed.graph_vectors import graph_name_vectors
 
             node_vectors = graph_name_vectors(self.kg if self.kg is not None else graph,
@@ -167,7 +173,27 @@ class SimGRAG(KGMethod):
             humanize_relations=cfg.humanize_relations, node_vectors=node_vectors,
             relation_texts=all_relation_texts(graph, self.relation_names), index=cfg.index,
             hnsw_threshold=cfg.hnsw_threshold, hnsw_m=cfg.hnsw_m,
-            ef_construction=cfg.ef_construction, ef_search_factor=cfg.ef_search_factor)
+            ef_construction=cfg.ef_construction, ef_search_factor=cfg.ef_search_factor,
+            node_search=node_search)
+
+    def _database_node_search(self, graph: GraphStore) -> Any:
+        """The database's vector index as the node candidate search (:mod:`.db_candidates`),
+        or ``None`` (with a one-time warning on a database store) when it has none for this
+        embedder."""
+        from kgrag.graph.base import is_cypher_store
+        from kgrag.graph.db_vectors import DEFAULT_PROPERTY, node_vector_index, warn_no_vectors
+
+        if not is_cypher_store(graph):
+            return None
+        stored = node_vector_index(graph, self.embedder)
+        if stored is None:
+            warn_no_vectors(graph, "SimGRAG", "every node name is streamed to the client and "
+                            "embedded there before the first question (client memory and "
+                            "start-up grow with the graph: 4 bytes x dimension per node)")
+            return None
+        from kgrag.methods.simgrag.db_candidates import DatabaseNodeSearch, GrowingNameTable
+
+        return DatabaseNodeSearch(graph, stored.index, GrowingNameTable(), DEFAULT_PROPERTY)
 
     # ------------------------------------------------------------------ query -> pattern
     def pattern_prompt(self, question: str) -> str:

@@ -1,0 +1,76 @@
+"""SimGRAG's node candidates from a graph database's own vector index (no name leaves it).
+
+On a database store whose node vectors were written by ``kgrag index-db`` / ``kgrag load-db
+--embed`` with SimGRAG's embedder (:mod:`kgrag.graph.db_vectors`), the k(n) nearest nodes of a
+pattern node are the database vector index's top k(n) (FalkorDB / Neo4j HNSW: approximate,
+recall measured in docs/graph-databases.md), re-scored exactly: their stored vectors are
+fetched and the L2 distance to the pattern node's vector computed as in memory, so the Graph
+Semantic Distance is the in-memory one. Node ids are positions in a :class:`GrowingNameTable`
+that holds only the names some search has returned -- never the graph's full name list.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from kgrag.methods.simgrag.search import CandidateSet
+
+
+class GrowingNameTable(list):
+    """A name list that grows as searches return names: ``id_of(name)`` appends a new name
+    and returns its position (thread-safe). Only ever holds names some search returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ids: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def id_of(self, name: str) -> int:
+        with self._lock:
+            found = self._ids.get(name)
+            if found is None:
+                found = self._ids[name] = len(self)
+                self.append(name)
+            return found
+
+    def ids_of(self, names: Iterable[str]) -> list[int]:
+        return [self.id_of(n) for n in names]
+
+
+class DatabaseNodeSearch:
+    """``search(queries, k)`` -> one :class:`CandidateSet` per query row, from the database's
+    vector index (see the module docstring); the interface of SimGRAG's in-memory NameIndex."""
+
+    kind = "database"
+
+    def __init__(self, store: Any, index: Any, names: GrowingNameTable, prop: str) -> None:
+        self.store = store
+        self.index = index
+        self.names = names
+        self.prop = prop
+
+    def __len__(self) -> int:
+        return int(self.store.counts()["nodes"])
+
+    def search(self, queries: np.ndarray, k: int) -> list[CandidateSet]:
+        from kgrag.graph.db_vectors import fetch_node_vectors
+
+        queries = np.asarray(np.atleast_2d(queries), np.float32)
+        out = []
+        for query in queries:
+            hits = [name for name, _ in self.store.vector_search(
+                self.index, [float(x) for x in query], int(k))]
+            vectors = fetch_node_vectors(self.store, hits, self.prop)
+            found = [n for n in dict.fromkeys(hits) if n in vectors]
+            if not found:
+                out.append(CandidateSet(np.empty(0, np.int64), np.empty(0)))
+                continue
+            matrix = np.stack([vectors[n] for n in found])
+            squared = np.sum((matrix - query) ** 2, axis=1, dtype=np.float32)
+            dist = np.sqrt(np.maximum(squared, 0.0).astype(np.float64))
+            out.append(CandidateSet(np.asarray(self.names.ids_of(found), np.int64), dist))
+        return out

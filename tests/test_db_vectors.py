@@ -1,0 +1,226 @@
+"""Node vectors in the database (kgrag index-db / load-db --embed), on a real FalkorDB server.
+
+The client must embed only the question's / pattern's texts, never the graph's node names, and
+still get the in-memory results on the bundled graph; an interrupted embedding resumes; vectors
+of another model are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+from kgrag import KnowledgeGraph
+from kgrag.demo import demo_data_path
+from kgrag.graph.db_vectors import (VectorModelMismatch, embed_store, fetch_node_vectors,
+                                    node_vector_index)
+from kgrag.graph.falkordb import FalkorDBGraphStore
+from kgrag.graph.io import read_triples
+
+pytestmark = pytest.mark.server
+
+
+class CountingEmbedder:
+    """Wraps an embedder and records every text it embeds (same model, same cache key)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.texts: list[str] = []
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return self.embedder.embed_documents(texts)
+
+    def embed_query(self, text):
+        self.texts.append(text)
+        return self.embedder.embed_query(text)
+
+
+class FailingEmbedder(CountingEmbedder):
+    """Fails on its ``fail_at``-th embedding call: an interrupted ``--embed``."""
+
+    def __init__(self, embedder: Any, fail_at: int) -> None:
+        super().__init__(embedder)
+        self.calls, self.fail_at = 0, fail_at
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise KeyboardInterrupt
+        return super().embed_documents(texts)
+
+
+@pytest.fixture(scope="module")
+def movies() -> KnowledgeGraph:
+    return KnowledgeGraph.from_triples(read_triples(demo_data_path()))
+
+
+def _store(server: Any, key: str, kg: KnowledgeGraph) -> FalkorDBGraphStore:
+    from falkordb import FalkorDB
+
+    FalkorDB(host="127.0.0.1", port=server.port).select_graph(key).query(
+        "MATCH (n) DETACH DELETE n")
+    return kg.to_falkordb("127.0.0.1", server.port, graph=key, progress=False)
+
+
+@pytest.fixture(scope="module")
+def embedded(falkordb_server, movies, minilm):
+    store = _store(falkordb_server, "kgrag_dbvec", movies)
+    summary = embed_store(store, minilm, progress=False, batch_size=64)
+    assert summary.embedded == movies.num_nodes
+    yield store
+    store.close()
+
+
+def _graph_names_embedded(counter: CountingEmbedder, kg: KnowledgeGraph,
+                          allowed: set[str]) -> set[str]:
+    return (set(counter.texts) & set(kg.node_names)) - allowed
+
+
+def test_vectors_and_index_are_in_the_database(embedded, movies, minilm):
+    stored = node_vector_index(embedded, minilm)
+    assert stored is not None and stored.info.dimension == minilm.dimension
+    assert stored.index.kind == "vector"
+    names = movies.node_names[:50]
+    vectors = fetch_node_vectors(embedded, names)
+    assert set(vectors) == set(names)
+    expected = np.asarray(minilm.embed_documents(names), np.float32)
+    assert np.allclose(np.stack([vectors[n] for n in names]), expected, atol=1e-6)
+
+
+def test_simgrag_takes_node_candidates_from_the_database_index(embedded, movies, minilm):
+    from kgrag.methods.simgrag import SimGRAG
+
+    pattern = [("Paprika", "directed by", "UNKNOWN person 1"),
+               ("UNKNOWN film 2", "directed by", "UNKNOWN person 1")]
+    counter = CountingEmbedder(minilm)
+    on_db = SimGRAG(embedded, embedder=counter, k=10)
+    db_result = on_db.retrieve_pattern(pattern)
+    # only the pattern's texts and the (schema-sized) relation texts were embedded
+    assert not _graph_names_embedded(counter, movies, {"Paprika"})
+    assert len(on_db.node_names) < movies.num_nodes
+    in_memory = SimGRAG(movies, embedder=minilm, k=10).retrieve_pattern(pattern)
+
+    def found(result):  # every match with its GSD (equal GSDs come in id order, which differs)
+        return {(frozenset(s.triples), round(s.metadata["gsd"], 4)) for s in result.items}
+
+    assert len(db_result.items) >= 3 and found(db_result) == found(in_memory)
+
+
+def test_triplet_scores_use_stored_vectors(embedded, movies, minilm):
+    from kgrag.methods.byokg.triplets import TripletScorer
+
+    counter = CountingEmbedder(minilm)
+    scorer = TripletScorer.from_graph(embedded, counter)
+    question = "Who directed Paprika?"
+    qvec = scorer.query_vector(question)
+    triples = embedded.k_hop_subgraph(["Paprika"], hops=2)
+    assert len(triples) > 5
+    db_scores = scorer.score_triples(qvec, triples)
+    assert not _graph_names_embedded(counter, movies, set())
+    memory = TripletScorer.from_graph(movies, minilm)
+    assert np.allclose(db_scores, memory.score_triples(qvec, triples), atol=1e-4)
+
+
+def test_graphraft_similarities_use_stored_vectors(embedded, movies, minilm):
+    from kgrag.methods.graphraft import GraphRAFT
+
+    counter = CountingEmbedder(minilm)
+    method = GraphRAFT(embedded, embedder=counter)
+    assert "falkordb-vector" in method.linker.index_source  # no local index over all names
+    qvec = np.asarray(minilm.embed_query("films by Satoshi Kon"), np.float32)
+    names = [n for n in movies.node_names[:40]]
+    db_sims = method._similarities(qvec, names)
+    assert not _graph_names_embedded(counter, movies, set())
+    memory = GraphRAFT(movies, embedder=minilm)._similarities(qvec, names)
+    assert np.allclose(db_sims, memory, atol=1e-5)
+    linked = method.link(["Satoshi Kon"])
+    assert linked == ["Satoshi Kon"]
+    assert not _graph_names_embedded(counter, movies, {"Satoshi Kon"})
+
+
+def test_interrupted_embedding_resumes(falkordb_server, movies, minilm):
+    store = _store(falkordb_server, "kgrag_dbvec_resume", movies)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            embed_store(store, FailingEmbedder(minilm, fail_at=3), progress=False,
+                        batch_size=50)
+        done = store._read("MATCH (n:Entity) WHERE n.embedding IS NOT NULL RETURN count(n)")[0][0]
+        assert done == 100
+        counter = CountingEmbedder(minilm)
+        summary = embed_store(store, counter, progress=False, batch_size=50)
+        assert (summary.skipped, summary.embedded) == (100, movies.num_nodes - 100)
+        assert len(set(counter.texts) & set(movies.node_names)) == movies.num_nodes - 100
+        again = embed_store(store, counter, progress=False, batch_size=50)
+        assert again.embedded == 0 and again.skipped == movies.num_nodes
+    finally:
+        store.close()
+
+
+def test_another_model_is_refused(embedded, minilm):
+    with pytest.raises(VectorModelMismatch, match="never mix"):
+        embed_store(embedded, minilm, model="another-model", progress=False)
+    from kgrag.embed import LookupEmbedder
+
+    other = LookupEmbedder({"x": [1.0, 0.0]})
+    with pytest.raises(Exception, match="cannot tell which model"):
+        embed_store(embedded, other, progress=False)
+
+
+    class AnotherModel(CountingEmbedder):
+        cache_key = "another-model"
+
+    with pytest.raises(VectorModelMismatch, match="another-model"):  # a method asking with it
+        node_vector_index(embedded, AnotherModel(minilm))
+
+
+def test_framework_vectors_adopted_only_when_same_model(falkordb_server, movies, minilm):
+    from falkordb import FalkorDB
+
+    store = _store(falkordb_server, "kgrag_dbvec_adopt", movies)
+    raw = FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("kgrag_dbvec_adopt")
+    names = movies.node_names[:20]
+    try:  # a framework wrote random vectors: not this model's -> refused
+        rng = np.random.default_rng(0)
+        raw.query("UNWIND $rows AS r MATCH (n:Entity {name: r[0]}) SET n.embedding = vecf32(r[1])",
+                  {"rows": [[n, [float(x) for x in rng.normal(size=minilm.dimension)]]
+                            for n in names]})
+        with pytest.raises(VectorModelMismatch, match="not .* embeddings of the node names"):
+            embed_store(store, minilm, progress=False)
+        # the model's own vectors (e.g. LlamaIndex embed_kg_nodes with it) -> adopted.
+        # (FalkorDB 4.16 leaves a vector property unchanged by a SET: remove it first)
+        raw.query("MATCH (n:Entity) SET n.embedding = NULL")
+        raw.query("UNWIND $rows AS r MATCH (n:Entity {name: r[0]}) SET n.embedding = vecf32(r[1])",
+                  {"rows": [[n, [float(x) for x in v]]
+                            for n, v in zip(names, minilm.embed_documents(names))]})
+        counter = CountingEmbedder(minilm)
+        summary = embed_store(store, counter, progress=False)
+        assert summary.skipped == 20 and summary.embedded == movies.num_nodes - 20
+    finally:
+        store.close()
+
+
+def test_store_without_vectors_warns_once_and_keeps_working(falkordb_server, movies, minilm,
+                                                            caplog):
+    from kgrag.methods.byokg.triplets import TripletScorer
+
+    store = _store(falkordb_server, "kgrag_dbvec_none", movies)
+    try:
+        scorer = TripletScorer.from_graph(store, minilm)
+        qvec = scorer.query_vector("Who directed Paprika?")
+        triples = store.k_hop_subgraph(["Paprika"], hops=1)
+        with caplog.at_level(logging.WARNING, logger="kgrag.graph.db_vectors"):
+            first = scorer.score_triples(qvec, triples)
+            scorer.score_triples(qvec, store.k_hop_subgraph(["Tokyo Godfathers"], hops=1))
+        warnings = [r for r in caplog.records if "kgrag index-db" in r.getMessage()]
+        assert len(warnings) == 1
+        memory = TripletScorer.from_graph(movies, minilm)
+        assert np.allclose(first, memory.score_triples(qvec, triples), atol=1e-4)
+    finally:
+        store.close()
