@@ -156,6 +156,9 @@ class MappedFiles:
         for fh, _, _ in self._files:
             fh.close()
 
+    def __del__(self) -> None:  # the graph is gone: close the files (no ResourceWarning)
+        self.close()
+
 
 def _signature(info: os.stat_result) -> tuple[int, ...]:
     """``(size, mtime, ctime, link count)``: a write or truncation changes the size or mtime;
