@@ -224,3 +224,25 @@ def test_store_without_vectors_warns_once_and_keeps_working(falkordb_server, mov
         assert np.allclose(first, memory.score_triples(qvec, triples), atol=1e-4)
     finally:
         store.close()
+
+
+def test_cli_load_db_embed_then_index_db(falkordb_server, movies, minilm, capsys):
+    from falkordb import FalkorDB
+    from kgrag.cli import main
+
+    key = "kgrag_dbvec_cli"
+    FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph(key).query(
+        "MATCH (n) DETACH DELETE n")
+    common = ["--backend", "falkordb", "--host", "127.0.0.1", "--port",
+              str(falkordb_server.port), "--graph", key, "--no-progress"]
+    assert main(["load-db", str(demo_data_path()), "--embed", *common]) == 0
+    assert f"{movies.num_nodes} node vectors written" in capsys.readouterr().out
+    assert main(["index-db", *common]) == 0  # a re-run only checks
+    assert f"0 node vectors written, {movies.num_nodes} already present" in capsys.readouterr().out
+    assert main(["index-db", "--model", "another-model", *common]) != 0
+    assert "never mix" in capsys.readouterr().err
+    store = FalkorDBGraphStore.from_url("127.0.0.1", falkordb_server.port, graph=key)
+    try:
+        assert node_vector_index(store, minilm) is not None
+    finally:
+        store.close()
