@@ -43,6 +43,8 @@ SKIP: dict[str, str] = {
         "in tests/test_eval_runner.py",
     "kgrag load-db ": "needs a running FalkorDB server (load-db against a real server: "
                       "tests/test_graph_db.py)",
+    "pip install ": "installs packages (what scripts/setup.sh does; the extras are checked in "
+                    "tests/test_extras.py)",
 }
 #: What a fenced block may be labelled; an unlabelled block could hide an untested command.
 LANGUAGES = {"python", "bash", "console", "text", "json"}
