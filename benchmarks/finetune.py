@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "shared"))
 
 from kgrag.eval.metrics import hits_at_k  # noqa: E402
 from kgrag.finetune.pairs import EVAL_LIMIT, EVAL_SEED, SYSTEM, heldout_examples  # noqa: E402
+from machine_info import stamp  # noqa: E402
 
 SETTINGS = ("finetuned", "base", "embedding", "base-chat", "oracle")
 
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                 **cpu_info(), "loadavg": list(os.getloadavg()),
                 "rows": sorted(rows.values(), key=lambda r: (r["dataset"], r["setting"])),
             }
-            out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+            out.write_text(json.dumps(stamp(result), indent=1) + "\n", encoding="utf-8")
     return 0
 
 

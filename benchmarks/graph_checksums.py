@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from machine_info import stamp  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "shared"), str(HERE)]
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out["loadavg_end"] = os.getloadavg()
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    Path(args.out).write_text(json.dumps(stamp(out), indent=2) + "\n")
     print(json.dumps(out, indent=2))
     return 0
 

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from machine_info import stamp  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = ("UNWIND range(1, 1500) AS a WITH collect(a) AS L "
@@ -125,7 +126,7 @@ def main() -> None:
            "simd": [f for f in flags if f in ("avx2", "fma", "avx512f")],
            "command": "python benchmarks/result_budget_rss.py" + (
                f" --old {args.old}" if args.old else "")}
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps(stamp(out), indent=1) + "\n")
 
 
 if __name__ == "__main__":
