@@ -160,9 +160,46 @@ def summarise(dataset: str, setting: str, records: list[dict[str, Any]]) -> dict
             "seconds_per_question": round(sum(r["seconds"] for r in records) / n, 3) if n else None}
 
 
+def write_summary(out: Path, records_dir: Path, root: Path, args: argparse.Namespace,
+                  manifest: dict[str, Any], load_seconds: float) -> None:
+    """``finetune.json`` from every records file (several runs may fill the folder at once:
+    each rewrite summarises all of them), over the held-out sample's questions."""
+    rows = []
+    for path in sorted(records_dir.glob("*__*.jsonl")):
+        dataset, setting = path.stem.split("__", 1)
+        records = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        if records:
+            rows.append(summarise(dataset, setting, records))
+    previous = json.loads(out.read_text()) if out.is_file() else {}
+    if manifest:
+        previous.update({"adapter": str(args.adapter), "base": manifest.get("base"),
+                         "adapter_training": manifest.get("training"),
+                         "adapter_config": manifest.get("config"),
+                         "adapter_data": manifest.get("data"),
+                         "adapter_bytes": manifest.get("adapter_bytes"),
+                         "model_load_seconds": load_seconds})
+    result = {
+        **previous,
+        "benchmark": "GraphRAFT L1 selector: fine-tuned vs untuned SmolLM2-135M-Instruct vs "
+                     "embeddings vs chat choice, on the harness's held-out sample (gold topic "
+                     "entity linked)",
+        "threads": args.threads, **cpu_info(), "loadavg": list(os.getloadavg()),
+        "rows": rows,
+    }
+    out.write_text(json.dumps(stamp(result), indent=1) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--adapter", required=True, help="folder written by kgrag finetune")
+    parser.add_argument("--adapter", default=None, help="folder written by kgrag finetune "
+                        "(needed for the finetuned setting)")
+    parser.add_argument("--base", default="local:smollm2-135m",
+                        help="the base model when no --adapter is given")
     parser.add_argument("--datasets", nargs="+", default=["metaqa-1hop", "metaqa-2hop", "pq-2h"])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=SETTINGS)
     parser.add_argument("--limit", type=int, default=EVAL_LIMIT,
@@ -177,27 +214,34 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from kgrag.eval.runner import DATASETS
-    from kgrag.finetune.model import load_finetuned, read_manifest
+    from kgrag.finetune.model import load_base, load_finetuned, prompt_template, read_manifest
     from kgrag.finetune.pairs import training_examples
     from kgrag.methods.graphraft.pipeline import GraphRAFT
 
     torch.set_num_threads(args.threads)
     root = Path(args.data_root)
-    manifest = read_manifest(args.adapter)
     needs_model = {"finetuned", "base", "base-chat"} & set(args.settings)
+    if "finetuned" in args.settings and not args.adapter:
+        parser.error("the finetuned setting needs --adapter")
     t0 = time.perf_counter()
-    model, tokenizer, _ = load_finetuned(args.adapter) if needs_model else (None, None, None)
+    manifest: dict[str, Any] = {}
+    model = tokenizer = None
+    if args.adapter:
+        manifest = read_manifest(args.adapter)
+        assert manifest["system"] == SYSTEM["graphraft"]
+        if needs_model:
+            model, tokenizer, _ = load_finetuned(args.adapter)
+    elif needs_model:
+        model, tokenizer = load_base(args.base)
     load_seconds = round(time.perf_counter() - t0, 1)
-    template = manifest["prompt_template"]
-    assert manifest["system"] == SYSTEM["graphraft"]
+    template = (manifest["prompt_template"] if manifest
+                else prompt_template(tokenizer, SYSTEM["graphraft"]) if tokenizer else "")
     out = Path(args.out)
     records_dir = out.with_suffix(".d")
     records_dir.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(out.read_text()) if out.is_file() else {}
-    rows = {(r["dataset"], r["setting"]): r for r in previous.get("rows", [])}
     trained_on = set()
-    pairs_file = Path(args.adapter) / "pairs.jsonl"
-    if pairs_file.is_file():
+    pairs_file = Path(args.adapter) / "pairs.jsonl" if args.adapter else None
+    if pairs_file and pairs_file.is_file():
         trained_on = {json.loads(line)["source"] for line in pairs_file.read_text().splitlines()}
     graphs: dict[str, Any] = {}
     for dataset in args.datasets:
@@ -215,19 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                                       template=template, method=method)
             records = run_setting(dataset, setting, subset, method, selector,
                                   records_dir / f"{dataset}__{setting}.jsonl", model)
-            rows[(dataset, setting)] = summarise(dataset, setting, records)
-            print(json.dumps(rows[(dataset, setting)]), flush=True)
-            result = {
-                "benchmark": "GraphRAFT L1 selector: fine-tuned vs untuned SmolLM2-135M-Instruct "
-                             "vs embeddings vs chat choice (gold topic entity linked)",
-                "adapter": str(args.adapter), "base": manifest.get("base"),
-                "adapter_training": manifest.get("training"),
-                "adapter_data": manifest.get("data"), "adapter_bytes": manifest.get("adapter_bytes"),
-                "model_load_seconds": load_seconds, "threads": args.threads,
-                **cpu_info(), "loadavg": list(os.getloadavg()),
-                "rows": sorted(rows.values(), key=lambda r: (r["dataset"], r["setting"])),
-            }
-            out.write_text(json.dumps(stamp(result), indent=1) + "\n", encoding="utf-8")
+            print(json.dumps(summarise(dataset, setting, records)), flush=True)
+            write_summary(out, records_dir, root, args, manifest, load_seconds)
     return 0
 
 
