@@ -101,7 +101,7 @@ def load_base(spec: str | BaseModelRef, *, cache: bool = True) -> tuple[Any, Any
             ref = BaseModelRef(ref.spec, str(cached))
     extra = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
     tokenizer = AutoTokenizer.from_pretrained(ref.folder, **extra)
-    model = AutoModelForCausalLM.from_pretrained(ref.folder, dtype=torch.float32, **extra)
+    model: Any = AutoModelForCausalLM.from_pretrained(ref.folder, dtype=torch.float32, **extra)
     if ref.gguf_file and cache:
         import os
         import shutil
