@@ -164,7 +164,7 @@ def write_summary(out: Path, records_dir: Path, root: Path, args: argparse.Names
                   manifest: dict[str, Any], load_seconds: float) -> None:
     """``finetune.json`` from every records file (several runs may fill the folder at once:
     each rewrite summarises all of them), over the held-out sample's questions."""
-    rows = []
+    per_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in sorted(records_dir.glob("*__*.jsonl")):
         dataset, setting = path.stem.split("__", 1)
         records = []
@@ -174,7 +174,23 @@ def write_summary(out: Path, records_dir: Path, root: Path, args: argparse.Names
             except json.JSONDecodeError:
                 continue
         if records:
-            rows.append(summarise(dataset, setting, records))
+            per_file[(dataset, setting)] = records
+    rows = [{**summarise(d, s, r), "subset": "all"} for (d, s), r in per_file.items()]
+    # side by side: every setting on the same first-N held-out questions (records are written
+    # in held-out order), N = what the slowest model setting (and, apart, base-chat) finished
+    for dataset in sorted({d for d, _ in per_file}):
+        ids = [ex.id for ex in heldout_examples(dataset, root)]
+        done = {s: {r["id"]: r for r in recs} for (d, s), recs in per_file.items() if d == dataset}
+        for group in (("finetuned", "base"), ("base-chat",)):
+            present = [s for s in group if s in done]
+            if not present:
+                continue
+            n = min(len(done[s]) for s in present)
+            first = ids[:n]
+            for setting, recs in done.items():
+                if n and all(i in recs for i in first):
+                    rows.append({**summarise(dataset, setting, [recs[i] for i in first]),
+                                 "subset": f"first {n} (as {'/'.join(group)})"})
     previous = json.loads(out.read_text()) if out.is_file() else {}
     if manifest:
         previous.update({"adapter": str(args.adapter), "base": manifest.get("base"),
@@ -194,6 +210,12 @@ def write_summary(out: Path, records_dir: Path, root: Path, args: argparse.Names
     out.write_text(json.dumps(stamp(result), indent=1) + "\n", encoding="utf-8")
 
 
+def read_manifest_if(adapter: str | None) -> dict[str, Any]:
+    from kgrag.finetune.model import read_manifest
+
+    return read_manifest(adapter) if adapter else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", default=None, help="folder written by kgrag finetune "
@@ -209,7 +231,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-root", default=os.environ.get("KGRAG_DATA", "/work/shared/data"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "finetune.json"))
+    parser.add_argument("--summary-only", action="store_true",
+                        help="rewrite the JSON from the records already there, run nothing")
     args = parser.parse_args(argv)
+    if args.summary_only:
+        out = Path(args.out)
+        manifest = read_manifest_if(args.adapter)
+        write_summary(out, out.with_suffix(".d"), Path(args.data_root), args, manifest,
+                      json.loads(out.read_text()).get("model_load_seconds", 0.0)
+                      if out.is_file() else 0.0)
+        return 0
 
     import torch
 
