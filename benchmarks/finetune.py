@@ -42,7 +42,8 @@ from kgrag.eval.metrics import hits_at_k  # noqa: E402
 from kgrag.finetune.pairs import EVAL_LIMIT, EVAL_SEED, SYSTEM, heldout_examples  # noqa: E402
 from machine_info import stamp  # noqa: E402
 
-SETTINGS = ("finetuned", "base", "embedding", "base-chat", "oracle")
+SETTINGS = ("finetuned", "base", "finetuned-per-token", "base-per-token", "embedding", "base-chat",
+            "oracle")
 
 
 def cpu_info() -> dict[str, Any]:
@@ -87,12 +88,15 @@ def build_selector(setting: str, *, model: Any, tokenizer: Any, template: str, m
     from kgrag.finetune.model import CandidateScorer, ScoredChoiceSelector
     from kgrag.methods.graphraft.selection import ChatChoiceSelector, EmbeddingSelector
 
-    if setting in ("finetuned", "base"):
-        return ScoredChoiceSelector(CandidateScorer(model, tokenizer, template))
+    if setting in ("finetuned", "base", "finetuned-per-token", "base-per-token"):
+        return ScoredChoiceSelector(CandidateScorer(model, tokenizer, template),
+                                    per_token=setting.endswith("per-token"))
     if setting == "embedding":
         return EmbeddingSelector(method.embedder, method.graph)
     if setting == "base-chat":
-        return ChatChoiceSelector(ChatGenerator(model, tokenizer))
+        from kgrag.llm.base import as_llm
+
+        return ChatChoiceSelector(as_llm(ChatGenerator(model, tokenizer)))
     if setting == "oracle":
         return GraphRAFTOracleSelector()
     raise ValueError(setting)
@@ -115,7 +119,7 @@ def run_setting(dataset: str, setting: str, examples: list, method: Any, selecto
                 done[rec["id"]] = rec
             except (json.JSONDecodeError, KeyError):
                 continue  # a half-written last line
-    untuned = (model.disable_adapter() if setting in ("base", "base-chat")
+    untuned = (model.disable_adapter() if setting.startswith("base")
                and hasattr(model, "disable_adapter") else contextlib.nullcontext())
     with untuned, open(records_path, "a", encoding="utf-8") as handle:
         for number, ex in enumerate(examples, start=1):
@@ -181,7 +185,8 @@ def write_summary(out: Path, records_dir: Path, root: Path, args: argparse.Names
     for dataset in sorted({d for d, _ in per_file}):
         ids = [ex.id for ex in heldout_examples(dataset, root)]
         done = {s: {r["id"]: r for r in recs} for (d, s), recs in per_file.items() if d == dataset}
-        for group in (("finetuned", "base"), ("base-chat",)):
+        for group in (("finetuned", "base"), ("finetuned-per-token", "base-per-token"),
+                      ("base-chat",)):
             present = [s for s in group if s in done]
             if not present:
                 continue
@@ -251,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     root = Path(args.data_root)
-    needs_model = {"finetuned", "base", "base-chat"} & set(args.settings)
-    if "finetuned" in args.settings and not args.adapter:
+    needs_model = {s for s in args.settings if s not in ("embedding", "oracle")}
+    if any(s.startswith("finetuned") for s in args.settings) and not args.adapter:
         parser.error("the finetuned setting needs --adapter")
     t0 = time.perf_counter()
     manifest: dict[str, Any] = {}

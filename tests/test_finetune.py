@@ -180,6 +180,10 @@ def test_cached_scores_equal_exhaustive_scoring_and_the_constrained_beam(base_di
     beam = constrained_beam_search(token_scorer, "q?", candidates, beam_width=len(candidates))
     ranked = CandidateScorer(model, tokenizer, template).rank("q?", candidates)
     assert [i for i, _ in beam] == ranked
+    scores = CandidateScorer(model, tokenizer, template).score("q?", candidates)
+    lengths = [len(encode(tokenizer, c)) + 1 for c in candidates]
+    per_token = CandidateScorer(model, tokenizer, template).rank("q?", candidates, per_token=True)
+    assert per_token == sorted(range(len(candidates)), key=lambda i: -scores[i] / lengths[i])
     # one source: the shared '"Heat" - ' prefix runs once with the prompt; scores are unchanged
     same_source = ['"Heat" - directed_by', '"Heat" - directed_by - has_genre', '"Heat" - w']
     assert CandidateScorer(model, tokenizer, template).score("q?", same_source) == pytest.approx(

@@ -224,9 +224,16 @@ class CandidateScorer:
                 scores.append(total)
         return scores
 
-    def rank(self, question: str, candidates: Sequence[str]) -> list[int]:
-        """Candidate indices, most probable first (ties by index)."""
+    def rank(self, question: str, candidates: Sequence[str], *, per_token: bool = False
+             ) -> list[int]:
+        """Candidate indices, most probable first (ties by index). ``per_token``: rank by the
+        mean log-probability per token (candidate + EOS) instead of the total -- what Hugging
+        Face beam search, which the GraphRAFT reference code decodes with, does by default
+        (``length_penalty=1.0``); the total favours the shorter 1-hop candidates."""
         scores = self.score(question, candidates)
+        if per_token:
+            lengths = [len(encode(self.tokenizer, c)) + 1 for c in candidates]
+            scores = [s / n for s, n in zip(scores, lengths)]
         return sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
 
 
@@ -236,12 +243,14 @@ class ScoredChoiceSelector:
     Candidates are scored in their compact text (:func:`kgrag.finetune.pairs.candidate_text`),
     the form the selector was trained on."""
 
-    def __init__(self, scorer: CandidateScorer) -> None:
+    def __init__(self, scorer: CandidateScorer, *, per_token: bool = False) -> None:
         self.scorer = scorer
+        self.per_token = per_token
 
     def select(self, question: str, candidates: Sequence[Any], m: int) -> list[int]:
         from kgrag.finetune.pairs import candidate_text
 
         if not candidates:
             return []
-        return self.scorer.rank(question, [candidate_text(c.pattern) for c in candidates])[:m]
+        texts = [candidate_text(c.pattern) for c in candidates]
+        return self.scorer.rank(question, texts, per_token=self.per_token)[:m]
