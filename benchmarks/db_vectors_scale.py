@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, KGRAG_HASH_DIM=str(args.dim))
     try:
         probe = _open(port)
-        loaded = probe.counts()["edges"] >= args.edges
+        loaded = probe._read("MATCH ()-[e]->() RETURN count(e)")[0][0] >= args.edges
         probe.close()
         # a graph already loaded (a run cut short) is only embedded: index-db resumes
         command = (["index-db"] if loaded else ["load-db", tsv, "--sep", "tab",

@@ -225,7 +225,8 @@ def embed_store(store: Any, embedder: Any, *, model: str | None = None,
     summary = EmbedSummary(model=name, index=ensure_vector_index(store, info))
     write = (f"UNWIND $rows AS r MATCH {store._node('n', 'r[0]')} "
              f"SET n.{store._quote(prop)} = {_vector_literal(store, 'r[1]')}")
-    total = int(store.counts()["nodes"])
+    # the progress total: one label count (store.counts() also counts every relation's edges)
+    total = int(store._read(f"MATCH {store._node('n')} RETURN count(n)")[0][0])
     bar = tqdm(total=total, unit="node", desc=f"embedding into {store.backend}",
                disable=not progress)
     try:
