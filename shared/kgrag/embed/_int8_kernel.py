@@ -30,17 +30,12 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from kgrag.embed._int8_bounds import _finish
+
 #: the kernels, fastest first (each needs the CPU features :func:`best_kernel` checks)
 KERNELS = ("vnni", "avx2", "portable")
 #: machine names of x86-64 CPUs, as ``platform.machine()`` reports them
 X86_MACHINES = frozenset({"x86_64", "amd64", "x64", "i386", "i686"})
-
-
-@njit(nogil=True, cache=True)
-def _finish(center, size, residual, norm, q_norm, q_error):  # pragma: no cover - compiled
-    """The bound of ``center``: ``2 (|q~| r_i + |q - q~| |x_i|)`` plus a relative 1e-6 slack
-    that covers the float64 arithmetic and the float32 rounding of the stored bounds."""
-    return 2.0 * (q_norm * residual + q_error * norm) + 1e-6 * size * size + 1e-30
 
 
 @njit(nogil=True, cache=True)
@@ -67,26 +62,6 @@ def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_
             center = base - 2.0 * (np.float64(acc) * (scale * q_scales[k]))
             bound = _finish(center, n + r + q_norms[k] + q_errors[k], r, n, q_norms[k],
                             q_errors[k])
-            lower[k, i] = center - bound
-            upper[k, i] = center + bound
-
-
-@njit(nogil=True, cache=True)
-def bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
-                 q_errors, lower, upper):  # pragma: no cover - compiled; tested via callers
-    """Rows ``start:stop`` from their exact integer products ``dots[k, i - start]``: the same
-    arithmetic as :func:`scan_bounds` (so the same float32 bounds, bit for bit), over a block of
-    rows at a time so that LLVM vectorises it."""
-    for k in range(dots.shape[0]):
-        qs = q_scales[k]
-        qn = q_norms[k]
-        qe = q_errors[k]
-        for i in range(start, stop):
-            n = np.float64(norms[i])
-            r = np.float64(residuals[i])
-            center = sq_norms[i] - 2.0 * (np.float64(dots[k, i - start])
-                                          * (np.float64(scales[i]) * qs))
-            bound = _finish(center, n + r + qn + qe, r, n, qn, qe)
             lower[k, i] = center - bound
             upper[k, i] = center + bound
 

@@ -12,7 +12,7 @@ same bounds bit for bit (tested against it).
   ``2**31 / (2 * 32767 * 127)`` = 258 pairs per lane, i.e. 4,128 dimensions (the caller's
   query scale keeps ``d * 127 * QMAX`` inside int32, which bounds every partial sum too).
   Rows are scored in blocks; the bounds of a block are then computed by the shared, vectorised
-  :func:`~kgrag.embed._int8_kernel.bounds_block`.
+  :func:`~kgrag.embed._int8_bounds.bounds_block`.
 * :func:`scan_bounds_vnni` -- AVX-512 VNNI (``vpdpbusd``: 64 unsigned-by-signed byte products
   per instruction). The int16 query is split into bytes, ``q = 256 (h - 128) + l`` with ``h``
   and ``l`` in 0..255, so ``q . x = 256 (h . x - 128 sum(x)) + l . x`` with ``sum(x)`` stored per
@@ -27,7 +27,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from kgrag.embed._int8_kernel import _finish, bounds_block
+from kgrag.embed._int8_bounds import _finish, bounds_block
 
 #: rows scored before their bounds are computed (the int32 products of a block stay in L1)
 AVX2_BLOCK = 256

@@ -1,0 +1,37 @@
+"""Bounds shared by every int8 scan kernel (:mod:`kgrag.embed._int8_kernel`'s portable loop and
+:mod:`kgrag.embed._int8_x86`'s AVX2 / VNNI kernels): the same float64 arithmetic turns each
+row's exact integer product into its lower and upper bound, so all kernels give the same bounds
+bit for bit. A module of its own so that neither kernel module imports the other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def _finish(center, size, residual, norm, q_norm, q_error):  # pragma: no cover - compiled
+    """The bound of ``center``: ``2 (|q~| r_i + |q - q~| |x_i|)`` plus a relative 1e-6 slack
+    that covers the float64 arithmetic and the float32 rounding of the stored bounds."""
+    return 2.0 * (q_norm * residual + q_error * norm) + 1e-6 * size * size + 1e-30
+
+
+@njit(nogil=True, cache=True)
+def bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                 q_errors, lower, upper):  # pragma: no cover - compiled; tested via callers
+    """Rows ``start:stop`` from their exact integer products ``dots[k, i - start]``: the same
+    arithmetic as :func:`kgrag.embed._int8_kernel.scan_bounds` (so the same float32 bounds, bit for bit), over a block of
+    rows at a time so that LLVM vectorises it."""
+    for k in range(dots.shape[0]):
+        qs = q_scales[k]
+        qn = q_norms[k]
+        qe = q_errors[k]
+        for i in range(start, stop):
+            n = np.float64(norms[i])
+            r = np.float64(residuals[i])
+            center = sq_norms[i] - 2.0 * (np.float64(dots[k, i - start])
+                                          * (np.float64(scales[i]) * qs))
+            bound = _finish(center, n + r + qn + qe, r, n, qn, qe)
+            lower[k, i] = center - bound
+            upper[k, i] = center + bound
