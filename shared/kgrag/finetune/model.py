@@ -56,6 +56,13 @@ def resolve_base(spec: str) -> BaseModelRef:
     """A base model reference from ``local:NAME``, a model folder or a ``.gguf`` file."""
     if spec.startswith("local:"):
         name = spec[len("local:"):]
+        if not (Path(name) / MANIFEST).is_file():
+            # kgrag's local-model resolver, the one --llm local:NAME|DIR uses
+            from kgrag.llm.local import resolve_local_model
+
+            local = resolve_local_model(name)
+            if local.adapter is None:
+                return BaseModelRef(spec, str(local.directory), local.gguf_file)
         if name in KNOWN_LOCAL:
             return _local_package_gguf(name)
         spec = name  # local:DIR

@@ -262,6 +262,12 @@ def train_lora(
     model.eval()
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
+    base = str((manifest or {}).get("base", ""))
+    if base.startswith("local:"):  # a portable base name for --llm local:DIR, not a local path
+        config_path = out / "adapter_config.json"
+        adapter_config = json.loads(config_path.read_text(encoding="utf-8"))
+        adapter_config["base_model_name_or_path"] = base[len("local:"):]
+        config_path.write_text(json.dumps(adapter_config, indent=2), encoding="utf-8")
     adapter_bytes = sum(f.stat().st_size for f in out.glob("adapter_model.*"))
     full_manifest = {
         "format": "kgrag-finetune/1", "prompt_version": PROMPT_VERSION,
