@@ -82,13 +82,16 @@ def register(subparsers: Any) -> None:
         ],
         notes="Needs torch, transformers and peft (pip install 'kgrag[finetune]'); a GGUF "
               "base also needs gguf.")
-    parser.add_argument("--method", required=True, choices=("graphraft", "ultrag", "simgrag"))
+    parser.add_argument("--method", required=True, choices=("graphraft", "ultrag", "simgrag"),
+                        help="(required) whose LLM step to train: GraphRAFT's query selector, "
+                             "UltRAG's query writer or SimGRAG's pattern writer")
     parser.add_argument("--base", default="local:smollm2-135m",
                         help="base model: local:smollm2-135m, a model folder or a .gguf file")
     parser.add_argument("--train", nargs="+", required=True, metavar="SOURCE",
-                        help="harness dataset names (metaqa-1hop, metaqa-2hop, pq-2h ...) or "
+                        help="(required) harness dataset names (metaqa-1hop, metaqa-2hop, pq-2h ...) or "
                              "QA JSONL files (with --graph)")
-    parser.add_argument("--out", required=True, help="folder for the adapter and checkpoints")
+    parser.add_argument("--out", required=True,
+                        help="(required) folder for the adapter and checkpoints")
     parser.add_argument("--graph", default=None, help="the graph of QA file sources")
     parser.add_argument("--heldout", default=None,
                         help="a QA JSONL file of test questions that must not be in the training "
@@ -98,16 +101,18 @@ def register(subparsers: Any) -> None:
                         help="training questions per source (seeded sample)")
     parser.add_argument("--steps", type=int, default=None,
                         help="optimizer steps (default: --epochs over the pairs)")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--lora-r", type=int, default=8)
-    parser.add_argument("--lora-alpha", type=int, default=16)
+    parser.add_argument("--epochs", type=int, default=1, help="passes over the pairs")
+    parser.add_argument("--batch-size", type=int, default=8, help="pairs per optimizer step")
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (AdamW)")
+    parser.add_argument("--lora-r", type=int, default=8, help="LoRA rank")
+    parser.add_argument("--lora-alpha", type=int, default=16, help="LoRA alpha (scale)")
     parser.add_argument("--top-layers", type=int, default=12,
                         help="LoRA on the top N transformer layers only (0: all); the layers "
                              "below then need no backward pass")
-    parser.add_argument("--checkpoint-every", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint-every", type=int, default=10,
+                        help="steps between checkpoints (a rerun resumes from the last)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the question sample, batch order and LoRA init")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--pairs-only", action="store_true",
                         help="write pairs.jsonl and stop (no model needed)")
