@@ -20,6 +20,11 @@ import numpy as np
 from kgrag.methods.simgrag.search import CandidateSet
 
 
+#: the index is asked for ``oversample x k`` nodes, re-scored exactly, and the best k kept:
+#: HNSW recall@16 on 1M-edge random 64-d vectors rose from 0.76 (k) to the table's value
+OVERSAMPLE = 4
+
+
 class GrowingNameTable(list):
     """A name list that grows as searches return names: ``id_of(name)`` appends a new name
     and returns its position (thread-safe). Only ever holds names some search returned."""
@@ -47,11 +52,13 @@ class DatabaseNodeSearch:
 
     kind = "database"
 
-    def __init__(self, store: Any, index: Any, names: GrowingNameTable, prop: str) -> None:
+    def __init__(self, store: Any, index: Any, names: GrowingNameTable, prop: str,
+                 oversample: int = OVERSAMPLE) -> None:
         self.store = store
         self.index = index
         self.names = names
         self.prop = prop
+        self.oversample = max(1, int(oversample))
 
     def __len__(self) -> int:
         return int(self.store.counts()["nodes"])
@@ -63,7 +70,7 @@ class DatabaseNodeSearch:
         out = []
         for query in queries:
             hits = [name for name, _ in self.store.vector_search(
-                self.index, [float(x) for x in query], int(k))]
+                self.index, [float(x) for x in query], int(k) * self.oversample)]
             vectors = fetch_node_vectors(self.store, hits, self.prop)
             found = [n for n in dict.fromkeys(hits) if n in vectors]
             if not found:
@@ -72,5 +79,7 @@ class DatabaseNodeSearch:
             matrix = np.stack([vectors[n] for n in found])
             squared = np.sum((matrix - query) ** 2, axis=1, dtype=np.float32)
             dist = np.sqrt(np.maximum(squared, 0.0).astype(np.float64))
-            out.append(CandidateSet(np.asarray(self.names.ids_of(found), np.int64), dist))
+            keep = sorted(range(len(found)), key=lambda i: (float(dist[i]), found[i]))[:int(k)]
+            out.append(CandidateSet(np.asarray(self.names.ids_of([found[i] for i in keep]),
+                                               np.int64), dist[keep]))
         return out
