@@ -157,9 +157,9 @@ def test_ask_ultrag_prints_entities_and_draws_html_and_png(tmp_path, capsys):
                        "--method", "ultrag", "--query", query, "--show", str(out_file)])
         assert status == 0 and out_file.exists()
     printed = capsys.readouterr().out
-    # the neural executor (default) ranks the two directors first with soft memberships
-    assert re.search(r"1\. (Satoshi Kon|Hayao Miyazaki) \(0\.99\d\)", printed)
-    assert re.search(r"2\. (Satoshi Kon|Hayao Miyazaki) \(0\.99\d\)", printed)
+    # the default (hybrid) executor proves both directors on the graph: full membership
+    assert re.search(r"1\. (Satoshi Kon|Hayao Miyazaki) \(1\.000\)", printed)
+    assert re.search(r"2\. (Satoshi Kon|Hayao Miyazaki) \(1\.000\)", printed)
     assert "LLM calls: 0" in printed
     page = (tmp_path / "ultrag.html").read_text(encoding="utf-8")
     for name in ("Satoshi Kon", "Hayao Miyazaki", "Animation", "Japan"):
