@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, cast
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool
 
-from kgrag.errors import KgragError
 from kgrag.methods.registry import get_method
-from kgrag.methods.ultrag.tools import QUERY_TOOL_DESCRIPTION, QUERY_TOOL_NAME, query_tool_text
+from kgrag.methods.ultrag.tools import QUERY_TOOL_DESCRIPTION, QUERY_TOOL_NAME, run_query_tool
 from langchain_kgrag.base import KGRetriever
 from langchain_kgrag.conversions import result_to_documents
 from langchain_kgrag.tools import LogicalQueryInput
@@ -47,15 +46,10 @@ class UltRAGRetriever(KGRetriever):
         (described ``query`` argument; no LLM call), unlike ``as_search_tool`` (the question
         tool, ``knowledge_graph_answer_question``), whose input is a plain question. Each
         line of its answer says whether the graph proves the entity or the neural executor
-        guessed it, and a short list says why (:func:`kgrag.methods.ultrag.tools.query_tool_text`)."""
+        guessed it, and a short list says why (:func:`kgrag.methods.ultrag.tools.run_query_tool`)."""
 
         def run(query: str, question: str = "") -> str:
-            method = cast("UltRAG", self.method)
-            try:
-                result = method.retrieve_query(query, question)
-            except (KgragError, ValueError) as exc:  # malformed query: tell the agent why
-                return f"Error: {exc}"
-            return query_tool_text(result, self.k)
+            return run_query_tool(cast("UltRAG", self.method), query, question, self.k)
 
         return StructuredTool.from_function(
             run, name=name, args_schema=LogicalQueryInput,

@@ -18,12 +18,11 @@ from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools import FunctionTool
 from pydantic import BaseModel, Field
 
-from kgrag.errors import KgragError
 from kgrag.methods.ultrag.tools import (
     QUERY_DESCRIPTION,
     QUERY_TOOL_DESCRIPTION,
     QUERY_TOOL_NAME,
-    query_tool_text,
+    run_query_tool,
 )
 
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
@@ -46,15 +45,11 @@ class UltRAGRetriever(KGRetriever):
         (no LLM call), unlike ``as_tool()`` (the question tool,
         ``knowledge_graph_answer_question``), whose input is a plain question. Each line of
         its answer says whether the graph proves the entity or the neural executor guessed
-        it (:func:`kgrag.methods.ultrag.tools.query_tool_text`)."""
+        it (:func:`kgrag.methods.ultrag.tools.run_query_tool`)."""
 
         def run(query: str, question: str = "") -> str:
-            method = cast("UltRAG", self.method)
-            try:
-                result = method.retrieve_query(query, question)
-            except (KgragError, ValueError) as exc:  # malformed query: tell the agent why
-                return f"Error: {exc}"
-            return query_tool_text(result, self.similarity_top_k)
+            return run_query_tool(cast("UltRAG", self.method), query, question,
+                                  self.similarity_top_k)
 
         return FunctionTool.from_defaults(
             fn=run, name=name, description=description or QUERY_TOOL_DESCRIPTION,

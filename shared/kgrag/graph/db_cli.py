@@ -137,27 +137,10 @@ def register(subparsers: Any) -> None:
               kgrag load-db kb.txt --backend falkordb --host localhost --port 6379 --graph movies
               NEO4J_PASSWORD=... kgrag load-db kb.txt --backend neo4j --uri neo4j://db:7687 --username neo4j""")
     p.add_argument("graph", metavar="GRAPH", help="triples file or saved graph directory")
-    p.add_argument("--backend", choices=("falkordb", "neo4j"), required=True,
-                   help="the database to load into (required)")
+    _add_connection_arguments(p)
     p.add_argument("--sep", default=None,
                    help="field separator of a triples file (default: detected; 'tab' or "
                         "'\\t' for a tab)")
-    p.add_argument("--uri", help="Neo4j: bolt:// or neo4j:// URI (required with --backend neo4j)")
-    p.add_argument("--username", default=os.environ.get("NEO4J_USERNAME"),
-                   help="Neo4j user (default: $NEO4J_USERNAME; none = no authentication)")
-    p.add_argument("--password-env", default="NEO4J_PASSWORD",
-                   help="environment variable holding the password (default NEO4J_PASSWORD)")
-    p.add_argument("--database", default=None, help="Neo4j database (default: server default)")
-    p.add_argument("--host", default="localhost", help="FalkorDB host (default localhost)")
-    p.add_argument("--port", type=int, default=6379, help="FalkorDB port (default 6379)")
-    p.add_argument("--graph", dest="graph_key", default="kgrag",
-                   help="FalkorDB graph key (default kgrag)")
-    p.add_argument("--label", default="Entity", help="node label (default Entity)")
-    p.add_argument("--name-property", default="name", help="node name property (default name)")
-    p.add_argument("--relation-property", default=None,
-                   help="store relations in this relationship property instead of as types")
-    p.add_argument("--relationship-type", default="RELATED",
-                   help="relationship type used with --relation-property (default RELATED)")
     p.add_argument("--batch-size", type=int, default=5000,
                    help="triples (and nodes) per batched UNWIND write (default 5000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

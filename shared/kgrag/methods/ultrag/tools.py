@@ -14,8 +14,13 @@ the graph proves it or the neural executor guessed it, and why fewer entities th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kgrag.context.types import RetrievalResult, ScoredEntity
+from kgrag.errors import KgragError
+
+if TYPE_CHECKING:
+    from kgrag.methods.ultrag.pipeline import UltRAG
 
 #: How an UltRAG logical query is written (the query tool's argument description).
 QUERY_DESCRIPTION = (
@@ -45,6 +50,17 @@ def entity_line(item: ScoredEntity) -> str:
     source = item.metadata.get("source")
     tag = {"exact": "proved", "neural": "guess"}.get(str(source), "")
     return f"{item.name} ({item.score:.3f}{', ' + tag if tag else ''})"
+
+
+def run_query_tool(method: UltRAG, query: str, question: str, k: int | None) -> str:
+    """What both adapters' query tools answer: the entities ``query`` (a logical query in
+    UltRAG's DSL) scores, or ``"Error: ..."`` saying why a malformed query was refused, so the
+    agent can correct it instead of the tool call failing."""
+    try:
+        result = method.retrieve_query(query, question)
+    except (KgragError, ValueError) as exc:
+        return f"Error: {exc}"
+    return query_tool_text(result, k)
 
 
 def query_tool_text(result: RetrievalResult, k: int | None) -> str:
