@@ -26,12 +26,12 @@ def test_every_embedding_command_has_cache_flags():
     parser = cli.build_parser()
     found = set()
     for path, leaf in _leaf_commands(parser):
-        if path[0] in cli.EMBEDDING_COMMANDS:
+        if path[0] in cli.embedding_commands():
             found.add(path[0])
             assert "--cache-dir" in leaf._option_string_actions, path
             assert "--no-cache" in leaf._option_string_actions, path
             assert "--no-cache" in leaf.format_help()
-    assert found == set(cli.EMBEDDING_COMMANDS)
+    assert found == set(cli.embedding_commands())
 
 
 @pytest.mark.parametrize("argv", [

@@ -102,7 +102,7 @@ def test_ultrag_without_a_query_is_a_usage_error_not_status_1(capsys):
     assert err == "kgrag ultrag: error: give a QUERY to execute, or --prompt QUESTION\n"
 
 
-def test_no_progress_everywhere_and_quiet_is_a_deprecated_alias(capsys):
+def test_no_progress_everywhere_and_no_quiet_alias(capsys):
     parser = cli.build_parser()
     paths = {"graphraft export-training-data": [MOVIES, "QA", "OUT"],
              "ketrag index": ["DIR"], "load-db": [MOVIES, "--backend", "falkordb"],
@@ -110,18 +110,15 @@ def test_no_progress_everywhere_and_quiet_is_a_deprecated_alias(capsys):
     for command, rest in paths.items():
         args = parser.parse_args([*command.split(), *rest, "--no-progress"])
         assert args.no_progress is True, command
+        args = parser.parse_args([*command.split(), *rest])
+        assert args.no_progress is False, command
     assert capsys.readouterr().err == ""
-    args = parser.parse_args(["graphraft", "export-training-data", MOVIES, "QA", "OUT",
-                              "--quiet"])
-    assert args.no_progress is True
-    assert capsys.readouterr().err == ("kgrag graphraft export-training-data: warning: --quiet "
-                                       "is deprecated; use --no-progress\n")
-    args = parser.parse_args(["graphraft", "export-training-data", MOVIES, "QA", "OUT"])
-    assert args.no_progress is False
-    # --quiet is nowhere else: one name for one flag
+    # --quiet (the old alias of --no-progress) is gone: one name for one flag
+    status, out, err = run(capsys, ["graphraft", "export-training-data", MOVIES, "QA", "OUT",
+                                    "--quiet"])
+    assert status == 2 and "unrecognized arguments: --quiet" in err
     for name, sub in parser._subparsers._group_actions[0].choices.items():
-        if name != "graphraft":
-            assert "--quiet" not in sub.format_help(), name
+        assert "--quiet" not in sub.format_help(), name
 
 
 # ---------------------------------------------------------------------- embedding cache flags
@@ -135,9 +132,9 @@ def _leaves(parser: argparse.ArgumentParser):
 
 
 def test_embedding_commands_come_from_the_registry():
-    assert set(cli.EMBEDDING_COMMANDS) == {spec.name for spec in METHODS.values()
+    assert set(cli.embedding_commands()) == {spec.name for spec in METHODS.values()
                                            if spec.embeds} | set(cli.OTHER_EMBEDDING_COMMANDS)
-    assert "ketrag" in cli.EMBEDDING_COMMANDS
+    assert "ketrag" in cli.embedding_commands()
     parser = cli.build_parser()
     ketrag = parser._subparsers._group_actions[0].choices["ketrag"]
     for leaf in _leaves(ketrag):  # index and ask
@@ -160,7 +157,7 @@ def test_a_new_method_gets_the_cache_flags_from_its_registry_entry(embeds, monke
     monkeypatch.setattr("kgrag.methods.registry.METHODS", dict(METHODS))
     register_method(MethodSpec(name="toyembed", cls="kgrag.methods.simgrag:SimGRAG",
                                command_module=module.__name__, embeds=embeds))
-    assert ("toyembed" in cli.EMBEDDING_COMMANDS) is embeds
+    assert ("toyembed" in cli.embedding_commands()) is embeds
     leaf = cli.build_parser()._subparsers._group_actions[0].choices["toyembed"]
     leaf = next(iter(_leaves(leaf)))
     assert ("--no-cache" in leaf._option_string_actions) is embeds

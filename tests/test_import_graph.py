@@ -39,12 +39,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("langchain_kgrag", "llama_index_kgrag"),
 ]
 
-#: Deprecated modules kept only to re-export what moved up a layer (each warns when imported).
-DEPRECATED_SHIMS = {"kgrag.graph.db_linking", "kgrag.methods.byokg.cli",
-                    "kgrag.methods.graphraft.cli", "kgrag.methods.ketrag.cli",
-                    "kgrag.methods.ketrag.demo", "kgrag.methods.simgrag.cli",
-                    "kgrag.methods.ultrag.cli"}
-
 FRAMEWORKS = ("langchain", "langchain_core", "langchain_community", "langchain_neo4j",
               "llama_index")
 
@@ -194,8 +188,6 @@ def test_no_upward_imports():
     edges, _ = _graph()
     upward = []
     for module, targets in edges.items():
-        if module in DEPRECATED_SHIMS:
-            continue
         for target in targets:
             if _layer(target) > _layer(module):
                 upward.append(f"{module} -> {target}")
@@ -212,16 +204,6 @@ def test_core_never_imports_frameworks_at_module_level():
                  for target, top_level in found
                  if top_level and target.split(".")[0] in FRAMEWORKS]
     assert not offenders, "\n".join(offenders)
-
-
-@pytest.mark.parametrize("shim", sorted(DEPRECATED_SHIMS))
-def test_deprecated_shims_warn(shim):
-    import importlib
-    import sys
-
-    sys.modules.pop(shim, None)
-    with pytest.warns(DeprecationWarning):
-        importlib.import_module(shim)
 
 
 def test_per_package_dependency_summary_is_stable():
@@ -251,26 +233,3 @@ def test_moved_database_writers_still_reachable_from_db_load_with_a_warning():
         assert db_load.to_falkordb is falkordb.to_falkordb
     with pytest.raises(AttributeError):
         db_load.no_such_name  # noqa: B018
-
-
-@pytest.mark.parametrize("old, new", [
-    ("kgrag.methods.byokg.cli", "kgrag.commands.byokg"),
-    ("kgrag.methods.graphraft.cli", "kgrag.commands.graphraft"),
-    ("kgrag.methods.ketrag.cli", "kgrag.commands.ketrag"),
-    ("kgrag.methods.ketrag.demo", "kgrag.commands.ketrag_demo"),
-    ("kgrag.methods.simgrag.cli", "kgrag.commands.simgrag"),
-    ("kgrag.methods.ultrag.cli", "kgrag.commands.ultrag"),
-])
-def test_moved_command_modules_still_give_the_same_names(old, new):
-    """The per-method CLI modules moved to kgrag.commands; the old paths re-export them."""
-    import importlib
-    import sys
-
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"moved to {new}"):
-        shim = importlib.import_module(old)
-    moved = importlib.import_module(new)
-    assert shim.__all__ and all(getattr(shim, n) is getattr(moved, n) for n in shim.__all__)
-    private = next(n for n in vars(moved) if n.startswith("_") and callable(vars(moved)[n])
-                   and not n.startswith("__"))
-    assert getattr(shim, private) is getattr(moved, private)  # e.g. _cmd_simgrag

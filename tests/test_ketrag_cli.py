@@ -7,7 +7,8 @@ import json
 import ketrag_fakes
 import pytest
 from kgrag.methods.ketrag import KETIndex
-from kgrag.commands.ketrag import load_llm, read_documents
+from kgrag.commands.common import load_factory
+from kgrag.commands.ketrag import read_documents
 from test_ketrag_index import CITY_DOCS
 
 EMB = "ketrag_fakes:HashingEmbedder"  # a class is a factory too
@@ -75,5 +76,5 @@ def test_bad_inputs(tmp_path):
     with pytest.raises(FileNotFoundError, match=".txt"):
         read_documents(tmp_path / "empty")
     with pytest.raises(ValueError, match="module:factory"):
-        load_llm("no_colon_here")
-    assert load_llm(None) is None
+        load_factory("no_colon_here")
+    assert load_factory(None) is None

@@ -31,11 +31,6 @@ def graph_methods() -> list[str]:
 
     return method_names("graph")
 
-def __getattr__(name: str) -> object:  # METHODS stays importable, read from the registry
-    if name == "METHODS":
-        return tuple(graph_methods())
-    raise AttributeError(name)
-
 def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: str | None = None,
              query: str | None = None, top: int = 10, on_unusable_reply: str | None = None
              ) -> Any:

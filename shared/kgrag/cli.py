@@ -76,12 +76,6 @@ def embedding_commands() -> tuple[str, ...]:
     return tuple(dict.fromkeys(methods + list(OTHER_EMBEDDING_COMMANDS)))
 
 
-def __getattr__(name: str) -> object:  # EMBEDDING_COMMANDS stays readable, from the registry
-    if name == "EMBEDDING_COMMANDS":
-        return embedding_commands()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 #: Exit status for user errors (bad input, missing files), as argparse uses for bad arguments.
 USAGE_ERROR = 2
 

@@ -1,5 +1,5 @@
 """Helpers every ``kgrag`` subcommand shares: building a parser whose help reads as plain text,
-graph arguments, user factories, deprecated flag aliases and printing items in rank order."""
+graph arguments, user factories and printing items in rank order."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 from kgrag.errors import ConfigurationError
 from kgrag.graph.files import open_graph
 
-__all__ = ["CommandParser", "DeprecatedAlias", "PlainHelpFormatter", "add_command", "add_graph_arguments", "graph_from_args",
+__all__ = ["CommandParser", "PlainHelpFormatter", "add_command", "add_graph_arguments", "graph_from_args",
            "in_rank_order", "load_factory", "open_graph"]
 
 class PlainHelpFormatter(argparse.HelpFormatter):
@@ -186,23 +186,6 @@ def _columns(text: str) -> list[int | str]:
     if len(parts) != 3 or not all(parts):
         raise argparse.ArgumentTypeError(f"expected three columns H,R,T, got {text!r}")
     return [int(p) if p.isdigit() else p for p in parts]
-
-
-class DeprecatedAlias(argparse.Action):
-    """A flag kept for old command lines: sets ``dest`` like its replacement and says, on
-    stderr, which flag to use instead (``replacement=`` names it)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, *, replacement: str,
-                 help: str | None = None, **kwargs: Any) -> None:
-        self.replacement = replacement
-        super().__init__(option_strings, dest, nargs=0, default=False,
-                         help=help or f"deprecated alias of {replacement}", **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        print(f"{parser.prog}: warning: {option_string} is deprecated; use {self.replacement}",
-              file=sys.stderr)
-        setattr(namespace, self.dest, True)
 
 
 def _score(item: Any) -> float | None:

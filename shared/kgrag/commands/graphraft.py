@@ -13,12 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from kgrag.commands.common import (
-    DeprecatedAlias,
-    add_command,
-    add_graph_arguments,
-    graph_from_args,
-)
+from kgrag.commands.common import add_command, add_graph_arguments, graph_from_args
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import ConfigurationError
 
@@ -94,9 +89,6 @@ def register(subparsers: Any) -> None:
                              "ONNX export of the model (default: $KGRAG_CACHE_DIR or the user "
                              "cache directory)")
     export.add_argument("--no-progress", action="store_true", help="no progress bar")
-    export.add_argument("--quiet", action=DeprecatedAlias, dest="no_progress",
-                        replacement="--no-progress",
-                        help="deprecated alias of --no-progress")
     export.set_defaults(func=_cmd_export)
 
 

@@ -24,10 +24,6 @@ from kgrag.context.types import Chunk
 TEXT_SUFFIXES = (".txt", ".md")
 KETRAG_LLM_HELP = "package.module:factory returning a LangChain/LlamaIndex LLM"
 
-#: the name this module's loader had before every command used :func:`load_factory`
-#: (``kgrag.methods.ketrag.cli`` still exports it)
-load_llm = load_factory
-
 
 def read_documents(path: Path) -> list[dict[str, Any]]:
     """The text files under ``path`` (sorted) as ``{"id", "text", "metadata"}`` documents."""
