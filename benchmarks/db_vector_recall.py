@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     from kgrag import KnowledgeGraph
     from kgrag.demo import demo_data_path
     from kgrag.embed import default_embedder
-    from kgrag.graph.db_vectors import embed_store, node_vector_index
+    from kgrag.graph.cypher.vectors import embed_store, node_vector_index
     from kgrag.graph.io import read_triples
     from machine_info import stamp
 

@@ -53,7 +53,7 @@ def _questions(tsv: str, n: int, seed: int) -> list[tuple[str, str, str]]:
 
 
 def _open(port: int) -> Any:
-    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 
     return FalkorDBGraphStore.from_url("127.0.0.1", port, graph=GRAPH_KEY)
 
@@ -117,7 +117,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
     from kgrag.text.names import relation_words
 
     if method == "simgrag":
-        from kgrag.graph.db_vectors import node_vector_index
+        from kgrag.graph.cypher.vectors import node_vector_index
         from kgrag.methods.simgrag import SimGRAG
 
         mem = SimGRAG(kg, embedder=emb, k=3, node_vectors=vectors)

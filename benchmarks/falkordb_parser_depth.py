@@ -2,7 +2,7 @@
 
 FalkorDB's parser backtracks: the time to parse one query roughly doubles with each level of
 expression nesting, and its query timeout does not cover parsing, so a 100-character query can
-hold a server thread for years. ``kgrag.graph.cypher_safety.MAX_NESTING_DEPTH`` caps nesting
+hold a server thread for years. ``kgrag.graph.cypher.safety.MAX_NESTING_DEPTH`` caps nesting
 before a query is sent; this measures, for each nesting form (brackets, maps, function calls,
 ``NOT`` and unary-minus runs, ``CASE``), the server's time for ``RETURN <nested 1> AS x`` at
 growing depths (median of ``--repeat`` runs, each a query text the server has not seen: it
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from machine_info import machine_info  # noqa: E402
 
-from kgrag.graph.cypher_safety import MAX_NESTING_DEPTH, is_read_only  # noqa: E402
+from kgrag.graph.cypher.safety import MAX_NESTING_DEPTH, is_read_only  # noqa: E402
 
 #: form -> (depth, leaf) -> query; the leaf differs per run because the server caches the plan
 #: of a query text it has seen (a repeated query is not parsed again).

@@ -237,7 +237,7 @@ class _FalkorDBServer:
 
 def run_database(limit: int, seed: int) -> dict:
     """The same enumeration (with gold hits) inside FalkorDB and with numpy; equal, and how fast."""
-    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
     from kgrag.methods.graphraft.backend import CypherBackend
 
     kg = metaqa_kg()

@@ -48,8 +48,8 @@ def child(store_kind: str, port: int, bolt_port: int, timeout: float) -> dict:
 
     patch_neo4j_goodbye()
     import kgrag
-    from kgrag.graph.falkordb import FalkorDBGraphStore
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     if store_kind == "falkordb":
         store = FalkorDBGraphStore.from_url("127.0.0.1", port, graph="rss")

@@ -36,7 +36,7 @@ from langchain_neo4j import Neo4jGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kgrag.context.metadata import unflatten
-from kgrag.graph.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 from scripted_llms import scripted_chat
 
 from langchain_kgrag import KGToolkit, UltRAGRetriever

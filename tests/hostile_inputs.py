@@ -14,8 +14,8 @@ PARSERS: dict[str, Callable[[str], Any]] = {}
 
 
 def _register() -> None:
-    from kgrag.graph.cypher_budget import prepare_untrusted_query
-    from kgrag.graph.cypher_safety import check_read_only
+    from kgrag.graph.cypher.budget import prepare_untrusted_query
+    from kgrag.graph.cypher.safety import check_read_only
     from kgrag.llm import parsing as llm
     from kgrag.methods.byokg import parsing as byokg
     from kgrag.methods.graphraft.pipeline import parse_entities

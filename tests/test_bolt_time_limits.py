@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from kgrag.errors import QueryTimeoutError
-from kgrag.graph.falkordb import FalkorDBGraphStore
-from kgrag.graph.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 from kgrag.methods.byokg.query import execute_query
 
 pytestmark = pytest.mark.server
@@ -95,7 +95,7 @@ def test_a_bolt_timeout_is_a_timeout_with_the_newest_driver(limited_server):
 
 
 def test_the_store_warns_once_that_bolt_ignores_transaction_timeouts(limited_server, caplog):
-    with caplog.at_level(logging.WARNING, logger="kgrag.graph.neo4j"):
+    with caplog.at_level(logging.WARNING, logger="kgrag.graph.cypher.neo4j"):
         store = Neo4jGraphStore.from_uri(limited_server.bolt_uri)
         store.has_node("x")
         store.one_hop(["x"])
@@ -104,7 +104,7 @@ def test_the_store_warns_once_that_bolt_ignores_transaction_timeouts(limited_ser
     assert "server_timeout_max" in warned[0] and "keeps running" in warned[0]
     store.close()
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="kgrag.graph.neo4j"):
+    with caplog.at_level(logging.WARNING, logger="kgrag.graph.cypher.neo4j"):
         told = Neo4jGraphStore.from_uri(limited_server.bolt_uri, server_timeout_max=0.4)
         told.has_node("x")
     assert not [r for r in caplog.records if "TIMEOUT_MAX" in r.getMessage()]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.server
 def store(falkordb_server):
     from falkordb import FalkorDB
 
-    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 
     FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("byokg_cypher").query(
         "MATCH (n) DETACH DELETE n")

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from kgrag.errors import GraphDatabaseError, QueryBudgetError, QueryTimeoutError, UnsafeQueryError
-from kgrag.graph.cypher_budget import prepare_untrusted_query
-from kgrag.graph.cypher_safety import check_read_only
+from kgrag.graph.cypher.budget import prepare_untrusted_query
+from kgrag.graph.cypher.safety import check_read_only
 
 CORPUS = Path(__file__).parent / "data" / "cypher_attack_corpus.tsv"
 
@@ -112,8 +112,8 @@ def server(falkordb_server):
 @pytest.fixture(scope="module")
 def stores(server):
     from db_server import patch_neo4j_goodbye
-    from kgrag.graph.falkordb import FalkorDBGraphStore
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     patch_neo4j_goodbye()
     redis_store = FalkorDBGraphStore.from_url("127.0.0.1", server.port, graph="falkordb")
@@ -375,7 +375,7 @@ class _FakeBolt:
 def test_bolt_store_tells_falkordb_from_neo4j_once(knows_vecf32, backend):
     """The probe: FalkorDB answers ``vecf32``; Neo4j refuses an unknown function (a
     CypherSyntaxError), which means "not FalkorDB", not a failure."""
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     driver = _FakeBolt(knows_vecf32)
     store = Neo4jGraphStore(driver)

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kgrag.errors import UnsafeQueryError
-from kgrag.graph.cypher_safety import (
+from kgrag.graph.cypher.safety import (
     FORBIDDEN_KEYWORDS,
     check_read_only,
     is_read_only,
@@ -77,7 +77,7 @@ def test_arbitrary_text_never_crashes_the_check(text):
 
 
 # ------------------------------------------------------------- the lexer's comment / string forms
-from kgrag.graph.cypher_safety import code_tokens, tokenize_cypher  # noqa: E402
+from kgrag.graph.cypher.safety import code_tokens, tokenize_cypher  # noqa: E402
 
 
 @pytest.mark.parametrize("query, kinds", [
@@ -120,8 +120,8 @@ def test_original_text_is_returned():
 
 # ------------------------------------------------------------------ issue 30: positions, not neighbours
 from kgrag.errors import QueryBudgetError  # noqa: E402
-from kgrag.graph.cypher_budget import prepare_untrusted_query  # noqa: E402
-from kgrag.graph.cypher_safety import MAX_NESTING_DEPTH, nesting_depth, word_roles  # noqa: E402
+from kgrag.graph.cypher.budget import prepare_untrusted_query  # noqa: E402
+from kgrag.graph.cypher.safety import MAX_NESTING_DEPTH, nesting_depth, word_roles  # noqa: E402
 
 
 @pytest.mark.parametrize("query", [
@@ -324,7 +324,7 @@ def test_a_list_parameter_has_a_known_size():
 
 def test_many_sibling_expressions_under_the_depth_cap_are_bounded_together():
     """Each sibling is parsed the same way, so 30 chains 10 deep cost 30 times one chain."""
-    from kgrag.graph.cypher_safety import MAX_PARSE_WORK, parse_work
+    from kgrag.graph.cypher.safety import MAX_PARSE_WORK, parse_work
 
     chain = "(" * MAX_NESTING_DEPTH + "1" + ")" * MAX_NESTING_DEPTH
     one = f"RETURN {chain} AS x"

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
 from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
-from kgrag.graph.falkordb import FalkorDBGraphStore, redisearch_escape, redisearch_query
-from kgrag.graph.neo4j import lucene_escape, lucene_query
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore, redisearch_escape, redisearch_query
+from kgrag.graph.cypher.neo4j import lucene_escape, lucene_query
 from kgrag.linking import EntityLinker, extract_mentions
 
 pytestmark = pytest.mark.server
@@ -150,7 +150,7 @@ def test_fallback_to_local_index_when_absent(plain, indexed):
 def test_neo4j_store_over_falkordb_bolt_falls_back_to_local(falkordb_server):
     """FalkorDB's Bolt endpoint has no ``SHOW INDEXES``: detection finds nothing, no error."""
     from falkordb import FalkorDB
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     raw = FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("falkordb")
     raw.query("MATCH (n:KgragLinkBolt) DETACH DELETE n")
@@ -242,7 +242,7 @@ def test_dense_call_on_a_fulltext_linker_builds_a_local_dense_index(indexed, min
 # ---------------------------------------------------------------------- real Neo4j
 @pytest.mark.skipif(not os.environ.get("NEO4J_URI"), reason="NEO4J_URI not set")
 def test_neo4j_fulltext_index():  # pragma: no cover - needs a real Neo4j server
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     store = Neo4jGraphStore.from_uri(os.environ["NEO4J_URI"], os.environ.get("NEO4J_USERNAME"),
                                      os.environ.get("NEO4J_PASSWORD"),

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
 from kgrag.demo import demo_data_path
-from kgrag.graph.db_vectors import (VectorModelMismatch, embed_store, fetch_node_vectors,
+from kgrag.graph.cypher.vectors import (VectorModelMismatch, embed_store, fetch_node_vectors,
                                     node_vector_index)
-from kgrag.graph.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 from kgrag.graph.io import read_triples
 
 pytestmark = pytest.mark.server
@@ -215,7 +215,7 @@ def test_store_without_vectors_warns_once_and_keeps_working(falkordb_server, mov
         scorer = TripletScorer.from_graph(store, minilm)
         qvec = scorer.query_vector("Who directed Paprika?")
         triples = store.k_hop_subgraph(["Paprika"], hops=1)
-        with caplog.at_level(logging.WARNING, logger="kgrag.graph.db_vectors"):
+        with caplog.at_level(logging.WARNING, logger="kgrag.graph.cypher.vectors"):
             first = scorer.score_triples(qvec, triples)
             scorer.score_triples(qvec, store.k_hop_subgraph(["Tokyo Godfathers"], hops=1))
         warnings = [r for r in caplog.records if "kgrag index-db" in r.getMessage()]

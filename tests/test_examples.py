@@ -108,7 +108,7 @@ def test_router_picks_an_engine_per_question(embedder):
 
 @pytest.mark.server
 def test_neo4j_example_on_an_existing_bolt_graph(falkordb_server):
-    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 
     label = "KgragExampleMovie"
     # FalkorDB's Bolt port reads graph key "falkordb"; load it over the Redis protocol first

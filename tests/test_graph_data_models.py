@@ -19,7 +19,7 @@ from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relations
 
 from kgrag import KnowledgeGraph
 from kgrag.graph.data_models import PRESETS, detect_data_model
-from kgrag.graph.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 
 pytestmark = pytest.mark.server
 
@@ -168,7 +168,7 @@ def test_langchain_layout_through_neo4jgraph_over_bolt(falkordb_server):
     """Written through LangChain's own Neo4jGraph client over Bolt, read by the Bolt store."""
     from langchain_neo4j import Neo4jGraph
 
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     lc = Neo4jGraph(url=falkordb_server.bolt_uri, username="", password="",
                     refresh_schema=False)

@@ -24,9 +24,9 @@ import pytest
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphDatabaseError, GraphFormatError, KgragError, UnsafeQueryError
 from kgrag.graph.base import GraphStore
-from kgrag.graph.cypher_store import name_ordered
-from kgrag.graph.falkordb import FalkorDBGraphStore
-from kgrag.graph.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.store import name_ordered
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 from metaqa_samples import metaqa_films
 
 pytestmark = pytest.mark.server
@@ -429,7 +429,7 @@ BENIGN = [
 
 @pytest.mark.parametrize("query", MALICIOUS)
 def test_malicious_cypher_is_refused(query):
-    from kgrag.graph.cypher_safety import check_read_only, is_read_only
+    from kgrag.graph.cypher.safety import check_read_only, is_read_only
 
     with pytest.raises(UnsafeQueryError):
         check_read_only(query)
@@ -438,7 +438,7 @@ def test_malicious_cypher_is_refused(query):
 
 @pytest.mark.parametrize("query", BENIGN)
 def test_benign_cypher_is_accepted(query):
-    from kgrag.graph.cypher_safety import check_read_only
+    from kgrag.graph.cypher.safety import check_read_only
 
     assert check_read_only(query)
 

@@ -48,8 +48,8 @@ def _fresh_falkordb(server, key: str):
 @pytest.fixture(scope="module")
 def stores(falkordb_server):
     """``{name: (KnowledgeGraph, store)}`` for every store kind, loaded once."""
-    from kgrag.graph.falkordb import FalkorDBGraphStore
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     graphs = {"metaqa": KnowledgeGraph.from_triples(metaqa_films_default()),
               "tricky": KnowledgeGraph.from_triples(TRICKY)}

@@ -220,16 +220,3 @@ def test_per_package_dependency_summary_is_stable():
                  "kgrag.text"):
         assert not deps[port] & {"kgrag.methods", "kgrag.eval", "kgrag.commands", "kgrag.cli",
                                  "kgrag.demo", "kgrag.ask"}, (port, sorted(deps[port]))
-
-
-def test_moved_database_writers_still_reachable_from_db_load_with_a_warning():
-    import kgrag.graph.db_load as db_load
-    import kgrag.graph.falkordb as falkordb
-    import kgrag.graph.neo4j as neo4j
-
-    with pytest.warns(DeprecationWarning, match="moved to kgrag.graph.neo4j"):
-        assert db_load.to_neo4j is neo4j.to_neo4j
-    with pytest.warns(DeprecationWarning, match="moved to kgrag.graph.falkordb"):
-        assert db_load.to_falkordb is falkordb.to_falkordb
-    with pytest.raises(AttributeError):
-        db_load.no_such_name  # noqa: B018

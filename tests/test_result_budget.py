@@ -14,9 +14,9 @@ import time
 
 import pytest
 from kgrag.errors import QueryTimeoutError, ResultTooLargeError
-from kgrag.graph.falkordb import FalkorDBGraphStore
-from kgrag.graph.neo4j import Neo4jGraphStore
-from kgrag.graph.result_budget import MAX_RESULT_BYTES
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.result_budget import MAX_RESULT_BYTES
 from kgrag.methods.byokg.query import execute_query
 
 pytestmark = pytest.mark.server
@@ -141,7 +141,7 @@ def test_a_redis_reader_abandoned_at_the_deadline_stops(server, stores):
 def test_the_resp2_reader_decodes_like_the_client_and_stops_at_the_budget():
     import socket
 
-    from kgrag.graph.result_budget import BudgetedSocket, read_resp2
+    from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
     from redis.exceptions import ResponseError
 
     ours, server = socket.socketpair()

@@ -2,7 +2,7 @@
 
 FalkorDB's Python client writes parameters into a ``CYPHER name=value`` header; its Bolt
 endpoint splices them into a 4,096-byte buffer, map keys bare and floats with ``%f`` (see
-:mod:`kgrag.graph.cypher_params`). Each case runs through both stores against a throwaway
+:mod:`kgrag.graph.cypher.params`). Each case runs through both stores against a throwaway
 FalkorDB server (a regression could crash it) and checks the server is alive and unchanged
 afterwards. Issue 30 items 0b (map-key injection), 6 (floats over Bolt) and 10 (the client's
 ``ValueError`` for a backtick in a map key).
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 from kgrag.errors import GraphDatabaseError, QueryParameterError
-from kgrag.graph.cypher_params import SPLICED_TEXT_MAX_BYTES, plain_parameters, spliced_size
-from kgrag.graph.falkordb import FalkorDBGraphStore
-from kgrag.graph.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.params import SPLICED_TEXT_MAX_BYTES, plain_parameters, spliced_size
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
 pytestmark = pytest.mark.server
 

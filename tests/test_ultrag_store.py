@@ -141,8 +141,8 @@ def test_pipeline_on_a_store_with_a_fake_llm(film_kg):
 @pytest.fixture(scope="module")
 def falkor_stores(falkordb_server, film_kg):
     from falkordb import FalkorDB
-    from kgrag.graph.falkordb import FalkorDBGraphStore
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     key = "ultrag_films"
     FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph(key).query(

@@ -11,8 +11,8 @@ from kgrag.graph.base import (
     runs_cypher,
 )
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
-from kgrag.graph.falkordb import FalkorDBGraphStore  # database clients are imported lazily
-from kgrag.graph.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore  # database clients are imported lazily
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 from kgrag.graph.sources import langchain as _langchain_source  # noqa: F401 (registers)
 from kgrag.graph.sources import llama_index as _llama_index_source  # noqa: F401 (registers)
 from kgrag.graph.sources.coerce import as_graph_store

@@ -216,7 +216,7 @@ class GraphStore(Protocol):
 class CypherRunner(Protocol):
     """A graph that runs read-only openCypher (``supports_cypher`` is True): what ByoKG-RAG's
     query step needs. Rows are mappings; a result may say it was cut at ``limit``
-    (``truncated``, see :class:`~kgrag.graph.cypher_store.CypherRows`)."""
+    (``truncated``, see :class:`~kgrag.graph.cypher.store.CypherRows`)."""
 
     supports_cypher: bool
 
@@ -227,7 +227,7 @@ class CypherRunner(Protocol):
 @runtime_checkable
 class CypherStore(GraphStore, CypherRunner, Protocol):
     """What a database store adds to :class:`GraphStore`
-    (:class:`~kgrag.graph.cypher_store.CypherGraphStore`: Neo4j, FalkorDB): parameterised
+    (:class:`~kgrag.graph.cypher.store.CypherGraphStore`: Neo4j, FalkorDB): parameterised
     query execution with a row budget and a timeout, the node/relation mapping its queries are
     written against, node lookups in bulk, and the database's own search indexes (for entity
     linking, :mod:`kgrag.linking.database`)."""
@@ -249,7 +249,7 @@ class CypherStore(GraphStore, CypherRunner, Protocol):
 
     def search_indexes(self) -> list[Any]:
         """Usable full-text / vector indexes on the name property
-        (:class:`~kgrag.graph.cypher_store.SearchIndex`)."""
+        (:class:`~kgrag.graph.cypher.store.SearchIndex`)."""
 
     def fulltext_search(self, index: Any, tokens: Sequence[str], limit: int
                         ) -> list[tuple[str, float]]: ...

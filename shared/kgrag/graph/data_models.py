@@ -1,6 +1,6 @@
 """How the graphs the frameworks write into Neo4j / FalkorDB are laid out, and how to tell.
 
-A :class:`~kgrag.graph.cypher_store.CypherGraphStore` needs to know which nodes are entities,
+A :class:`~kgrag.graph.cypher.store.CypherGraphStore` needs to know which nodes are entities,
 which property names them and which nodes are not entities at all (source documents, chunks).
 The frameworks each write one layout:
 

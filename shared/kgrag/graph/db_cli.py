@@ -24,12 +24,12 @@ def _open_store(args: argparse.Namespace) -> Any:
                "relation_property": args.relation_property,
                "relationship_type": args.relationship_type}
     if args.backend == "falkordb":
-        from kgrag.graph.falkordb import FalkorDBGraphStore
+        from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 
         return FalkorDBGraphStore.from_url(args.host, args.port, graph=args.graph_key,
                                            password=os.environ.get(args.password_env) or None,
                                            **mapping)
-    from kgrag.graph.neo4j import Neo4jGraphStore
+    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     if not args.uri:
         raise KgragError("--backend neo4j needs --uri (e.g. neo4j://localhost:7687)")
@@ -67,7 +67,7 @@ def _embed(store: Any, args: argparse.Namespace) -> None:
     """Write node vectors + the vector index (``--embed`` / ``index-db``), resumably."""
     from kgrag.commands.common import load_factory
     from kgrag.embed import as_embedder
-    from kgrag.graph.db_vectors import embed_store
+    from kgrag.graph.cypher.vectors import embed_store
 
     if args.embed_batch_size < 1:
         raise KgragError("--embed-batch-size must be at least 1")

@@ -353,15 +353,15 @@ class KnowledgeGraph(ArrayTraversal):
     def to_neo4j(self, target: Any, username: str | None = None, password: str | None = None,
                  **options: Any) -> Any:
         """Write this graph into Neo4j (batched, idempotent MERGE) and return a
-        :class:`~kgrag.graph.neo4j.Neo4jGraphStore` over it. ``target``: a Bolt URI, a
+        :class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` over it. ``target``: a Bolt URI, a
         ``langchain_neo4j.Neo4jGraph`` or a ``neo4j.Driver``; see
-        :func:`kgrag.graph.neo4j.to_neo4j` for the options."""
+        :func:`kgrag.graph.cypher.neo4j.to_neo4j` for the options."""
         return converter("to_neo4j")(self, target, username, password, **options)
 
     def to_falkordb(self, target: Any = "localhost", port: int = 6379, **options: Any) -> Any:
         """Write this graph into FalkorDB (batched, idempotent MERGE) and return a
-        :class:`~kgrag.graph.falkordb.FalkorDBGraphStore` over it. ``target``: a host name or
-        a ``falkordb.Graph``; see :func:`kgrag.graph.falkordb.to_falkordb` for the options."""
+        :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore` over it. ``target``: a host name or
+        a ``falkordb.Graph``; see :func:`kgrag.graph.cypher.falkordb.to_falkordb` for the options."""
         return converter("to_falkordb")(self, target, port, **options)
 
     def save(self, directory: Any, *, index: bool = True) -> None:

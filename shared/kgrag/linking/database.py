@@ -3,7 +3,7 @@
 :func:`linker_for_store` picks, and says which in ``linker.index_source`` and in the log:
 
 * **Database index** (:class:`DatabaseEntityLinker`) when the store reports a usable one
-  (:meth:`~kgrag.graph.cypher_store.CypherGraphStore.search_indexes`: Neo4j ``SHOW INDEXES``,
+  (:meth:`~kgrag.graph.cypher.store.CypherGraphStore.search_indexes`: Neo4j ``SHOW INDEXES``,
   FalkorDB ``CALL db.indexes()``; no APOC):
 
   - a **full-text index** on the node label's name property serves ``exact`` and ``fuzzy``
@@ -27,8 +27,8 @@ meaning):
 
 * the mention is cut into lower-case word tokens (:func:`~kgrag.linking.fuzzy.name_key`), so no
   query operator of the mention reaches the server; each token is still escaped for the
-  engine's syntax (:func:`~kgrag.graph.neo4j.lucene_escape`,
-  :func:`~kgrag.graph.falkordb.redisearch_escape`) and the query text is sent as a parameter of a
+  engine's syntax (:func:`~kgrag.graph.cypher.neo4j.lucene_escape`,
+  :func:`~kgrag.graph.cypher.falkordb.redisearch_escape`) and the query text is sent as a parameter of a
   read-only procedure call with the store's timeout. The query ORs each token and a fuzzy
   variant (Lucene ``tok~``, RediSearch ``%tok%``);
 * the server returns up to ``candidates`` names by its own relevance score (Lucene BM25 or
@@ -76,7 +76,7 @@ class DatabaseEntityLinker(EntityLinker):
     (``names`` is empty, ``len()`` is the store's node count) and cannot be saved.
 
     Parameters: ``store`` (a database GraphStore); ``fulltext`` / ``vector`` (a
-    :class:`~kgrag.graph.cypher_store.SearchIndex` from ``store.search_indexes()``, or ``None``);
+    :class:`~kgrag.graph.cypher.store.SearchIndex` from ``store.search_indexes()``, or ``None``);
     ``embedder`` (must be the model that filled ``vector``); ``mode``, ``top_m``, ``min_score``
     as for ``EntityLinker``; ``candidates``: names fetched from the full-text index per query
     before re-scoring.
@@ -225,7 +225,7 @@ def _kgrag_vectors(store: Any, embedder: Any) -> Any:
     if embedder is None:
         return None
     from kgrag.embed import as_embedder
-    from kgrag.graph.db_vectors import node_vector_index
+    from kgrag.graph.cypher.vectors import node_vector_index
 
     stored = node_vector_index(store, as_embedder(embedder))
     return stored.index if stored is not None else None
@@ -242,7 +242,7 @@ def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool 
     linker. The database index is used when ``use_index`` and the mode's needs are met (module
     docstring): ``"fuzzy"`` a full-text index on the name property; ``"dense"`` the vector
     index named by ``vector_index`` plus an ``embedder`` -- or, unnamed, the one ``kgrag
-    index-db`` wrote with that embedder's model (:mod:`kgrag.graph.db_vectors`); ``"hybrid"`` both. ``aliases`` are
+    index-db`` wrote with that embedder's model (:mod:`kgrag.graph.cypher.vectors`); ``"hybrid"`` both. ``aliases`` are
     only known to the local linker, so passing them selects it. The returned linker has an
     ``index_source`` attribute saying which index it uses.
     """

@@ -1,12 +1,12 @@
 """Graph-query retrieval (paper §3.4): run the KG-Linker's openCypher, read-only, errors as text.
 
 ``Execute-Query(Q, G)`` runs only on stores with ``supports_cypher`` (Neo4j, FalkorDB, ...).
-LLM-written Cypher is untrusted: :func:`kgrag.graph.cypher_safety.check_read_only` refuses write,
+LLM-written Cypher is untrusted: :func:`kgrag.graph.cypher.safety.check_read_only` refuses write,
 procedure and admin clauses *before* anything is sent (the stores additionally run queries in
 read transactions), and every failure -- refused, syntax error, timeout -- becomes an error line
 in the graph context so the next KG-Linker iteration can correct the query (the paper leaves
 errors unspecified; the reference code feeds them back, which we keep). Budget breaches are fed
-back the same way: a query refused by :mod:`kgrag.graph.cypher_budget` (unbounded ``range()``,
+back the same way: a query refused by :mod:`kgrag.graph.cypher.budget` (unbounded ``range()``,
 ``reduce()``), one that ran out of time, and one whose rows were cut at the store's row cap
 (the result line says so and asks for a more selective query).
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 from kgrag.errors import QueryTimeoutError, UnsafeQueryError
 from kgrag.graph.base import GraphStore, runs_cypher
-from kgrag.graph.cypher_safety import check_read_only
-from kgrag.graph.cypher_store import CypherRows
+from kgrag.graph.cypher.safety import check_read_only
+from kgrag.graph.cypher.store import CypherRows
 
 __all__ = ["MAX_CHARS", "MAX_ROWS", "QueryResult", "check_read_only", "execute_query"]
 

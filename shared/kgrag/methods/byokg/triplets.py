@@ -111,7 +111,7 @@ class TripletScorer:
         (batched) instead of embedding them here (warned once when there are none)."""
         missing = [n for n in dict.fromkeys(names) if n not in self._memo]
         if missing and nodes:
-            from kgrag.graph.db_vectors import fetch_node_vectors, stored_vectors_for
+            from kgrag.graph.cypher.vectors import fetch_node_vectors, stored_vectors_for
 
             stored = stored_vectors_for(self.graph, self.embedder, "ByoKG-RAG triplet scoring",
                                         "every node name of a scored triple is embedded in "

@@ -9,7 +9,7 @@ GraphRAFT needs three things from a graph, and nothing else:
 
 :class:`MemoryBackend` does this with numpy on the :class:`~kgrag.graph.memory.KnowledgeGraph`'s
 integer arrays. :class:`CypherBackend` pushes it into a database store that has ``run_cypher``
-(:class:`~kgrag.graph.neo4j.Neo4jGraphStore`, :class:`~kgrag.graph.falkordb.FalkorDBGraphStore`):
+(:class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore`, :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`):
 enumeration is the paper's aggregating template queries (App. A.2, undirected), with the result
 and gold counts computed inside the database (``count(DISTINCT tgt)`` and the paper's
 ``size([t IN collect(DISTINCT tgt) WHERE ...])``), so no node is shipped to the client; a
@@ -86,7 +86,7 @@ class CypherBackend:
     """Candidates enumerated and executed inside a Cypher database through ``store.run_cypher``.
 
     The store's mapping (``node_label``, ``name_property``, ``relation_property``,
-    ``relationship_type``; see :class:`~kgrag.graph.cypher_store.CypherGraphStore`) decides how
+    ``relationship_type``; see :class:`~kgrag.graph.cypher.store.CypherGraphStore`) decides how
     nodes and relations are matched. ``timeout`` bounds each query (seconds).
     """
 

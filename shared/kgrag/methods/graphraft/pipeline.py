@@ -281,7 +281,7 @@ class GraphRAFT(KGMethod):
         """Vectors of ``names`` (a database store): the stored ones when ``kgrag index-db`` wrote
         them with this embedder's model (fetched by name, batched; a name without one, e.g. a
         node added since, is embedded), else embedded here, with a one-time warning."""
-        from kgrag.graph.db_vectors import fetch_node_vectors, stored_vectors_for
+        from kgrag.graph.cypher.vectors import fetch_node_vectors, stored_vectors_for
 
         stored = stored_vectors_for(self.graph, self.embedder, "GraphRAFT",
                                     "every node a query returns is embedded in the client "

@@ -1,7 +1,7 @@
 """SimGRAG's node candidates from a graph database's own vector index (no name leaves it).
 
 On a database store whose node vectors were written by ``kgrag index-db`` / ``kgrag load-db
---embed`` with SimGRAG's embedder (:mod:`kgrag.graph.db_vectors`), the k(n) nearest nodes of a
+--embed`` with SimGRAG's embedder (:mod:`kgrag.graph.cypher.vectors`), the k(n) nearest nodes of a
 pattern node are the database vector index's top k(n) (FalkorDB / Neo4j HNSW: approximate,
 recall measured in docs/graph-databases.md), re-scored exactly: their stored vectors are
 fetched and the L2 distance to the pattern node's vector computed as in memory, so the Graph
@@ -64,7 +64,7 @@ class DatabaseNodeSearch:
         return int(self.store.counts()["nodes"])
 
     def search(self, queries: np.ndarray, k: int) -> list[CandidateSet]:
-        from kgrag.graph.db_vectors import fetch_node_vectors
+        from kgrag.graph.cypher.vectors import fetch_node_vectors
 
         queries = np.asarray(np.atleast_2d(queries), np.float32)
         out = []

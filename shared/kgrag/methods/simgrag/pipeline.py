@@ -181,7 +181,7 @@ class SimGRAG(KGMethod):
         or ``None`` (with a one-time warning on a database store) when it has none for this
         embedder."""
         from kgrag.graph.base import is_cypher_store
-        from kgrag.graph.db_vectors import DEFAULT_PROPERTY, node_vector_index, warn_no_vectors
+        from kgrag.graph.cypher.vectors import DEFAULT_PROPERTY, node_vector_index, warn_no_vectors
 
         if not is_cypher_store(graph):
             return None

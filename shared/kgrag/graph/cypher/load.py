@@ -6,7 +6,7 @@ relation name is backtick-quoted into the query; with ``relation_property`` it i
 ``MERGE`` makes a re-run add nothing. An index on the name (a uniqueness constraint on Neo4j)
 is created first so every ``MERGE`` is an index lookup.
 
-    from kgrag.graph.falkordb import FalkorDBGraphStore
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
     store = FalkorDBGraphStore.from_url("localhost", 6379, graph="metaqa")
     summary = store.load_triples("kb.txt")          # or a KnowledgeGraph, or an iterable
     print(summary)
@@ -25,7 +25,7 @@ from kgrag.graph.base import TripleSource
 from kgrag.text.names import normalize_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kgrag.graph.cypher_store import CypherGraphStore
+    from kgrag.graph.cypher.store import CypherGraphStore
 
 
 @dataclass
@@ -152,18 +152,3 @@ def load_triples(
         summary.seconds = time.perf_counter() - started
     return summary
 
-
-def __getattr__(name: str) -> Any:
-    """``to_neo4j`` / ``to_falkordb`` moved to :mod:`kgrag.graph.neo4j` /
-    :mod:`kgrag.graph.falkordb` (deprecated here; found through the converter registry, so this
-    module does not import the backends built on it)."""
-    if name in ("to_neo4j", "to_falkordb"):
-        import warnings
-
-        from kgrag.graph.base import converter
-
-        backend = name.removeprefix("to_")
-        warnings.warn(f"kgrag.graph.db_load.{name} moved to kgrag.graph.{backend}.{name} (or use "
-                      f"KnowledgeGraph.{name})", DeprecationWarning, stacklevel=2)
-        return converter(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

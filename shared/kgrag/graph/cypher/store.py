@@ -21,7 +21,7 @@ order: where the in-memory graph orders or caps by integer id (``one_hop(limit=.
 ``follow_path`` fan-out, shortest-path tie-breaks, ``k_hop_subgraph(max_edges=...)``, schema
 examples), a database store orders by *name* (code-point order; edges by
 ``(head, relation, tail)``). The two coincide when the in-memory graph's ids are in name order
-(as after :func:`kgrag.graph.cypher_store.name_ordered`); otherwise capped results may pick
+(as after :func:`kgrag.graph.cypher.store.name_ordered`); otherwise capped results may pick
 different, equally valid, edges. Uncapped results are the same sets.
 
 Multi-step operations (metapath walks, shortest paths, k-hop subgraphs) run one query per hop on
@@ -40,9 +40,9 @@ from kgrag.context.types import Path, Triple
 from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutError
 from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
-from kgrag.graph.cypher_budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
+from kgrag.graph.cypher.budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
 from kgrag.graph.memory import KnowledgeGraph
-from kgrag.graph.result_budget import MAX_RESULT_BYTES
+from kgrag.graph.cypher.result_budget import MAX_RESULT_BYTES
 from kgrag.text.names import normalize_name
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None, what: str,
     Database clients wait on their socket: the Bolt driver has no read timeout, and a server can
     be slow to notice its own timeout (FalkorDB checks it between operations). This bounds the
     caller's wait. ``on_timeout`` is called before raising, to stop the abandoned thread (the
-    stores shut its socket down: :meth:`~kgrag.graph.result_budget.BudgetedSocket.cancel`);
+    stores shut its socket down: :meth:`~kgrag.graph.cypher.result_budget.BudgetedSocket.cancel`);
     without it the thread ends when its socket does.
     """
     if seconds is None:
@@ -192,7 +192,7 @@ class CypherGraphStore:
     supports_cypher = True
     #: where the store connects, for messages (set by the backends' constructors)
     _where_text: str
-    #: the :class:`~kgrag.graph.db_load.LoadSummary` of ``to_neo4j`` / ``to_falkordb``
+    #: the :class:`~kgrag.graph.cypher.load.LoadSummary` of ``to_neo4j`` / ``to_falkordb``
     load_summary: Any
     backend = "cypher"
     #: Seconds the client waits beyond a query's timeout before it gives up on the server.
@@ -814,7 +814,7 @@ class CypherGraphStore:
 
     def cypher_backend(self) -> str:
         """The server kind untrusted Cypher is checked for (``backend=`` of
-        :func:`~kgrag.graph.cypher_safety.check_read_only`: per-backend return types)."""
+        :func:`~kgrag.graph.cypher.safety.check_read_only`: per-backend return types)."""
         return self.backend
 
     def run_cypher(self, query: str, params: Mapping[str, Any] | None = None, *,
@@ -823,11 +823,11 @@ class CypherGraphStore:
         """Run untrusted (e.g. LLM-written) Cypher read-only; at most ``limit`` rows as dicts.
 
         The text is refused before sending (:class:`~kgrag.errors.UnsafeQueryError`) when
-        :func:`~kgrag.graph.cypher_safety.check_read_only` finds a write, procedure or admin
+        :func:`~kgrag.graph.cypher.safety.check_read_only` finds a write, procedure or admin
         clause or a value this server cannot return (:meth:`cypher_backend`), and
         (:class:`~kgrag.errors.QueryBudgetError`) when it holds an expression whose work the
         server's timeout cannot stop or nesting its parser cannot afford (see
-        :mod:`kgrag.graph.cypher_budget`). What is sent has
+        :mod:`kgrag.graph.cypher.budget`). What is sent has
         ``LIMIT limit + 1`` injected, so the server never produces more rows than that; the
         result's ``truncated`` says whether more than ``limit`` matched. It runs read-only with
         a ``timeout`` (seconds; :class:`~kgrag.errors.QueryTimeoutError` when exceeded, and the
@@ -856,7 +856,7 @@ class CypherGraphStore:
 
     # ------------------------------------------------------------------ loading
     def load_triples(self, source: Any, **kwargs: Any) -> "Any":
-        """Write triples into the database; see :func:`kgrag.graph.db_load.load_triples`."""
-        from kgrag.graph.db_load import load_triples
+        """Write triples into the database; see :func:`kgrag.graph.cypher.load.load_triples`."""
+        from kgrag.graph.cypher.load import load_triples
 
         return load_triples(self, source, **kwargs)

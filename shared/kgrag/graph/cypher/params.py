@@ -3,14 +3,14 @@
 Parameters exist so that values never become query text. Two FalkorDB paths turn them into text
 anyway, so the stores check what those paths would build:
 
-* **FalkorDB's Python client** (Redis protocol, :class:`~kgrag.graph.falkordb.FalkorDBGraphStore`)
+* **FalkorDB's Python client** (Redis protocol, :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`)
   writes a ``CYPHER name=value ...`` header in front of the query: strings quoted and escaped,
   map keys in backticks (a key holding a backtick raises the client's own ``ValueError``), and
   every other value with ``str()``. So ``nan`` / ``inf`` arrive as names, an integer beyond 64
   bits is clamped or refused by the server, and an object of another type is written as whatever
   its ``str()`` says. :func:`plain_parameters` returns the parameters as plain Python values the
   client writes exactly (numpy numbers become ``int`` / ``float``), or refuses.
-* **FalkorDB's Bolt endpoint** (:class:`~kgrag.graph.neo4j.Neo4jGraphStore` on FalkorDB)
+* **FalkorDB's Bolt endpoint** (:class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` on FalkorDB)
   receives parameters properly, then splices them into a 4,096-byte stack buffer as text:
   ``CYPHER name=value ... <query>``, strings in single quotes *unescaped*, map keys *bare*,
   floats with C's ``%f``. A map key ``"a:1} MATCH (m) RETURN count(m) AS x //"`` ran the query
@@ -152,7 +152,7 @@ def _spliced_len(value: Any, path: str) -> int:
             raise _refuse(path, f"this Bolt server splices parameters into the query text (a "
                                 f"FalkorDB bug), so the value {value[:80]!r} (with a quote or "
                                 "backslash) cannot be sent safely; use "
-                                "kgrag.graph.falkordb.FalkorDBGraphStore for FalkorDB")
+                                "kgrag.graph.cypher.falkordb.FalkorDBGraphStore for FalkorDB")
         return len(value.encode("utf-8")) + 2
     if isinstance(value, numbers.Integral):
         return len(str(_int64(value, path)))
@@ -162,7 +162,7 @@ def _spliced_len(value: Any, path: str) -> int:
         if float(text) != number:
             raise _refuse(path, f"this Bolt server writes floats with 6 decimals (a FalkorDB "
                                 f"bug): {number!r} would arrive as {text}; round it, or use "
-                                "kgrag.graph.falkordb.FalkorDBGraphStore for FalkorDB")
+                                "kgrag.graph.cypher.falkordb.FalkorDBGraphStore for FalkorDB")
         return len(text)
     if isinstance(value, Mapping):
         total = 2 + 2 * max(len(value) - 1, 0)
@@ -171,7 +171,7 @@ def _spliced_len(value: Any, path: str) -> int:
                 raise _refuse(path, f"map key {key!r}: this Bolt server splices map keys into "
                                     "the query text unquoted (a FalkorDB bug), so only ASCII "
                                     "letters, digits and _ are safe; use "
-                                    "kgrag.graph.falkordb.FalkorDBGraphStore for FalkorDB")
+                                    "kgrag.graph.cypher.falkordb.FalkorDBGraphStore for FalkorDB")
             total += len(key) + 2 + _spliced_len(item, f"{path}.{key}")
         return total
     if isinstance(value, (list, tuple)):

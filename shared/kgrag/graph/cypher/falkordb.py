@@ -1,6 +1,6 @@
 """A GraphStore on FalkorDB through its Python client (Redis protocol).
 
-Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher_store`) sent with
+Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher.store`) sent with
 ``GRAPH.RO_QUERY`` -- the server itself refuses writes there -- and FalkorDB's per-query
 ``TIMEOUT``. Client failures become :class:`~kgrag.errors.GraphDatabaseError`;
 a server-side timeout becomes :class:`~kgrag.errors.QueryTimeoutError`.
@@ -20,7 +20,7 @@ label, property or relation name containing a backtick is refused with ``ValueEr
 such relations with ``relation_property=...``). The client writes parameters into the query as
 text, so parameters it cannot write exactly (a backtick in a map key, ``nan``, integers beyond
 64 bits, other types) are refused with :class:`~kgrag.errors.QueryParameterError`
-(:func:`kgrag.graph.cypher_params.plain_parameters`).
+(:func:`kgrag.graph.cypher.params.plain_parameters`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.base import TripleSource, register_converter
-from kgrag.graph.cypher_store import (
+from kgrag.graph.cypher.store import (
     CypherGraphStore,
     Row,
     SearchIndex,
     call_with_deadline,
 )
-from kgrag.graph.cypher_params import plain_parameters
-from kgrag.graph.db_load import load_triples
-from kgrag.graph.result_budget import BudgetedSocket, read_resp2
+from kgrag.graph.cypher.params import plain_parameters
+from kgrag.graph.cypher.load import load_triples
+from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class FalkorDBGraphStore(CypherGraphStore):
         client: the ``falkordb.FalkorDB`` it came from, closed by :meth:`close` when
             ``owns_client`` is true.
         **mapping: node label, name property, relation storage, batch size, timeout; see
-            :class:`~kgrag.graph.cypher_store.CypherGraphStore`.
+            :class:`~kgrag.graph.cypher.store.CypherGraphStore`.
     """
 
     backend = "falkordb"
@@ -190,7 +190,7 @@ class FalkorDBGraphStore(CypherGraphStore):
 
         A server whose ``TIMEOUT_MAX`` is below ``timeout`` refuses the query; it is then sent
         without a timeout, so the server's maximum applies. With ``budget`` (untrusted queries)
-        the reply is read through a :class:`~kgrag.graph.result_budget.BudgetedSocket`: at most
+        the reply is read through a :class:`~kgrag.graph.cypher.result_budget.BudgetedSocket`: at most
         ``max_bytes`` bytes, and the read is cancelled when the deadline passes.
         """
         import redis.exceptions as rx
@@ -422,10 +422,10 @@ class FalkorDBGraphStore(CypherGraphStore):
 def to_falkordb(kg: TripleSource, target: Any = "localhost", port: int = 6379, *,
                 graph: str = "kgrag", batch_size: int = 5000, progress: bool = True,
                 **mapping: Any) -> Any:
-    """Write ``kg`` into FalkorDB and return a :class:`~kgrag.graph.falkordb.FalkorDBGraphStore`.
+    """Write ``kg`` into FalkorDB and return a :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`.
 
     ``target``: a host name (with ``port`` and graph key ``graph``) or a ``falkordb.Graph``.
-    The :class:`~kgrag.graph.db_load.LoadSummary` is on the store as ``load_summary``.
+    The :class:`~kgrag.graph.cypher.load.LoadSummary` is on the store as ``load_summary``.
     """
     if isinstance(target, str):
         store = FalkorDBGraphStore.from_url(target, port, graph=graph, **mapping)

@@ -19,8 +19,8 @@ vectors of just the nodes they score. A store without them keeps the old behavio
 embedded in the client) and :func:`warn_no_vectors` says once what that costs.
 
 FalkorDB's Bolt endpoint splices float parameters into the query text (see
-:mod:`kgrag.graph.neo4j`), so vectors can be neither written nor searched through it: use
-:class:`~kgrag.graph.falkordb.FalkorDBGraphStore` (Redis protocol) for FalkorDB.
+:mod:`kgrag.graph.cypher.neo4j`), so vectors can be neither written nor searched through it: use
+:class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore` (Redis protocol) for FalkorDB.
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ class NodeVectors:
     """A store's usable node vectors: the metadata and the database's index over them."""
 
     info: VectorInfo
-    index: Any  # kgrag.graph.cypher_store.SearchIndex
+    index: Any  # kgrag.graph.cypher.store.SearchIndex
 
 
 _warned: set[tuple[str, str]] = set()

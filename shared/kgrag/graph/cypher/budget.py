@@ -7,8 +7,8 @@ list, comprehensions nested over a collected list, nested ``replace()``) runs to
 the timeout, and holds one of the server's few query threads while it does (two 3 kB queries kept
 a 2-thread server from answering a trivial read for ~50 s with a 1 s client timeout).
 :func:`prepare_untrusted_query` therefore, after
-:func:`~kgrag.graph.cypher_safety.check_read_only` (which also caps expression nesting at
-:data:`~kgrag.graph.cypher_safety.MAX_NESTING_DEPTH`, because the server's *parser* is exponential
+:func:`~kgrag.graph.cypher.safety.check_read_only` (which also caps expression nesting at
+:data:`~kgrag.graph.cypher.safety.MAX_NESTING_DEPTH`, because the server's *parser* is exponential
 in it), applies a static cost model to every expression (:func:`check_expression_work`):
 
 * **Iterations.** A list comprehension (``[x IN L | ...]``), a pattern comprehension
@@ -47,7 +47,7 @@ It also **caps the rows server-side** by injecting ``LIMIT`` at the end of the f
 of every ``UNION`` branch (``max_rows + 1`` rows, so the caller can tell that rows were cut); a
 ``LIMIT`` the query already has is lowered to the cap (an integer literal or an integer
 parameter; another expression is refused). Clauses are found by the word roles of
-:func:`~kgrag.graph.cypher_safety.word_roles`, so an alias named ``as``, ``limit`` or ``union``
+:func:`~kgrag.graph.cypher.safety.word_roles`, so an alias named ``as``, ``limit`` or ``union``
 neither hides the final ``RETURN`` nor counts as one.
 
 The time budget is the store's: Neo4j's transaction timeout, FalkorDB's per-query ``TIMEOUT``
@@ -72,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kgrag.errors import QueryBudgetError
-from kgrag.graph.cypher_safety import (
+from kgrag.graph.cypher.safety import (
     Token,
     check_read_only,
     code_tokens,
@@ -518,7 +518,7 @@ def prepare_untrusted_query(query: str, params: Mapping[str, Any] | None = None,
 
     The server returns at most ``max_rows + 1`` rows (one more than wanted, so a caller can tell
     the result was cut). ``backend`` is passed to
-    :func:`~kgrag.graph.cypher_safety.check_read_only` (per-backend return types). Raises
+    :func:`~kgrag.graph.cypher.safety.check_read_only` (per-backend return types). Raises
     :class:`~kgrag.errors.UnsafeQueryError` (writes, procedures) or its subclass
     :class:`~kgrag.errors.QueryBudgetError` (budgets).
     """

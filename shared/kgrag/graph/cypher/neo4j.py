@@ -1,6 +1,6 @@
 """A GraphStore on Neo4j (or any server speaking Bolt and Cypher), through the official driver.
 
-Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher_store`) run in an
+Every operation is parameterised Cypher (see :mod:`kgrag.graph.cypher.store`) run in an
 explicit transaction of a READ access-mode session, with a server-side transaction timeout and a
 client-side deadline, so a hung server gives :class:`~kgrag.errors.QueryTimeoutError` instead of
 a hang. Driver failures become :class:`~kgrag.errors.GraphDatabaseError` naming the server.
@@ -24,17 +24,17 @@ import time
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutError
-from kgrag.graph import cypher_params
+from kgrag.graph.cypher import params as cypher_params
 from kgrag.graph.base import TripleSource, register_converter
-from kgrag.graph.cypher_store import (
+from kgrag.graph.cypher.store import (
     CypherGraphStore,
     Row,
     SearchIndex,
     call_with_deadline,
     refuse_nul_parameters,
 )
-from kgrag.graph.db_load import load_triples
-from kgrag.graph.result_budget import BudgetedSocket
+from kgrag.graph.cypher.load import load_triples
+from kgrag.graph.cypher.result_budget import BudgetedSocket
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class Neo4jGraphStore(CypherGraphStore):
             :class:`~kgrag.errors.QueryTimeoutError`. Without it, the store warns once, when it
             finds such a server, that an abandoned query keeps running there.
         **mapping: node label, name property, relation storage, batch size, timeout; see
-            :class:`~kgrag.graph.cypher_store.CypherGraphStore`.
+            :class:`~kgrag.graph.cypher.store.CypherGraphStore`.
     """
 
     backend = "neo4j"
@@ -231,12 +231,12 @@ class Neo4jGraphStore(CypherGraphStore):
 
         A Bolt server must send parameters apart from the query text. FalkorDB's Bolt endpoint
         (4.x) instead splices them into the text, unescaped, into a 4,096-byte buffer (see
-        :mod:`kgrag.graph.cypher_params`): a string with a quote or backslash, or a map key
+        :mod:`kgrag.graph.cypher.params`): a string with a quote or backslash, or a map key
         that is not a bare name, can inject Cypher; floats lose digits; a text over the buffer
         crashes the server. The store probes once, on the first query with parameters
         (``RETURN $probe`` with a quote in it, which a correct server echoes), and on such a
         server refuses those values with :class:`~kgrag.errors.QueryParameterError` (use
-        :class:`~kgrag.graph.falkordb.FalkorDBGraphStore` for FalkorDB, or a smaller
+        :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore` for FalkorDB, or a smaller
         ``batch_size``). On a server that passes parameters properly only NUL is refused.
         """
         if not params:
@@ -252,7 +252,7 @@ class Neo4jGraphStore(CypherGraphStore):
                 f"this Bolt server splices query parameters into a fixed-size buffer (a FalkorDB "
                 f"bug) and the {size}-byte query text it would build (over "
                 f"{SPLICED_TEXT_MAX_BYTES}) could crash it; use a smaller batch_size "
-                f"(now {self.batch_size}) or kgrag.graph.falkordb.FalkorDBGraphStore")
+                f"(now {self.batch_size}) or kgrag.graph.cypher.falkordb.FalkorDBGraphStore")
 
     def cypher_backend(self) -> str:
         """``"falkordb-bolt"`` on FalkorDB's Bolt endpoint, else ``"neo4j"``.
@@ -351,7 +351,7 @@ class Neo4jGraphStore(CypherGraphStore):
 
     def _run_user_query(self, query: str, params: Mapping[str, Any], limit: int,
                         timeout: float | None, max_bytes: int | None) -> list[dict[str, Any]]:
-        """Records are read through a :class:`~kgrag.graph.result_budget.BudgetedSocket` put
+        """Records are read through a :class:`~kgrag.graph.cypher.result_budget.BudgetedSocket` put
         under the driver's reader: past ``max_bytes`` received, or when the deadline passes,
         the read stops and the driver drops the connection (one record can be huge: the row
         cap alone does not bound what is received and unpacked)."""
@@ -498,11 +498,11 @@ class Neo4jGraphStore(CypherGraphStore):
 def to_neo4j(kg: TripleSource, target: Any, username: str | None = None,
              password: str | None = None, *, database: str | None = None, batch_size: int = 5000,
              progress: bool = True, **mapping: Any) -> Any:
-    """Write ``kg`` into Neo4j and return a :class:`~kgrag.graph.neo4j.Neo4jGraphStore` over it.
+    """Write ``kg`` into Neo4j and return a :class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` over it.
 
     ``target``: a Bolt URI (with ``username`` / ``password``), a ``langchain_neo4j.Neo4jGraph``
     or a ``neo4j.Driver``. ``mapping``: label / property / relation storage options of the
-    store. The :class:`~kgrag.graph.db_load.LoadSummary` is on the store as ``load_summary``.
+    store. The :class:`~kgrag.graph.cypher.load.LoadSummary` is on the store as ``load_summary``.
     """
     if isinstance(target, str):
         store = Neo4jGraphStore.from_uri(target, username, password, database=database, **mapping)

@@ -41,7 +41,7 @@ How the check works (:func:`check_read_only`):
 6. Calls. ``CALL`` is refused whatever follows (no procedure runs, backtick-quoted or not). A
    function name in backticks (`` `range`(1, 10^9) ``, `` `db.idx.fulltext.drop`('x') ``) is
    refused: no built-in needs quoting, and a quoted name would slip past the budgets of
-   :mod:`kgrag.graph.cypher_budget`. A dotted name followed by ``(`` (``apoc.version()``,
+   :mod:`kgrag.graph.cypher.budget`. A dotted name followed by ``(`` (``apoc.version()``,
    ``db.labels()``, ``date.truncate(...)``) is a namespaced function, accepted only when listed
    in :data:`ALLOWED_NAMESPACED_FUNCTIONS`; the same word as a variable is fine
    (``MATCH (db) RETURN db.name``).
@@ -65,7 +65,7 @@ How the check works (:func:`check_read_only`):
    The **original** text is what is returned and executed, so ``WHERE n.name = 'Film²'`` still
    matches ``Film²``.
 
-Budgets (row caps, ``range()`` sizes, expression work, time) are in :mod:`kgrag.graph.cypher_budget`.
+Budgets (row caps, ``range()`` sizes, expression work, time) are in :mod:`kgrag.graph.cypher.budget`.
 
 >>> is_read_only("MATCH (n {name: 'CREATE'}) RETURN n.set AS start LIMIT 5")
 True
