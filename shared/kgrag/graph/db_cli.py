@@ -17,24 +17,28 @@ import os
 from typing import Any
 
 from kgrag.errors import KgragError
+from kgrag.graph.backends import ConnectionOptions, backend_names, get_backend
 
 
-def _open_store(args: argparse.Namespace) -> Any:
+def _connection(args: argparse.Namespace) -> ConnectionOptions:
     mapping = {"node_label": args.label, "name_property": args.name_property,
                "relation_property": args.relation_property,
                "relationship_type": args.relationship_type}
-    if args.backend == "falkordb":
-        from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+    return ConnectionOptions(uri=args.uri, host=args.host, port=args.port, graph=args.graph_key,
+                             username=args.username,
+                             password=os.environ.get(args.password_env) or None,
+                             database=args.database, mapping=mapping)
 
-        return FalkorDBGraphStore.from_url(args.host, args.port, graph=args.graph_key,
-                                           password=os.environ.get(args.password_env) or None,
-                                           **mapping)
-    from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
-    if not args.uri:
-        raise KgragError("--backend neo4j needs --uri (e.g. neo4j://localhost:7687)")
-    return Neo4jGraphStore.from_uri(args.uri, args.username, os.environ.get(args.password_env),
-                                    database=args.database, **mapping)
+def _check_backend(args: argparse.Namespace) -> None:
+    """Fail on a missing connection option before any file is read."""
+    problem = get_backend(args.backend).missing(_connection(args))
+    if problem:
+        raise KgragError(problem)
+
+
+def _open_store(args: argparse.Namespace) -> Any:
+    return get_backend(args.backend).open(_connection(args))
 
 
 def _cmd_load_db(args: argparse.Namespace) -> int:
@@ -42,8 +46,7 @@ def _cmd_load_db(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise KgragError("--batch-size must be at least 1")
-    if args.backend == "neo4j" and not args.uri:  # before any file is read
-        raise KgragError("--backend neo4j needs --uri (e.g. neo4j://localhost:7687)")
+    _check_backend(args)
     if not os.path.exists(args.graph):
         raise FileNotFoundError(f"no graph at {args.graph}")
     source: Any = KnowledgeGraph.load(args.graph) if os.path.isdir(args.graph) else args.graph
@@ -77,8 +80,7 @@ def _embed(store: Any, args: argparse.Namespace) -> None:
 
 
 def _cmd_index_db(args: argparse.Namespace) -> int:
-    if args.backend == "neo4j" and not args.uri:
-        raise KgragError("--backend neo4j needs --uri (e.g. neo4j://localhost:7687)")
+    _check_backend(args)
     store = _open_store(args)
     try:
         _embed(store, args)
@@ -101,7 +103,7 @@ def _add_embed_arguments(p: Any) -> None:
 
 
 def _add_connection_arguments(p: Any) -> None:
-    p.add_argument("--backend", choices=("falkordb", "neo4j"), required=True,
+    p.add_argument("--backend", choices=backend_names(), required=True,
                    help="the database (required)")
     p.add_argument("--uri", help="Neo4j: bolt:// or neo4j:// URI (required with --backend neo4j)")
     p.add_argument("--username", default=os.environ.get("NEO4J_USERNAME"),

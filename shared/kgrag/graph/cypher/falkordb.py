@@ -30,23 +30,25 @@ import logging
 from typing import Any, Iterator, Mapping, Sequence
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
+from kgrag.graph.backends import ConnectionOptions
 from kgrag.graph.base import TripleSource, register_converter
+from kgrag.graph.cypher.load import load_triples
+from kgrag.graph.cypher.params import plain_parameters
+from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
 from kgrag.graph.cypher.store import (
     CypherGraphStore,
     Row,
     SearchIndex,
     call_with_deadline,
 )
-from kgrag.graph.cypher.params import plain_parameters
-from kgrag.graph.cypher.load import load_triples
-from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
 
 log = logging.getLogger(__name__)
 
 
 def _plain(value: Any) -> Any:
     """FalkorDB client objects -> plain Python (nodes and edges become property dicts)."""
-    from falkordb import Edge, Node, Path as FPath
+    from falkordb import Edge, Node
+    from falkordb import Path as FPath
 
     if isinstance(value, Node):
         return dict(value.properties)
@@ -114,9 +116,8 @@ class FalkorDBGraphStore(CypherGraphStore):
         stops answering raises instead of hanging. Raises :class:`GraphDatabaseError` when the
         server cannot be reached.
         """
-        from falkordb import FalkorDB
-
         import redis.exceptions as rx
+        from falkordb import FalkorDB
 
         try:  # the client connects (and checks the module) while it is built
             client = FalkorDB(host=host, port=port, username=username, password=password,
@@ -234,9 +235,8 @@ class FalkorDBGraphStore(CypherGraphStore):
         """Send GRAPH.RO_QUERY on a pooled connection and read the reply through a
         :class:`BudgetedSocket` (:func:`read_resp2`); a reply not read to its end (too large,
         cancelled, broken) drops the connection instead of returning it to the pool."""
-        from falkordb.query_result import QueryResult
-
         import redis.exceptions as rx
+        from falkordb.query_result import QueryResult
 
         pool = self._pool()
         try:
@@ -433,6 +433,14 @@ def to_falkordb(kg: TripleSource, target: Any = "localhost", port: int = 6379, *
         store = FalkorDBGraphStore(target, **mapping)
     store.load_summary = load_triples(store, kg, batch_size=batch_size, progress=progress)
     return store
+
+
+def connect(options: ConnectionOptions) -> FalkorDBGraphStore:
+    """The store the backend registry opens (:mod:`kgrag.graph.backends`): ``options.host``,
+    ``port``, ``graph``, ``password`` and the graph mapping (``username`` is Neo4j's: the
+    command line's ``--username`` defaults to ``$NEO4J_USERNAME``)."""
+    return FalkorDBGraphStore.from_url(options.host, options.port, graph=options.graph,
+                                       password=options.password, **options.mapping)
 
 
 register_converter("to_falkordb", to_falkordb)

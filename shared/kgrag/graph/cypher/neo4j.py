@@ -24,8 +24,11 @@ import time
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutError
-from kgrag.graph.cypher import params as cypher_params
+from kgrag.graph.backends import ConnectionOptions
 from kgrag.graph.base import TripleSource, register_converter
+from kgrag.graph.cypher import params as cypher_params
+from kgrag.graph.cypher.load import load_triples
+from kgrag.graph.cypher.result_budget import BudgetedSocket
 from kgrag.graph.cypher.store import (
     CypherGraphStore,
     Row,
@@ -33,8 +36,6 @@ from kgrag.graph.cypher.store import (
     call_with_deadline,
     refuse_nul_parameters,
 )
-from kgrag.graph.cypher.load import load_triples
-from kgrag.graph.cypher.result_budget import BudgetedSocket
 
 log = logging.getLogger(__name__)
 
@@ -512,6 +513,15 @@ def to_neo4j(kg: TripleSource, target: Any, username: str | None = None,
         store = Neo4jGraphStore(target, database=database, **mapping)
     store.load_summary = load_triples(store, kg, batch_size=batch_size, progress=progress)
     return store
+
+
+def connect(options: ConnectionOptions) -> Neo4jGraphStore:
+    """The store the backend registry opens (:mod:`kgrag.graph.backends`): ``options.uri``
+    (required), ``username`` / ``password``, ``database`` and the graph mapping."""
+    if not options.uri:
+        raise GraphDatabaseError("Neo4j needs a URI (e.g. neo4j://localhost:7687)")
+    return Neo4jGraphStore.from_uri(options.uri, options.username, options.password,
+                                    database=options.database, **options.mapping)
 
 
 register_converter("to_neo4j", to_neo4j)
