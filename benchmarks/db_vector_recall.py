@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from db_server import FalkorDBServer
     from kgrag import KnowledgeGraph
-    from kgrag.demo import demo_data_path
+    from kgrag.data import demo_data_path
     from kgrag.embed import default_embedder
     from kgrag.graph.cypher.vectors import embed_store, node_vector_index
     from kgrag.graph.io import read_triples

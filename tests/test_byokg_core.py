@@ -315,7 +315,7 @@ def test_capped_paths_round_robin_over_direction_patterns():
 
 def test_cli_command_and_demo_step(capsys):
     from kgrag.cli import main
-    from kgrag.demo import run_demo
+    from kgrag.commands.demo import run_demo
     from kgrag.commands.byokg import demo_steps
 
     from pathlib import Path

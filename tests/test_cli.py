@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kgrag import KnowledgeGraph, __version__, cli, demo
+from kgrag import KnowledgeGraph, __version__, cli, data
+from kgrag.commands import COMMANDS, Command, demo
 from kgrag.errors import GraphLoadError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,22 +186,22 @@ def test_demo_runs_offline_and_shows_each_step(capsys):
 def test_demo_on_other_data_and_missing_data(capsys, tmp_path, monkeypatch):
     status, _, err = run(capsys, "demo", "--data", str(tmp_path / "none.tsv"))
     assert status == 2 and "none.tsv" in err and "Traceback" not in err
-    monkeypatch.setenv(demo.DEMO_DATA_ENV, str(tmp_path / "gone.tsv"))
+    monkeypatch.setenv(data.DEMO_DATA_ENV, str(tmp_path / "gone.tsv"))
     status, _, err = run(capsys, "demo")
-    assert status == 2 and demo.DEMO_DATA_ENV in err
+    assert status == 2 and data.DEMO_DATA_ENV in err
 
 
 def test_demo_data_path(monkeypatch, tmp_path):
-    monkeypatch.delenv(demo.DEMO_DATA_ENV, raising=False)
-    assert demo.demo_data_path() == MOVIES.resolve()
-    assert demo.demo_data_path().parent.name == "data"  # inside the package, not examples/
+    monkeypatch.delenv(data.DEMO_DATA_ENV, raising=False)
+    assert data.demo_data_path() == MOVIES.resolve()
+    assert data.demo_data_path().parent.name == "data"  # inside the package, not examples/
     other = tmp_path / "mine.tsv"
     other.write_text("a\tr\tb\n")
-    monkeypatch.setenv(demo.DEMO_DATA_ENV, str(other))
-    assert demo.demo_data_path() == other
-    monkeypatch.delenv(demo.DEMO_DATA_ENV)
+    monkeypatch.setenv(data.DEMO_DATA_ENV, str(other))
+    assert data.demo_data_path() == other
+    monkeypatch.delenv(data.DEMO_DATA_ENV)
     with pytest.raises(FileNotFoundError, match="KGRAG_DEMO_DATA"):
-        demo.demo_data_path("no-such-file.tsv")
+        data.demo_data_path("no-such-file.tsv")
 
 
 def test_demo_steps_from_other_modules_run_after_the_core(capsys, monkeypatch):
@@ -210,9 +211,11 @@ def test_demo_steps_from_other_modules_run_after_the_core(capsys, monkeypatch):
         ctx.out(f"extension sees {ctx.kg.num_edges} edges and {ctx.state['question_entities']}")
 
     module.demo_steps = lambda: [demo.DemoStep("Extension step", shout)]
+    module.register = lambda subparsers: subparsers.add_parser("shout")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(demo, "DEMO_STEP_MODULES", [module.__name__])
-    assert demo.demo_step_modules()[-1] == module.__name__  # after the registered methods'
+    monkeypatch.setattr("kgrag.commands.COMMANDS",
+                        [*COMMANDS, Command("shout", module.__name__, demo=True)])
+    assert demo.demo_step_modules()[-1] == module.__name__  # after the methods' commands
     status, out, _ = run(capsys, "demo")
     assert status == 0
     n = len(demo.demo_steps())
@@ -236,8 +239,14 @@ def test_commands_from_other_modules(capsys, monkeypatch):
 
     module.register = register
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(cli, "COMMAND_MODULES", [module.__name__])
+    monkeypatch.setattr("kgrag.commands.COMMANDS",
+                        [*COMMANDS, *(Command(name, module.__name__)
+                                      for name in ("hello", "broken", "buggy"))])
     assert run(capsys, "hello", "world") == (0, "hello world\n", "")
     assert run(capsys, "broken") == (2, "", "kgrag broken: error: bad dir\n")
     with pytest.raises(ZeroDivisionError):  # programming errors are not hidden
         cli.main(["buggy"])
+    # the registry names every command a module adds: one left out is an error, not a surprise
+    monkeypatch.setattr("kgrag.commands.COMMANDS", [*COMMANDS, Command("hello", module.__name__)])
+    with pytest.raises(RuntimeError, match=r"adds the commands \['broken', 'buggy', 'hello'\]"):
+        cli.build_parser()

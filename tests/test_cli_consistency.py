@@ -1,5 +1,5 @@
 """The ``kgrag`` commands behave alike: one error prefix and exit status for every usage error
-(before anything slow runs), the same flag names, the embedding-cache flags from the method
+(before anything slow runs), the same flag names, the embedding-cache flags from the command
 registry, ranked lists printed in rank order, and a warning for a graph file without triples."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from kgrag import KnowledgeGraph, cli
 from kgrag.context.types import Path as GraphPath
 from kgrag.context.types import RetrievalResult, ScoredEntity, Triple
 from kgrag.embed import SentenceTransformerEmbedder
-from kgrag.methods.registry import METHODS, MethodSpec, register_method
+from kgrag.commands import COMMANDS, Command
+from kgrag.methods.registry import method_names
 
 REPO = Path(__file__).resolve().parents[1]
 MOVIES = str(REPO / "examples" / "data" / "movies.tsv")
@@ -131,10 +132,9 @@ def _leaves(parser: argparse.ArgumentParser):
             yield from _leaves(sub)
 
 
-def test_embedding_commands_come_from_the_registry():
-    assert set(cli.embedding_commands()) == {spec.name for spec in METHODS.values()
-                                           if spec.embeds} | set(cli.OTHER_EMBEDDING_COMMANDS)
-    assert "ketrag" in cli.embedding_commands()
+def test_embedding_commands_come_from_the_command_registry():
+    assert cli.embedding_commands() == tuple(c.name for c in COMMANDS if c.embeds)
+    assert {"link", "ask", "eval", "ketrag", *method_names()} <= set(cli.embedding_commands())
     parser = cli.build_parser()
     ketrag = parser._subparsers._group_actions[0].choices["ketrag"]
     for leaf in _leaves(ketrag):  # index and ask
@@ -142,7 +142,7 @@ def test_embedding_commands_come_from_the_registry():
 
 
 @pytest.mark.parametrize("embeds", [True, False])
-def test_a_new_method_gets_the_cache_flags_from_its_registry_entry(embeds, monkeypatch, capsys):
+def test_a_new_command_gets_the_cache_flags_from_its_registry_entry(embeds, monkeypatch, capsys):
     module = types.ModuleType("kgrag_test_embedding_command")
 
     def register(subparsers):
@@ -154,9 +154,8 @@ def test_a_new_method_gets_the_cache_flags_from_its_registry_entry(embeds, monke
 
     module.register = register
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr("kgrag.methods.registry.METHODS", dict(METHODS))
-    register_method(MethodSpec(name="toyembed", cls="kgrag.methods.simgrag:SimGRAG",
-                               command_module=module.__name__, embeds=embeds))
+    monkeypatch.setattr("kgrag.commands.COMMANDS",
+                        [*COMMANDS, Command("toyembed", module.__name__, embeds=embeds)])
     assert ("toyembed" in cli.embedding_commands()) is embeds
     leaf = cli.build_parser()._subparsers._group_actions[0].choices["toyembed"]
     leaf = next(iter(_leaves(leaf)))
@@ -221,7 +220,7 @@ def test_ask_graphraft_prints_the_api_order_best_first(capsys, minilm):
     assert len(items) >= 5
     scores = [score for _, score in items]
     assert scores == sorted(scores, reverse=True)
-    from kgrag.ask import retrieve
+    from kgrag.commands.ask import retrieve
 
     kg = KnowledgeGraph.from_csv(MOVIES)
     result = retrieve(kg, "Who directed Tokyo Godfathers?", "graphraft", top=20)
@@ -236,7 +235,7 @@ def test_ask_prints_items_in_the_methods_order(capsys, monkeypatch):
     paths = [GraphPath(("a", "b"), ("r",), (True,), score=0.5)]
     result = RetrievalResult("q", items=[entities[0], triples[0], paths[0], triples[1],
                                          entities[1], triples[2]], method="stub")
-    monkeypatch.setattr("kgrag.ask.retrieve", lambda *a, **k: result)
+    monkeypatch.setattr("kgrag.commands.ask.retrieve", lambda *a, **k: result)
     status, out, _ = run(capsys, ["ask", MOVIES, "q", "--method", "byokg"])
     assert status == 0
     lines = [line.strip() for line in out.splitlines() if re.match(r"\s+\d+\. ", line)]

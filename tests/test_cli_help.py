@@ -2,8 +2,8 @@
 described, every subcommand listed with a line of help, required options marked.
 
 The parsers are walked from the real argparse objects (:func:`kgrag.cli.build_parser`), so a
-command added later (a new method's ``command_module``, another module's ``register``) is
-checked without touching this file.
+command added later (one more entry in ``kgrag.commands.COMMANDS``) is checked without touching
+this file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import pytest
 
 from kgrag import cli
-from kgrag.methods.registry import METHODS
+from kgrag.commands import COMMANDS
 
 #: RST / Sphinx constructs that mean a docstring leaked into --help: ``literal``, :role:`x`,
 #: `interpreted text`, a literal-block "::" at a line end, ".. directive::", escaped "\ ".
@@ -41,11 +41,13 @@ IDS = [" ".join(path) for path in PARSERS]
 
 
 def test_the_walk_reaches_every_command():
-    """Not a fixed list: every registered method's command and every extra command module's
-    commands are among the parsers checked below (a silent walk would check nothing)."""
-    commands = {path[1] for path in PARSERS if len(path) > 1}
-    assert {spec.name for spec in METHODS.values() if spec.command_module} <= commands
-    assert {"info", "link", "demo", "ask", "eval", "load-db"} <= commands
+    """Not a fixed list: every command of the registry is among the parsers checked below (a
+    silent walk would check nothing), in the registry's order, and nothing else is."""
+    commands = [path[1] for path in PARSERS if len(path) == 2]
+    assert commands == [command.name for command in COMMANDS]
+    assert {"info", "link", "demo", "ask", "eval", "load-db", "simgrag"} <= set(commands)
+    # one application layer: every command lives in the kgrag.commands package
+    assert all(command.module.startswith("kgrag.commands.") for command in COMMANDS)
     nested = [path for path in PARSERS if len(path) > 2]
     assert nested, "subcommands of subcommands (ketrag index/ask) are walked too"
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
-from kgrag.demo import demo_data_path
+from kgrag.data import demo_data_path
 from kgrag.graph.cypher.vectors import (VectorModelMismatch, embed_store, fetch_node_vectors,
                                     node_vector_index)
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore

@@ -4,7 +4,8 @@ bundled demo file is (issue 29, item 11)."""
 from __future__ import annotations
 
 from kgrag import KnowledgeGraph, cli
-from kgrag.demo import bundled_data_path, is_bundled, run_demo, sample_of
+from kgrag.commands.demo import is_bundled, run_demo, sample_of
+from kgrag.data import bundled_data_path
 
 TRIPLES = [("Bob Tanaka", "reports_to", "Alice Moreau"),
            ("Alice Moreau", "reports_to", "Hannah Berg"),

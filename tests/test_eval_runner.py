@@ -253,7 +253,7 @@ def test_cli_user_errors_exit_2_with_one_line(argv, message, capsys, tmp_path):
 
 
 def test_cli_params_are_python_literals():
-    from kgrag.eval.cli import parse_params
+    from kgrag.commands.eval import parse_params
 
     assert parse_params(["k=5", "injective='prefer'", "name=plain text", "flag=True"]) == {
         "k": 5, "injective": "prefer", "name": "plain text", "flag": True}

@@ -596,12 +596,12 @@ def test_to_falkordb_and_to_neo4j_wrappers(falkordb_server):
 def test_load_db_command(falkordb_server, tmp_path, capsys):
     import argparse
 
-    from kgrag.graph import db_cli
+    from kgrag.commands import db as db_commands
 
     file = tmp_path / "kb.txt"
     file.write_text("Paprika|directed_by|Satoshi Kon\nPaprika|has_genre|Anime\n", encoding="utf-8")
     parser = argparse.ArgumentParser(prog="kgrag")
-    db_cli.register(parser.add_subparsers())
+    db_commands.register(parser.add_subparsers())
     _reset_falkordb(falkordb_server, "kgrag_cli")
     argv = ["load-db", str(file), "--backend", "falkordb", "--host", "127.0.0.1", "--port",
             str(falkordb_server.port), "--graph", "kgrag_cli", "--no-progress"]

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kgrag import cli
-from kgrag.demo import demo_data_path, run_demo
+from kgrag.commands.demo import run_demo
+from kgrag.data import demo_data_path
 from kgrag.methods.graphraft.training import read_qa_pairs
 
 

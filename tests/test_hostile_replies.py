@@ -191,7 +191,7 @@ def _open_pattern(unknown_relations: bool = True) -> list[tuple[str, str, str]]:
 
 
 def test_an_open_pattern_reply_is_refused_up_front_and_the_reason_fed_back(minilm):
-    from kgrag.demo import demo_data_path
+    from kgrag.data import demo_data_path
     from kgrag.methods.simgrag import PatternBudgetError, SimGRAG
 
     from llm_fakes import ScriptedLlamaLLM

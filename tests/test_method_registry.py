@@ -1,9 +1,10 @@
 """The method registry and the constructor contract.
 
-A toy method registered here -- and nowhere else -- gets the ``kgrag`` command line (its own
-subcommand, ``kgrag ask --method``, ``kgrag eval --list``), ``kgrag eval``'s runner, a LangChain
-retriever with a search tool, and a LlamaIndex retriever and query engine, without any other
-file of the project knowing about it.
+A toy method registered here -- and nowhere else -- gets the ``kgrag`` command line (``kgrag ask
+--method``, ``kgrag eval --list``, and its own subcommand from one entry in
+``kgrag.commands.COMMANDS``), ``kgrag eval``'s runner, a LangChain retriever with a search tool,
+and a LlamaIndex retriever and query engine, without any other file of the project knowing
+about it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,18 @@ from typing import Any
 import pytest
 
 from kgrag import KnowledgeGraph
+from kgrag.commands import COMMANDS, Command
 from kgrag.context.types import Answer, RetrievalResult, Usage
 from kgrag.methods.base import KGMethod
-from kgrag.methods.registry import METHODS, MethodSpec, get_method, method_names, register_method
+from kgrag.errors import KgragError
+from kgrag.methods.registry import (
+    METHODS,
+    MethodSpec,
+    WrittenInput,
+    get_method,
+    method_names,
+    register_method,
+)
 
 MOVIES = Path(__file__).resolve().parents[1] / "shared" / "kgrag" / "data" / "movies.tsv"
 
@@ -73,11 +83,12 @@ def toy(monkeypatch):
 
     module.register = register
     monkeypatch.setitem(sys.modules, TOY_COMMAND, module)
+    monkeypatch.setattr("kgrag.commands.COMMANDS",
+                        [*COMMANDS, Command("toyhop", TOY_COMMAND)])
     monkeypatch.setattr("kgrag.methods.registry.METHODS", dict(METHODS))
     spec = register_method(MethodSpec(
         name="toyhop", cls=NeighbourMethod, tool_name="toy_neighbours",
-        tool_description="Edges of the entities a question names.",
-        command_module=TOY_COMMAND, ask_top_param="limit"))
+        tool_description="Edges of the entities a question names.", ask_top_param="limit"))
     return spec
 
 
@@ -113,6 +124,71 @@ def test_toy_method_gets_the_command_line(toy, kg, capsys):
     assert main(["eval", "--list"]) == 0
     assert any(line.startswith("toyhop") and "llm-free" in line
                for line in capsys.readouterr().out.splitlines())
+
+
+class NamesMethod(NeighbourMethod):
+    """Toy method whose "LLM" would write the list of graph names to expand: a user may give it
+    by hand (``kgrag ask --names``), as SimGRAG's pattern and UltRAG's query."""
+
+    name = "toynames"
+
+    def retrieve_names(self, names: list[str], question: str) -> RetrievalResult:
+        triples = self.graph.one_hop(names, limit=self.limit)
+        return RetrievalResult(question=question, method=self.name, items=list(triples))
+
+
+def parse_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise KgragError(f"no names in {text!r}")
+    return names
+
+
+@pytest.fixture
+def toy_with_written_input(monkeypatch):
+    """Register NamesMethod, whose registry entry says how a user writes its input."""
+    import sys
+    import types
+
+    module = types.ModuleType("kgrag_toy_written_input")
+    module.parse_names = parse_names
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr("kgrag.methods.registry.METHODS", dict(METHODS))
+    return register_method(MethodSpec(
+        name="toynames", cls=NamesMethod, written_input=WrittenInput(
+            option="names", owner="ToyNames", kind="name list",
+            help="graph names to expand, comma-separated", sketch="Name 1, Name 2",
+            parse=f"{module.__name__}:parse_names", retrieve="retrieve_names",
+            from_fact=lambda head, relation: head)))
+
+
+def test_a_written_input_gets_its_ask_option_errors_and_demo_step(toy_with_written_input, kg,
+                                                                  capsys):
+    """``kgrag ask`` and the demo name no method: a new method's written input (its registry
+    entry's ``written_input``) gets its option, its errors and its demo step."""
+    from kgrag.cli import main
+    from kgrag.commands import demo
+
+    assert main(["ask", str(MOVIES), "Who directed it?", "--method", "toynames",
+                 "--names", "Paprika"]) == 0
+    out = capsys.readouterr().out
+    assert "method: toynames" in out and "Paprika -> directed_by -> Satoshi Kon" in out
+    assert main(["ask", str(MOVIES), "q", "--method", "toynames"]) == 2
+    assert capsys.readouterr().err == (
+        "kgrag ask: error: ToyNames needs a name list: pass --names 'Name 1, Name 2' or an LLM "
+        "with --llm module:factory\n")
+    assert main(["ask", str(MOVIES), "q", "--method", "byokg", "--names", "Paprika"]) == 2
+    assert capsys.readouterr().err == ("kgrag ask: error: --names is ToyNames's name list: use "
+                                       "it with --method toynames\n")
+    assert main(["ask", "no-such-graph.tsv", "q", "--method", "toynames", "--names", " , "]) == 2
+    assert capsys.readouterr().err == "kgrag ask: error: no names in ' , '\n"  # before the graph
+    ctx = demo.DemoContext(kg=kg, data_path=MOVIES, out=print)
+    ctx.state.update(sample=demo.sample_of(kg), question="What is it?")
+    demo._generic_method_step(toy_with_written_input).run(ctx)
+    head = ctx.state["sample"].head
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == f"What is it? with the names {head}:"
+    assert head in shown[1]  # an edge of the sample fact's head
 
 
 def test_toy_method_gets_eval(toy, kg, tmp_path):

@@ -16,7 +16,7 @@ import logging
 
 import pytest
 from kgrag import KnowledgeGraph
-from kgrag.demo import demo_data_path
+from kgrag.data import demo_data_path
 from kgrag.errors import LLMCallError, LLMOutputError
 from kgrag.methods.base import UNUSABLE_REPLY_POLICIES
 

@@ -109,6 +109,6 @@ def _demo_step(ctx: Any) -> None:
 
 
 def demo_steps() -> list:
-    from kgrag.demo import DemoStep
+    from kgrag.commands.demo import DemoStep
 
     return [DemoStep("ByoKG-RAG: KG-Linker artifacts grounded by graph tools", _demo_step)]

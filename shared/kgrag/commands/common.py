@@ -14,8 +14,9 @@ from typing import Any, Iterable, Sequence
 from kgrag.errors import ConfigurationError
 from kgrag.graph.files import open_graph
 
-__all__ = ["CommandParser", "PlainHelpFormatter", "add_command", "add_graph_arguments", "graph_from_args",
-           "in_rank_order", "load_factory", "open_graph"]
+__all__ = ["CommandParser", "PlainHelpFormatter", "add_cache_arguments", "add_command",
+           "add_graph_arguments", "add_model_arguments", "graph_from_args", "in_rank_order",
+           "leaf_parsers", "load_factory", "open_graph"]
 
 class PlainHelpFormatter(argparse.HelpFormatter):
     """Help text as written: descriptions and epilogs are dedented, each paragraph of
@@ -186,6 +187,31 @@ def _columns(text: str) -> list[int | str]:
     if len(parts) != 3 or not all(parts):
         raise argparse.ArgumentTypeError(f"expected three columns H,R,T, got {text!r}")
     return [int(p) if p.isdigit() else p for p in parts]
+
+
+def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir DIR`` and ``--no-cache`` (the ones a command already has are kept); the
+    command line gives them to every command whose :class:`~kgrag.commands.Command` entry
+    says ``embeds=True``."""
+    known = parser._option_string_actions
+    if "--cache-dir" not in known:
+        parser.add_argument(
+            "--cache-dir", metavar="DIR", default=None,
+            help="embedding cache: name vectors and the ONNX export of the model (default: "
+                 "$KGRAG_CACHE_DIR or the user cache directory; safe to delete)")
+    if "--no-cache" not in known:
+        parser.add_argument("--no-cache", action="store_true",
+                            help="neither read nor write cached vectors (embed again)")
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run a handler: ``parser`` itself, or the leaves of its subcommands
+    (``kgrag ketrag`` -> ``ketrag index``, ``ketrag ask``)."""
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not nested:
+        return [parser]
+    return [leaf for action in nested for sub in action.choices.values()
+            for leaf in leaf_parsers(sub)]
 
 
 def _score(item: Any) -> float | None:

@@ -128,7 +128,7 @@ def _demo_step(ctx: Any) -> None:
 
 
 def demo_steps() -> list:
-    from kgrag.demo import DemoStep
+    from kgrag.commands.demo import DemoStep
 
     return [DemoStep("GraphRAFT: executable candidate queries and a training label (no LLM)",
                      _demo_step)]

@@ -24,8 +24,8 @@ from kgrag.commands.common import (
     in_rank_order,
     load_factory,
 )
-from kgrag.errors import ConfigurationError, LLMOutputError
-from kgrag.methods.simgrag.pattern import Pattern, PatternError
+from kgrag.errors import ConfigurationError
+from kgrag.methods.simgrag.pattern import Pattern, PatternError, pattern_from_text
 
 
 def _print_result(result: Any, out: Any = print) -> None:
@@ -39,17 +39,6 @@ def _print_result(result: Any, out: Any = print) -> None:
         f"{1000 * result.metadata['matching_seconds']:.1f} ms")
 
 
-def _parse_pattern(text: str) -> Pattern:
-    """``--pattern`` as a :class:`Pattern` (a literal, never evaluated); raises PatternError."""
-    from kgrag.llm.parsing import parse_literal
-
-    try:
-        triples = parse_literal(text)
-    except LLMOutputError as exc:
-        raise PatternError(f"--pattern is not a list of triples: {exc}") from None
-    return Pattern.from_triples(triples)
-
-
 def _check_args(args: argparse.Namespace) -> Pattern | None:
     """Every argument check that needs neither the graph nor a model (milliseconds); the
     parsed ``--pattern``, if given."""
@@ -60,7 +49,7 @@ def _check_args(args: argparse.Namespace) -> Pattern | None:
     if (args.answer or not args.pattern) and not args.llm:
         raise ConfigurationError("--question without --pattern, and --answer, need --llm "
                                  "package.module:factory (without an LLM, give --pattern)")
-    pattern = _parse_pattern(args.pattern) if args.pattern else None
+    pattern = pattern_from_text(args.pattern) if args.pattern else None
     for option in ("k", "k_nodes", "k_relations"):
         if getattr(args, option) != "auto" and getattr(args, option) < 1:
             raise PatternError(f"--{option.replace('_', '-')} must be at least 1")
@@ -151,7 +140,7 @@ def _demo_step(ctx: Any) -> None:
 
 
 def demo_steps() -> list:
-    from kgrag.demo import DemoStep
+    from kgrag.commands.demo import DemoStep
 
     return [DemoStep("SimGRAG: top-k subgraphs by Graph Semantic Distance for a pattern (no LLM)",
                      _demo_step)]

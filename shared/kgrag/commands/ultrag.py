@@ -145,6 +145,6 @@ def _demo_step(ctx: Any) -> None:
 
 
 def demo_steps() -> list:
-    from kgrag.demo import DemoStep
+    from kgrag.commands.demo import DemoStep
 
     return [DemoStep("UltRAG: a logical query executed as fuzzy sets", _demo_step)]

@@ -2,12 +2,13 @@
 
 One :class:`MethodSpec` per method says what the rest of kgrag needs to know about it: the class
 (by dotted path, imported on first use so ``import kgrag`` stays light), whether it is built
-from a graph or from documents, its ``kgrag`` subcommand and demo step, the name and description
-of the search tool the adapters make from it, and how ``kgrag eval`` runs it. The command line
-(``kgrag --help``, ``kgrag ask``, ``kgrag demo``), ``kgrag eval``, and both adapter packages
-(``langchain_kgrag.retriever_for`` / ``llama_index_kgrag.retriever_for``) read it; adding a
-method is one folder under ``kgrag/methods/`` plus one :func:`register_method` call (see
-CONTRIBUTING.md).
+from a graph or from documents, the input its LLM writes that a user may write instead
+(:class:`WrittenInput`), the name and description of the search tool the adapters make from
+it, and how ``kgrag eval`` runs it. ``kgrag ask``, ``kgrag demo``, ``kgrag eval``, and both
+adapter packages (``langchain_kgrag.retriever_for`` / ``llama_index_kgrag.retriever_for``) read
+it; adding a method is one folder under ``kgrag/methods/`` plus one :func:`register_method`
+call (see CONTRIBUTING.md). A method's own ``kgrag <name>`` command is listed with the other
+commands, in :data:`kgrag.commands.COMMANDS`.
 
 >>> spec = get_method("simgrag")
 >>> spec.method_class().__name__, spec.builds_from
@@ -18,15 +19,15 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from kgrag.errors import UnknownMethodError
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.methods.base import KGMethod
 
-__all__ = ["METHODS", "MethodSpec", "get_method", "method_names", "register_method",
-           "unregister_method"]
+__all__ = ["METHODS", "MethodSpec", "WrittenInput", "get_method", "method_names",
+           "register_method", "unregister_method"]
 
 #: The dataset families ``kgrag eval`` knows: knowledge-graph QA and text QA.
 KG_DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2h", "pq-3h")
@@ -48,6 +49,40 @@ def _resolve(path: str) -> Any:
 
 
 @dataclass(frozen=True)
+class WrittenInput:
+    """The input a method's LLM writes from the question, which a user may write instead:
+    SimGRAG's query pattern, UltRAG's logical query. With it, ``kgrag ask --<option>`` and
+    ``kgrag demo`` run the method without an LLM; a method without one (``None`` on its spec)
+    runs from the question text alone (its LLM-free mode, or its LLM mode with ``--llm``)."""
+
+    #: the ``kgrag ask`` option that takes it, without dashes (``"pattern"``: ``--pattern``)
+    option: str
+    #: the method's name as its error messages say it (``"SimGRAG"``)
+    owner: str
+    #: what it is (``"query pattern"``): "--pattern is SimGRAG's query pattern", "SimGRAG needs
+    #: a query pattern"
+    kind: str
+    #: the option's ``--help``
+    help: str
+    #: a sketch of it for the error without it (``'"Entity" -> relation'``)
+    sketch: str
+    #: ``package.module:function`` turning the text into the method's input; raises a
+    #: :class:`~kgrag.errors.KgragError` on malformed text. ``kgrag ask`` calls it before the
+    #: graph is read, so a typo fails in milliseconds
+    parse: str
+    #: the method's entry point taking the parsed input: ``getattr(method, retrieve)(parsed,
+    #: question)`` returns a ``RetrievalResult``
+    retrieve: str
+    #: the input for "what is the <relation> of <head>?", written from one fact of any graph
+    #: (``kgrag demo --data``): ``from_fact(head, relation) -> text``
+    from_fact: Callable[[str, str], str]
+
+    def parser(self) -> Callable[[str], Any]:
+        """The :attr:`parse` function (imported now)."""
+        return _resolve(self.parse)
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """What kgrag needs to know about one method (see the module docstring)."""
 
@@ -62,13 +97,9 @@ class MethodSpec:
     #: LlamaIndex ``as_tool``)
     tool_name: str = "knowledge_graph_search"
     tool_description: str = DEFAULT_TOOL_DESCRIPTION
-    #: module adding ``kgrag <name> ...`` via ``register(subparsers)``; None: no own command
-    command_module: str | None = None
-    #: whether ``kgrag <name>`` (every subcommand of it) embeds names or texts: then the command
-    #: line gives it ``--cache-dir`` / ``--no-cache`` for the shared embedding cache
-    embeds: bool = False
-    #: module whose ``demo_steps()`` extend ``kgrag demo``; None: no demo step
-    demo_module: str | None = None
+    #: the input the method's LLM writes, which a user may give by hand instead (``kgrag ask
+    #: --pattern``); None: the method runs from the question text alone
+    written_input: WrittenInput | None = None
     #: ``kgrag eval``: the modes it runs and the datasets it applies to. ``llm-free`` calls
     #: ``retrieve`` on a method built without an LLM, ``llm`` calls ``answer``; ``oracle``
     #: needs ``eval_runner``
@@ -77,7 +108,8 @@ class MethodSpec:
     #: ``package.module:function`` building a method-specific question runner for ``kgrag eval``
     #: (signature of :func:`kgrag.eval.harness.generic_runner`); None: the generic one
     eval_runner: str | None = None
-    #: ``kgrag ask``: the constructor parameter that caps the number of items (set to --top)
+    #: ``kgrag ask``: the constructor parameter that caps the number of items (set to --top,
+    #: or to the lower of --top and its value in :attr:`ask_params`, when that gives one)
     ask_top_param: str | None = None
     #: extra constructor parameters ``kgrag ask`` passes
     ask_params: dict[str, Any] = field(default_factory=dict)
@@ -150,7 +182,6 @@ register_method(MethodSpec(
     tool_description=(
         "Retrieve knowledge-graph facts (triples, relation paths, query results) that answer a "
         "natural-language question. Input: the question."),
-    command_module="kgrag.commands.byokg", embeds=True, demo_module="kgrag.commands.byokg",
     eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:byokg_runner"))
 register_method(MethodSpec(
     name="simgrag", cls="kgrag.methods.simgrag:SimGRAG",
@@ -159,8 +190,15 @@ register_method(MethodSpec(
         "Find the knowledge-graph subgraphs that best match the facts a question asks about "
         "(SimGRAG). Input: a natural-language question. Output: small sets of "
         "(head, relation, tail) facts, closest match first."),
-    command_module="kgrag.commands.simgrag", embeds=True, demo_module="kgrag.commands.simgrag",
-    eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:simgrag_runner"))
+    written_input=WrittenInput(
+        option="pattern", owner="SimGRAG", kind="query pattern",
+        help="SimGRAG query pattern (a list of triples) instead of an LLM, e.g. "
+             "'[(\"UNKNOWN film 1\", \"directed_by\", \"Satoshi Kon\")]'",
+        sketch='[("UNKNOWN x 1", "relation", "Entity")]',
+        parse="kgrag.methods.simgrag.pattern:pattern_from_text", retrieve="retrieve_pattern",
+        from_fact=lambda head, relation: repr([(head, relation, "UNKNOWN thing 1")])),
+    eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:simgrag_runner",
+    ask_top_param="k", ask_params={"k": 3}))
 register_method(MethodSpec(
     name="ultrag", cls="kgrag.methods.ultrag:UltRAG",
     tool_name="knowledge_graph_answer_question",
@@ -170,15 +208,19 @@ register_method(MethodSpec(
         "ask it -- not a query (to run a query you wrote in UltRAG's query language, use "
         "knowledge_graph_execute_logical_query). Output: candidate answer entities with "
         "scores, best first."),
-    command_module="kgrag.commands.ultrag", embeds=True, demo_module="kgrag.commands.ultrag",
-    eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:ultrag_runner"))
+    written_input=WrittenInput(
+        option="query", owner="UltRAG", kind="logical query",
+        help="UltRAG logical query (DSL) instead of an LLM, e.g. '\"Japan\" -> country_of_inv'",
+        sketch='"Entity" -> relation', parse="kgrag.methods.ultrag.query:parse_query",
+        retrieve="retrieve_query", from_fact=lambda head, relation: f'"{head}" -> {relation}'),
+    eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:ultrag_runner",
+    ask_top_param="top_k", ask_params={"linking": "exact"}))
 register_method(MethodSpec(
     name="graphraft", cls="kgrag.methods.graphraft.pipeline:GraphRAFT",
     tool_name="graph_query_search",
     tool_description=(
         "Find knowledge-graph entities that answer a question by running the best-matching "
         "graph queries around the entities it mentions. Input: the question."),
-    command_module="kgrag.commands.graphraft", embeds=True, demo_module="kgrag.commands.graphraft",
     eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:graphraft_runner",
     ask_top_param="max_nodes"))
 register_method(MethodSpec(
@@ -188,5 +230,4 @@ register_method(MethodSpec(
         "Search the indexed documents for context relevant to a question (KET-RAG): facts from "
         "a knowledge-graph skeleton of the key passages plus keyword-matched text passages. "
         "Input: the question. Output: entities, relationships and passages."),
-    command_module="kgrag.commands.ketrag", embeds=True, demo_module="kgrag.commands.ketrag_demo",
     eval_modes=("llm-free", "llm"), eval_runner="kgrag.eval.harness:ketrag_runner"))

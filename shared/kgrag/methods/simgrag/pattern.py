@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.errors import KgragError, LLMOutputError
-from kgrag.llm.parsing import extract_json_object
+from kgrag.llm.parsing import extract_json_object, parse_literal
 
 #: Maximum number of triples accepted in one pattern (bounds the search depth).
 MAX_PATTERN_TRIPLES = 12
@@ -201,3 +201,20 @@ def parse_pattern_reply(reply: str, *, max_triples: int = MAX_PATTERN_TRIPLES,
                                     max_unknown_relations=max_unknown_relations)
     except PatternError as exc:
         raise LLMOutputError(f"invalid pattern in reply: {exc}") from exc
+
+
+def pattern_from_text(text: str) -> Pattern:
+    """A pattern a user wrote as text: a list of ``(head, relation, tail)`` triples as a JSON or
+    Python literal (parsed, never evaluated), e.g. ``kgrag simgrag --pattern`` and ``kgrag ask
+    --pattern``. Raises :class:`PatternError` (also for text that is no literal at all).
+
+    >>> pattern_from_text('[("Paprika", "directed_by", "UNKNOWN person 1")]').triples
+    (('Paprika', 'directed_by', 'UNKNOWN person 1'),)
+    """
+    try:
+        triples = parse_literal(text)
+    except LLMOutputError as exc:
+        raise PatternError(f"the pattern is not a list of triples: {exc}") from None
+    if not isinstance(triples, (list, tuple)):
+        raise PatternError(f"the pattern is not a list of triples: {text[:120]!r}")
+    return Pattern.from_triples(triples)

@@ -14,6 +14,10 @@ Without an LLM every method runs offline:
 ``--llm package.module:factory`` names a function returning a LangChain chat model or a
 LlamaIndex LLM; with it, SimGRAG and UltRAG write their own pattern / query and ByoKG-RAG and
 GraphRAFT run their LLM modes. The packaged MiniLM is loaded for byokg, graphraft and simgrag.
+
+Nothing here names a method: the ``--method`` choices, the options taking what a method's LLM
+would write (``--pattern``, ``--query``), their errors and how the method runs on them come from
+the method registry (``MethodSpec.written_input``, :class:`~kgrag.methods.registry.WrittenInput`).
 """
 
 from __future__ import annotations
@@ -25,53 +29,63 @@ from kgrag.commands.common import add_command, load_factory
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import KgragError
 
+
 def graph_methods() -> list[str]:
     """The ``--method`` choices: every registered method built from a graph."""
     from kgrag.methods.registry import method_names
 
     return method_names("graph")
 
-def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, pattern: str | None = None,
-             query: str | None = None, top: int = 10, on_unusable_reply: str | None = None
-             ) -> Any:
-    """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult.
-    ``on_unusable_reply``: the method's policy (default: see :func:`_policy`)."""
-    if method == "simgrag":
-        from kgrag.llm.parsing import parse_literal
-        from kgrag.methods.simgrag import SimGRAG
 
-        if not pattern and llm is None:  # checked before the (costly) index is built
-            raise KgragError("SimGRAG needs a query pattern: pass --pattern '[(\"UNKNOWN x 1\", "
-                             "\"relation\", \"Entity\")]' or an LLM with --llm module:factory")
-        simgrag = SimGRAG(kg, llm=llm, k=min(top, 3),
-                          on_unusable_reply=_policy(on_unusable_reply, SimGRAG))
-        if pattern:
-            return simgrag.retrieve_pattern(parse_literal(pattern), question)
-        return simgrag.retrieve(question)
-    if method == "ultrag":
-        from kgrag.methods.ultrag.pipeline import UltRAG
-
-        if not query and llm is None:
-            raise KgragError("UltRAG needs a logical query: pass --query '\"Entity\" -> relation' "
-                             "or an LLM with --llm module:factory")
-        ultrag = UltRAG(kg, llm=llm, linking="exact", top_k=top,
-                        on_unusable_reply=_policy(on_unusable_reply, UltRAG))
-        if query:
-            return ultrag.retrieve_query(query, question)
-        return ultrag.retrieve(question)
+def _graph_method(method: str) -> Any:
+    """The registry entry of ``method``, a method built from a graph."""
     from kgrag.methods.registry import METHODS
 
     spec = METHODS.get(method)
     if spec is None or spec.builds_from != "graph":
         raise KgragError(f"unknown method {method!r}; choose one of "
                          f"{', '.join(graph_methods())}")
-    # any other method: its LLM-free mode (or its LLM mode with --llm) from the question text
+    return spec
+
+
+def parse_written(method: str, text: str | None) -> Any:
+    """``text``, the input ``method``'s LLM would write (its registry entry's
+    :class:`~kgrag.methods.registry.WrittenInput`), parsed; ``None`` for no text. A malformed
+    one fails here, in milliseconds, before the graph is loaded and its names embedded."""
+    if not text:
+        return None
+    written = _graph_method(method).written_input
+    if written is None:
+        raise KgragError(f"method {method!r} takes no written input, only the question")
+    return written.parser()(text)
+
+
+def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, written: Any = None,
+             top: int = 10, on_unusable_reply: str | None = None) -> Any:
+    """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult.
+
+    ``written``: the input the method's LLM would write (SimGRAG's pattern, UltRAG's query:
+    the registry entry's ``written_input``), as text or parsed; with it the method runs on it,
+    without an LLM. A method that needs it gets it or an ``llm``. ``on_unusable_reply``: the
+    method's policy (default: see :func:`_policy`)."""
+    spec = _graph_method(method)
+    hook = spec.written_input
+    if isinstance(written, str) and not written:
+        written = None
+    if hook is not None and written is None and llm is None:  # before the (costly) index
+        raise KgragError(f"{hook.owner} needs a {hook.kind}: pass --{hook.option} "
+                         f"'{hook.sketch}' or an LLM with --llm module:factory")
     params = dict(spec.ask_params)
     if spec.ask_top_param:
-        params[spec.ask_top_param] = top
+        cap = params.get(spec.ask_top_param)
+        params[spec.ask_top_param] = top if cap is None else min(top, cap)
     if llm is not None:
         params["on_unusable_reply"] = _policy(on_unusable_reply, spec.method_class())
-    return spec.build(kg, llm=llm, **params).retrieve(question)
+    built = spec.build(kg, llm=llm, **params)
+    if hook is not None and written is not None:
+        parsed = hook.parser()(written) if isinstance(written, str) else written
+        return getattr(built, hook.retrieve)(parsed, question)
+    return built.retrieve(question)
 
 
 def _policy(requested: str | None, cls: Any) -> str:
@@ -82,30 +96,23 @@ def _policy(requested: str | None, cls: Any) -> str:
         return requested
     return "fallback" if getattr(cls, "has_llm_free_mode", False) else "raise"
 
-def _check_method_inputs(method: str, pattern: str | None, query: str | None) -> None:
-    """Fail on a malformed ``--pattern`` / ``--query`` in milliseconds, not after the graph is
-    loaded and its names embedded."""
-    if method == "simgrag" and pattern:
-        from kgrag.llm.parsing import parse_literal
-        from kgrag.methods.simgrag.pattern import Pattern, PatternError
 
-        try:
-            Pattern.from_triples(parse_literal(pattern))
-        except PatternError:
-            raise
-        except KgragError as exc:
-            raise PatternError(f"--pattern is not a list of triples: {exc}") from None
-    if method == "ultrag" and query:
-        from kgrag.methods.ultrag.query import parse_query
+def _written_option(args: argparse.Namespace) -> str | None:
+    """The one written-input option given (``--pattern``, ``--query`` ...), checked against
+    ``--method``; its text, or ``None``."""
+    from kgrag.methods.registry import METHODS
 
-        parse_query(query)
-
-
-def ranked(result: Any) -> Any:
-    """``result`` as ``kgrag ask`` prints and draws it: in the method's own rank order, the
-    order the LangChain and LlamaIndex adapters return, so the command line and the API put
-    the same answer first (every method's scores are monotone with that order)."""
-    return result
+    given = None
+    for name, spec in METHODS.items():
+        hook = spec.written_input if spec.builds_from == "graph" else None
+        text = getattr(args, hook.option, None) if hook else None
+        if hook is None or not text:
+            continue
+        if name != args.method:
+            raise KgragError(f"--{hook.option} is {hook.owner}'s {hook.kind}: use it with "
+                             f"--method {name}")
+        given = text
+    return given
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
@@ -115,16 +122,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise KgragError("--top must be at least 1")
     if args.show and not args.show.lower().endswith((".png", ".html", ".htm")):
         raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
-    if args.pattern and args.method != "simgrag":
-        raise KgragError("--pattern is SimGRAG's query pattern: use it with --method simgrag")
-    if args.query and args.method != "ultrag":
-        raise KgragError("--query is UltRAG's logical query: use it with --method ultrag")
-    _check_method_inputs(args.method, args.pattern, args.query)  # before the graph and model
+    written = parse_written(args.method, _written_option(args))  # before the graph and model
     kg = graph_from_args(args)
-    result = ranked(retrieve(kg, args.question, args.method,
-                             llm=load_factory(args.llm, "--llm"), pattern=args.pattern,
-                             query=args.query, top=args.top,
-                             on_unusable_reply=args.on_unusable_reply))
+    result = retrieve(kg, args.question, args.method, llm=load_factory(args.llm, "--llm"),
+                      written=written, top=args.top, on_unusable_reply=args.on_unusable_reply)
     print(f"question: {result.question}")
     print(f"method: {result.method}  items: {len(result.items)}  "
           f"LLM calls: {result.usage.calls}  (best first)")
@@ -152,6 +153,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     from kgrag.commands.common import add_graph_arguments, add_model_arguments
+    from kgrag.methods.registry import METHODS
 
     parser = add_command(
         subparsers, "ask", help="retrieve for one question with a method; optionally draw it",
@@ -175,11 +177,10 @@ def register(subparsers: Any) -> None:
                         help="retrieval method (default byokg)")
     parser.add_argument("--show", metavar="FILE",
                         help="draw the retrieval to FILE (.png or .html)")
-    parser.add_argument("--pattern", help="SimGRAG query pattern (a list of triples) instead of "
-                                          "an LLM, e.g. '[(\"UNKNOWN film 1\", "
-                                          "\"directed_by\", \"Satoshi Kon\")]'")
-    parser.add_argument("--query", help="UltRAG logical query (DSL) instead of an LLM, e.g. "
-                                        "'\"Japan\" -> country_of_inv'")
+    for spec in METHODS.values():  # each method's written input: --pattern, --query ...
+        hook = spec.written_input
+        if hook is not None and spec.builds_from == "graph":
+            parser.add_argument(f"--{hook.option}", help=hook.help)
     add_model_arguments(parser, embedder_help=None)
     parser.add_argument("--top", type=int, default=10, help="items printed and drawn (default 10)")
     parser.add_argument("--on-unusable-reply", choices=("raise", "empty", "fallback"),

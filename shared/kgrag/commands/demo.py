@@ -1,68 +1,38 @@
-"""The offline demo behind ``kgrag demo``: a list of small steps over the bundled movie graph.
+"""``kgrag demo``: the offline demo, a list of small steps over the bundled movie graph.
 
 The demo is a list of :class:`DemoStep` objects run in order against one :class:`DemoContext`
 (the loaded graph, an entity linker, an output function and a scratch ``state`` dict that later
 steps may read). The core steps below show loading, linking, path following and shortest paths
 without any LLM or model download.
 
-Method modules extend the demo without touching this file: the method's registry entry names
-the module (``demo_module``; other modules go in :data:`DEMO_STEP_MODULES`); it defines ``demo_steps() -> list[DemoStep]``, imported
-lazily when the demo runs (so ``import kgrag`` never imports a method). Their steps run after
-the core steps, in the order the modules are listed.
+Commands extend the demo without touching this file: a command whose entry in
+:data:`kgrag.commands.COMMANDS` says ``demo=True`` defines ``demo_steps() -> list[DemoStep]``
+in its module (each method's command does), imported lazily when the demo runs (so ``import
+kgrag`` never imports a method). Their steps run after the core steps, in that list's order.
 
-The bundled data is found by :func:`demo_data_path`.
+The bundled data is found by :func:`kgrag.data.demo_data_path`.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from kgrag._version import __version__
+import kgrag.commands
+from kgrag.commands.common import add_command
+from kgrag.data import bundled_data_path, demo_data_path
 from kgrag.graph.memory import KnowledgeGraph
-
-#: Dotted paths of further modules with ``demo_steps() -> list[DemoStep]``, run after the
-#: core steps and those of the registered methods (:mod:`kgrag.methods.registry`,
-#: ``demo_module``).
-DEMO_STEP_MODULES: list[str] = []
 
 
 def demo_step_modules() -> list[str]:
-    """Every module whose ``demo_steps()`` the demo runs: the registered methods', then
-    :data:`DEMO_STEP_MODULES`."""
-    from kgrag.methods.registry import METHODS
-
-    registered = [spec.demo_module for spec in METHODS.values() if spec.demo_module]
-    return list(dict.fromkeys(registered + DEMO_STEP_MODULES))
-
-#: Environment variable that points the demo at another triples file.
-DEMO_DATA_ENV = "KGRAG_DEMO_DATA"
-
-
-def demo_data_path(name: str = "movies.tsv") -> Path:
-    """Where the bundled demo data file ``name`` is.
-
-    The demo graph ships inside the package (``kgrag/data/``, package data), so ``kgrag demo``
-    works from any folder after a plain ``pip install kgrag``; ``examples/data/movies.tsv`` in
-    a checkout is a link to the same file. Setting the environment variable
-    ``KGRAG_DEMO_DATA`` to a triples file overrides the lookup. Raises
-    :class:`FileNotFoundError` naming what was looked for when the file is not there.
-    """
-    override = os.environ.get(DEMO_DATA_ENV)
-    if override:
-        path = Path(override).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(f"{DEMO_DATA_ENV}={override} is not a file")
-        return path
-    path = Path(__file__).resolve().parent / "data" / name
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"demo data {name!r} is not in the installed package ({path.parent}); set "
-            f"{DEMO_DATA_ENV} to a triples file or reinstall kgrag"
-        )
-    return path
+    """Every module whose ``demo_steps()`` the demo runs: the commands of
+    :data:`kgrag.commands.COMMANDS` with ``demo=True``, in its order."""
+    registry = kgrag.commands.COMMANDS
+    return list(dict.fromkeys(command.module for command in registry if command.demo))
 
 
 @dataclass
@@ -157,11 +127,6 @@ def demo_steps() -> list[DemoStep]:
 
 
 # ---------------------------------------------------------------------- any other graph
-def bundled_data_path() -> Path:
-    """The movie graph shipped in the package (``kgrag demo --data-path`` prints it)."""
-    return Path(__file__).resolve().parent / "data" / "movies.tsv"
-
-
 def is_bundled(path: str | Path) -> bool:
     """Whether ``path`` is the bundled movie graph (the curated steps name its movies)."""
     return Path(path).resolve() == bundled_data_path()
@@ -246,34 +211,34 @@ def _generic_paths(ctx: DemoContext) -> None:
     ctx.out(f"  {shortest[0].verbalize()}" if shortest else "  none within 4 hops")
 
 
-def _generic_method_step(name: str) -> DemoStep:
-    """``kgrag ask``'s LLM-free retrieval with method ``name`` for the sample question (SimGRAG
-    and UltRAG get the pattern / query an LLM would write, built from the sample fact)."""
+def _generic_method_step(spec: Any) -> DemoStep:
+    """``kgrag ask``'s LLM-free retrieval with the method of registry entry ``spec`` for the
+    sample question; a method that needs what its LLM would write (SimGRAG's pattern, UltRAG's
+    query: ``spec.written_input``) gets it written from the sample fact."""
     def run(ctx: DemoContext) -> None:
-        from kgrag.ask import retrieve
+        from kgrag.commands.ask import retrieve
 
         sample, question = ctx.state["sample"], ctx.state["question"]
-        pattern = repr([(sample.head, sample.relation, "UNKNOWN thing 1")])
-        query = f'"{sample.head}" -> {sample.relation}'
-        result = retrieve(ctx.kg, question, name, pattern=pattern, query=query, top=3)
-        shown = {"simgrag": f" with the pattern {pattern}", "ultrag": f" with the query {query}"}
-        ctx.out(f"{question}{shown.get(name, '')}:")
+        hook = spec.written_input
+        written = hook.from_fact(sample.head, sample.relation) if hook else None
+        result = retrieve(ctx.kg, question, spec.name, written=written, top=3)
+        ctx.out(f"{question}{f' with the {hook.option} {written}' if hook else ''}:")
         for item in result.items[:3]:
             ctx.out(f"  {item.verbalize()}")
         if not result.items:
             ctx.out(f"  nothing: {result.metadata.get('empty_reason', 'no match')}")
-    return DemoStep(f"{name}: one LLM-free retrieval on your graph", run)
+    return DemoStep(f"{spec.name}: one LLM-free retrieval on your graph", run)
 
 
 def generic_steps() -> list[DemoStep]:
     """The demo for any graph: the core steps on names taken from it (:func:`sample_of`),
     then one LLM-free retrieval per registered graph method."""
-    from kgrag.methods.registry import method_names
+    from kgrag.methods.registry import get_method, method_names
 
     return [DemoStep("Your graph", _generic_graph), DemoStep("Entity linking", _generic_linking),
             DemoStep("A question answered by linking and one hop (no LLM)", _generic_question),
             DemoStep("Relation paths and shortest paths", _generic_paths),
-            *(_generic_method_step(name) for name in method_names("graph"))]
+            *(_generic_method_step(get_method(name)) for name in method_names("graph"))]
 
 
 def run_demo(out: Callable[[str], None] = print, *, data_path: str | Path | None = None,
@@ -296,3 +261,36 @@ def run_demo(out: Callable[[str], None] = print, *, data_path: str | Path | None
         out(f"== {number}. {step.title}")
         step.run(ctx)
     return ctx
+
+
+# ---------------------------------------------------------------------- the command
+def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.data_path:
+        print(demo_data_path())
+        return 0
+    print(f"kgrag {__version__} demo (offline; no LLM, no model download)")
+    run_demo(print, data_path=args.data)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    with_steps = ", ".join(c.name for c in kgrag.commands.COMMANDS if c.demo)
+    parser = add_command(
+        subparsers, "demo", help="run the offline demo on the bundled movie graph",
+        description="Loads the bundled movie graph (a few hundred triples, shipped with the "
+                    "package) and walks through it: entity linking, a question answered by "
+                    "linking and one hop, relation paths and shortest paths, then one LLM-free "
+                    f"step of each method that has one ({with_steps}). Offline: no LLM, no "
+                    "model download, no API key.",
+        examples=["kgrag demo", "kgrag demo --data my_triples.tsv",
+                  "kgrag demo --data-path    # where the bundled movies.tsv is"],
+        notes="On another graph (--data) the steps take their names from it: a fact of its "
+              "most frequent relation, a question about it, its paths, then one LLM-free "
+              "retrieval per method.")
+    parser.add_argument("--data", default=None,
+                        help="another triples file to run the demo on (default: "
+                             "$KGRAG_DEMO_DATA, else the bundled movies.tsv)")
+    parser.add_argument("--data-path", action="store_true",
+                        help="print the path of the demo's triples file (the bundled "
+                             "movies.tsv, or $KGRAG_DEMO_DATA) and exit")
+    parser.set_defaults(func=_cmd_demo)

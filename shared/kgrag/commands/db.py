@@ -1,4 +1,5 @@
-"""``kgrag load-db``: push a triples file (or a saved graph) into Neo4j or FalkorDB.
+"""``kgrag load-db`` and ``kgrag index-db``: push a triples file (or a saved graph) into Neo4j or
+FalkorDB, and write its node vectors and vector index.
 
     kgrag load-db kb.txt --backend falkordb --host localhost --port 6379 --graph movies
     NEO4J_PASSWORD=... kgrag load-db kb.txt --backend neo4j --uri neo4j://db:7687 --username neo4j
@@ -124,7 +125,8 @@ def _add_connection_arguments(p: Any) -> None:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``load-db`` to the ``kgrag`` command line (see :mod:`kgrag.cli`)."""
+    """Add ``load-db`` and ``index-db`` to the ``kgrag`` command line (see
+    :mod:`kgrag.commands`)."""
     p = subparsers.add_parser(
         "load-db", help="load a triples file into Neo4j or FalkorDB",
         description="""
