@@ -151,7 +151,7 @@ def bench_dense(n: int, dim: int, hnsw_threshold: int, queries: int) -> dict:
             _, ids = index.search(row[None, :], 3)
             times.append((time.perf_counter() - t) * 1000)
             found.append(int(ids[0, 0]))
-        out[label] = {"index": index.kind, "vectors": n, "dim": dim,
+        out[label] = {"index": type(index.index).__name__, "vectors": n, "dim": dim,
                       "build_s": round(build, 2), "search_top3": percentiles(times),
                       "_top1": found}
     if "hnsw" in out:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -196,12 +197,15 @@ def test_cached_embedder_reuses_npy_and_keys_by_content(tmp_path):
     again = cached.embed_documents(["a", "b"])
     np.testing.assert_array_equal(first, again)
     assert _CountingLookup.calls == 1
-    files = list(tmp_path.glob("*.npy"))
-    assert len(files) == 1 and files[0].name.startswith("lookup-")
+    # the one cache format (kgrag.embed.store.VectorStore): vectors/<key>.npy + manifest
+    files = list((tmp_path / "vectors").glob("*.npy"))
+    assert len(files) == 1 and files[0].with_suffix(".json").is_file()
     np.load(files[0], allow_pickle=False)  # plain npy, no pickle
+    assert json.loads(files[0].with_suffix(".json").read_text())["model"] == "name:lookup"
     cached.embed_documents(["a", "c"])  # different content, different file
-    assert _CountingLookup.calls == 2 and len(list(tmp_path.glob("*.npy"))) == 2
+    assert _CountingLookup.calls == 2 and len(list((tmp_path / "vectors").glob("*.npy"))) == 2
+    first[0, 0] = 5.0  # the caller's copy: the cache is not changed through it
     files[0].write_bytes(b"garbage")  # a corrupted cache file is recomputed
-    np.testing.assert_array_equal(cached.embed_documents(["a", "b"]), first)
+    np.testing.assert_array_equal(cached.embed_documents(["a", "b"]), [[1, 0], [0, 1]])
     assert _CountingLookup.calls == 3
     assert cached.dimension == 2 and cached.embed_query("c").shape == (2,)

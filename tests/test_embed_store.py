@@ -201,7 +201,7 @@ def test_methods_over_one_graph_embed_each_name_once(cache):
 def test_concurrent_first_callers_share_one_embedding_and_one_index(cache):
     """A server's first requests arrive together: they must wait for one computation of the
     graph's name vectors and one FAISS index, not each embed every name (issue 18's soak)."""
-    from kgrag.linking.shared import graph_dense_index
+    from kgrag.embed.graph_index import graph_vector_index
 
     kg = KnowledgeGraph.from_triples(TRIPLES)
     entered, release = threading.Event(), threading.Event()
@@ -214,7 +214,7 @@ def test_concurrent_first_callers_share_one_embedding_and_one_index(cache):
 
     emb = Slow()
     with ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(graph_dense_index, kg, emb, "nodes") for _ in range(8)]
+        futures = [pool.submit(graph_vector_index, kg, emb, "nodes") for _ in range(8)]
         assert entered.wait(10)
         time.sleep(0.3)  # the other callers arrive while the first one is embedding
         release.set()
@@ -327,14 +327,14 @@ def test_no_cache_switch_keeps_vectors_off_disk(tmp_path):
 
 
 def test_hnsw_index_is_cached_on_disk_and_reloaded(cache, monkeypatch):
-    from kgrag.linking.dense import DenseIndex
-    from kgrag.linking.shared import graph_dense_index
+    from kgrag.embed.graph_index import graph_vector_index
+    from kgrag.embed.vector_index import VectorIndex
 
     kg = KnowledgeGraph.from_triples(TRIPLES)
     emb = CountingEmbedder()
     params = {"hnsw_threshold": 2, "hnsw_m": 8, "ef_construction": 20, "ef_search": 16}
-    built = graph_dense_index(kg, emb, "nodes", **params)
-    assert built.kind == "IndexHNSWFlat" and graph_dense_index(kg, emb, **params) is built
+    built = graph_vector_index(kg, emb, "nodes", **params)
+    assert built.kind == "hnsw" and graph_vector_index(kg, emb, **params) is built
     files = list((cache / "indexes").glob("*.faiss"))
     assert len(files) == 1 and not list((cache / "indexes").glob("*.tmp"))
     forget(kg)
@@ -342,8 +342,8 @@ def test_hnsw_index_is_cached_on_disk_and_reloaded(cache, monkeypatch):
     def no_build(*a, **k):
         raise AssertionError("the cached HNSW index must be loaded, not rebuilt")
 
-    monkeypatch.setattr(DenseIndex, "build", no_build)
-    loaded = graph_dense_index(kg, CountingEmbedder(), "nodes", **params)
+    monkeypatch.setattr(VectorIndex, "build", no_build)
+    loaded = graph_vector_index(kg, CountingEmbedder(), "nodes", **params)
     query = graph_name_vectors(kg, emb, "nodes")[:1]
     assert loaded.search(query, 1)[1][0, 0] == built.search(query, 1)[1][0, 0] == 0
 

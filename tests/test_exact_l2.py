@@ -208,12 +208,13 @@ def test_auto_picks_the_fastest_kernel_the_cpu_runs(monkeypatch, features, machi
 def test_without_numba_the_automatic_index_is_the_exact_float32_scan(monkeypatch):
     """No numba (the ``fast`` extra missing): ``index="auto"`` falls back to the float32 scan,
     with the same candidates the int8 scan gives."""
+    from kgrag.embed import exact_l2
     from kgrag.methods.simgrag import candidates
 
     rng = np.random.default_rng(14)
     matrix = rng.standard_normal((3000, 32)).astype(np.float32)
     queries = rng.standard_normal((2, 32)).astype(np.float32)
-    monkeypatch.setattr(candidates, "int8_available", lambda: False)
+    monkeypatch.setattr(exact_l2, "int8_available", lambda: False)
     fallback = candidates.NameIndex(matrix, hnsw_threshold=1000, expected_k=2000)
     assert fallback.kind == "flat"
     got = fallback.search(queries, 2000)

@@ -220,25 +220,25 @@ def _mapped_files() -> str:
 
 @pytest.mark.parametrize("hnsw_threshold", [10**9, 10])  # exact flat index, HNSW graph
 def test_a_faiss_index_loads_mapped_with_the_same_answers(tmp_path, hnsw_threshold):
-    from kgrag.linking.dense import DenseIndex
+    from kgrag.embed.vector_index import VectorIndex
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((500, 32)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     path = tmp_path / "names.faiss"
-    DenseIndex.build(vectors, hnsw_threshold=hnsw_threshold).save(path)
-    plain, mapped = DenseIndex.load(path), DenseIndex.load(path, mmap=True)
+    VectorIndex.build(vectors, hnsw_threshold=hnsw_threshold).save(path)
+    plain, mapped = VectorIndex.load(path), VectorIndex.load(path, mmap=True)
     assert mapped.kind == plain.kind and len(mapped) == 500
     for got, want in zip(mapped.search(vectors[:20], 5), plain.search(vectors[:20], 5)):
         np.testing.assert_array_equal(got, want)
     assert str(path) in _mapped_files()  # the stored vectors are a file mapping
     path.write_bytes(path.read_bytes()[:200])  # truncated: a typed error, not a crash
     with pytest.raises(GraphLoadError):
-        DenseIndex.load(path, mmap=True)
+        VectorIndex.load(path, mmap=True)
     os.remove(path)
     os.mkfifo(path)
-    with pytest.raises(GraphLoadError, match="no FAISS index"):
-        DenseIndex.load(path, mmap=True)
+    with pytest.raises(GraphLoadError, match="no vector index"):
+        VectorIndex.load(path, mmap=True)
 
 
 def test_cached_name_vectors_are_mapped_read_only(tmp_path):

@@ -179,7 +179,7 @@ def test_hnsw_index_above_threshold_finds_the_same_neighbours():
     names = [f"n{i}" for i in range(400)]
     flat = EntityLinker(names, mode="dense", embeddings=vecs)
     hnsw = EntityLinker(names, mode="dense", embeddings=vecs, hnsw_threshold=100, ef_search=64)
-    assert flat.dense_index.kind == "IndexFlatIP" and hnsw.dense_index.kind == "IndexHNSWFlat"
+    assert flat.dense_index.kind == "flat" and hnsw.dense_index.kind == "hnsw"
     queries = vecs[:20] + 0.05 * rng.normal(size=(20, 16)).astype(np.float32)
     _, i_flat = flat.dense_index.search(queries, 3)
     _, i_hnsw = hnsw.dense_index.search(queries, 3)
@@ -338,7 +338,7 @@ def test_hnsw_built_in_chunks_finds_every_vector():
     """add_in_chunks shows progress and can be interrupted between slices; nothing is lost."""
     import faiss
 
-    from kgrag.linking.dense import add_in_chunks
+    from kgrag.embed.vector_index import add_in_chunks
 
     rng = np.random.default_rng(11)
     vectors = rng.standard_normal((900, 16)).astype(np.float32)

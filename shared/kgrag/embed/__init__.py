@@ -7,7 +7,6 @@
 
 from kgrag.embed.adapters import LangChainEmbedder, LlamaIndexEmbedder, as_embedder
 from kgrag.embed.base import Embedder, embedder_name, l2_normalize
-from kgrag.embed.cache import CachedEmbedder, texts_fingerprint
 from kgrag.embed.graph_vectors import graph_name_vectors
 from kgrag.embed.lookup import LookupEmbedder, UnknownTextError
 from kgrag.embed.sentence_transformer import (
@@ -17,7 +16,14 @@ from kgrag.embed.sentence_transformer import (
     default_model_path,
 )
 from kgrag.embed.similarity import matvec, matvecs
-from kgrag.embed.store import cache_root, configure_cache, embed_cached
+from kgrag.embed.store import (
+    CachedEmbedder,
+    cache_root,
+    configure_cache,
+    embed_cached,
+    texts_fingerprint,
+)
+from kgrag.embed.vector_index import VectorIndex
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -28,6 +34,7 @@ __all__ = [
     "LookupEmbedder",
     "SentenceTransformerEmbedder",
     "UnknownTextError",
+    "VectorIndex",
     "as_embedder",
     "cache_root",
     "configure_cache",

@@ -1,4 +1,10 @@
-"""The on-disk embedding cache every kgrag entry point shares (CLI and Python API).
+"""The one on-disk embedding cache every kgrag entry point shares (CLI and Python API).
+
+Every embedding that is kept on disk goes through :func:`embed_cached` and a
+:class:`VectorStore`: the graph's name vectors (:mod:`kgrag.embed.graph_vectors`, which adds the
+in-process memo per graph), the process's default store below, and an explicit folder given as
+``CachedEmbedder(embedder, folder)`` (ByoKG-RAG's ``cache_dir``, the evaluation's
+``--cache-dir``), which uses the same format there.
 
 Where: ``$KGRAG_CACHE_DIR`` if set, else the user cache directory (``platformdirs`` when
 installed, else ``$XDG_CACHE_HOME/kgrag`` or ``~/.cache/kgrag``). :func:`configure_cache` changes
@@ -11,7 +17,7 @@ texts, so a changed graph or a changed model never reuses stale vectors. Files a
 temporary name and renamed (the manifest last), so an interrupted run leaves either a complete
 entry or none; an entry that does not match its manifest is ignored and rewritten. Nothing is
 pickled. Also under the root: ``models/`` (ONNX exports, :mod:`kgrag.embed.onnx_backend`) and
-``indexes/`` (FAISS graphs, :mod:`kgrag.linking.shared`).
+``indexes/`` (FAISS graphs, :mod:`kgrag.embed.graph_index`).
 
 Embedders without a stable identity (a lookup table, a framework object without a ``name``) are
 never cached on disk; in-process sharing (:mod:`kgrag.embed.graph_vectors`) still applies.
@@ -19,6 +25,7 @@ never cached on disk; in-process sharing (:mod:`kgrag.embed.graph_vectors`) stil
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -29,10 +36,21 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.embed.cache import texts_fingerprint
+from kgrag.embed.base import embedder_name
 
 #: Lists shorter than this are not written to disk (embedding them is quicker than a file).
 DEFAULT_MIN_TEXTS = 256
+
+def texts_fingerprint(texts: Sequence[str], model: str) -> str:
+    """SHA-256 over the model name and the texts (length-prefixed, so no two lists collide)."""
+    digest = hashlib.sha256()
+    digest.update(model.encode("utf-8"))
+    for text in texts:
+        data = str(text).encode("utf-8", "surrogatepass")  # lone surrogates must not crash
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
 
 _state_lock = threading.Lock()
 _configured_root: Path | None = None
@@ -158,8 +176,6 @@ def _atomic_write(path: Path, write: Any) -> None:
 
 
 def _has_own_cache(embedder: Any) -> bool:
-    from kgrag.embed.cache import CachedEmbedder
-
     for _ in range(8):
         if isinstance(embedder, CachedEmbedder):
             return True
@@ -176,16 +192,18 @@ def default_store() -> VectorStore | None:
 
 
 def embed_cached(embedder: Any, texts: Sequence[str], *, store: VectorStore | None | str = "default",
-                 kind: str = "texts") -> np.ndarray:
+                 kind: str = "texts", model_key: str | None = None) -> np.ndarray:
     """``embedder.embed_documents(texts)`` through the on-disk cache when the embedder has a
-    stable identity and the list is long enough; ``store=None`` skips the disk."""
+    stable identity (``model_key``, default :func:`embedder_cache_key`) and the list is long
+    enough; ``store=None`` skips the disk. The result may be a read-only memory map."""
     texts = [str(t) for t in texts]
     if _has_own_cache(embedder):  # an explicit CachedEmbedder directory wins
         return np.asarray(embedder.embed_documents(texts), dtype=np.float32)
     active = default_store() if isinstance(store, str) else store
     if active is not None and len(texts) < active.min_texts:
         active = None  # short lists: embedding them is quicker than a file
-    model_key = embedder_cache_key(embedder) if active is not None else None
+    if active is not None and model_key is None:
+        model_key = embedder_cache_key(embedder)
     if active is None or model_key is None:
         return np.asarray(embedder.embed_documents(texts), dtype=np.float32)
     key = active.key(model_key, texts)
@@ -201,3 +219,45 @@ def embed_cached(embedder: Any, texts: Sequence[str], *, store: VectorStore | No
         logging.getLogger("kgrag.embed").warning("could not write the embedding cache %s: %s",
                                                  active.folder, exc)
     return vectors
+
+
+class CachedEmbedder:
+    """Wraps an embedder; its document embeddings are kept in a :class:`VectorStore` under
+    ``cache_dir`` (``cache_dir/vectors/<key>.npy`` + manifest, the format of the process's
+    default cache).
+
+    Unlike the default cache, an explicit folder also caches embedders without a stable
+    :func:`embedder_cache_key`, keyed by their :func:`~kgrag.embed.base.embedder_name`: naming
+    the folder is the caller's promise that the name identifies the vectors. Lists shorter
+    than ``min_texts`` are not written. Queries are not cached (they are cheap and rarely
+    repeat). The vectors returned are the caller's to modify (a copy of the file's).
+    """
+
+    def __init__(self, embedder: Any, cache_dir: str | os.PathLike[str], *,
+                 min_texts: int = 1) -> None:
+        self.embedder = embedder
+        self.store = VectorStore(cache_dir, min_texts=min_texts)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.store.root
+
+    @property
+    def min_texts(self) -> int:
+        return self.store.min_texts
+
+    @property
+    def name(self) -> str:
+        return embedder_name(self.embedder)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.embedder.dimension)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        key = embedder_cache_key(self.embedder) or f"name:{self.name}"
+        vectors = embed_cached(self.embedder, texts, store=self.store, model_key=key)
+        return vectors if vectors.flags.writeable else np.array(vectors)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed_query(text)

@@ -7,7 +7,6 @@ mention extraction from questions without an LLM.
 """
 
 from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
-from kgrag.linking.dense import DenseIndex
 from kgrag.linking.fuzzy import FuzzyIndex, TrigramIndex, coverage_wratio, name_key
 from kgrag.linking.linker import MODES, EntityLinker, Link, RelationLinker
 from kgrag.linking.mentions import STOPWORDS, Mention, extract_mentions
@@ -16,7 +15,6 @@ __all__ = [
     "MODES",
     "STOPWORDS",
     "DatabaseEntityLinker",
-    "DenseIndex",
     "EntityLinker",
     "FuzzyIndex",
     "Link",

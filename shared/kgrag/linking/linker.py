@@ -31,7 +31,7 @@ import numpy as np
 from kgrag.context.types import ScoredEntity
 from kgrag.errors import EmbeddingError, GraphFormatError, GraphLoadError
 from kgrag.graph.base import GraphStore, is_cypher_store
-from kgrag.linking.dense import DEFAULT_HNSW_THRESHOLD, DenseIndex
+from kgrag.embed.vector_index import DEFAULT_HNSW_THRESHOLD, VectorIndex
 from kgrag.linking.fuzzy import FuzzyIndex, name_key
 from kgrag.text.names import relation_words
 
@@ -81,11 +81,11 @@ class EntityLinker:
     paper uses no threshold, so the default is 0); fuzzy: ``fuzzy_full_scan_limit`` /
     ``fuzzy_candidates`` (see :class:`~kgrag.linking.fuzzy.FuzzyIndex`); dense:
     ``hnsw_threshold``, ``hnsw_m``, ``ef_construction``, ``ef_search`` (see
-    :class:`~kgrag.linking.dense.DenseIndex`);
+    :class:`~kgrag.embed.vector_index.VectorIndex`);
     ``embeddings``: precomputed unit vectors of :attr:`surface_texts` (skips embedding).
 
     A linker made by :meth:`from_graph` takes its dense index from the graph's shared one
-    (:func:`kgrag.linking.shared.graph_dense_index`): every method linking over the same graph
+    (:func:`kgrag.embed.graph_index.graph_vector_index`): every method linking over the same graph
     and embedder searches one FAISS index built from one set of name vectors (also cached on
     disk, :mod:`kgrag.embed.store`).
     """
@@ -157,18 +157,19 @@ class EntityLinker:
                 bucket.append(owner)
         self.fuzzy_params = {"full_scan_limit": fuzzy_full_scan_limit,
                              "candidates": fuzzy_candidates}
-        self.dense_params = {"hnsw_threshold": hnsw_threshold, "hnsw_m": hnsw_m,
-                             "ef_construction": ef_construction, "ef_search": ef_search}
+        self.dense_params: dict[str, Any] = {
+            "hnsw_threshold": hnsw_threshold, "hnsw_m": hnsw_m,
+            "ef_construction": ef_construction, "ef_search": ef_search}
         self._embedder_arg = embedder
         self._embedder: Any = None
         self._fuzzy: FuzzyIndex | None = None
-        self._dense: DenseIndex | None = None
+        self._dense: VectorIndex | None = None
         if embeddings is not None:
             vectors = np.asarray(embeddings, dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(self.surface_forms):
                 raise ValueError(f"embeddings must have one row per surface form "
                                  f"({len(self.surface_forms)}), got shape {vectors.shape}")
-            self._dense = DenseIndex.build(vectors, **self.dense_params)
+            self._dense = VectorIndex.build(vectors, **self.dense_params)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -225,8 +226,8 @@ class EntityLinker:
         return self._embedder
 
     @property
-    def dense_index(self) -> DenseIndex:
-        """The FAISS index of surface-form embeddings (built on first use)."""
+    def dense_index(self) -> VectorIndex:
+        """The vector index (cosine) of surface-form embeddings (built on first use)."""
         if self._dense is None:
             self._dense = self._graph_dense_index()
         return self._dense
@@ -238,7 +239,7 @@ class EntityLinker:
     def _graph_names(cls, graph: GraphStore) -> list[str]:
         return list(graph.iter_node_names())
 
-    def _graph_dense_index(self) -> DenseIndex:
+    def _graph_dense_index(self) -> VectorIndex:
         """The graph's shared index when this linker covers exactly the graph's names;
         otherwise an own index (the graph's shared vectors plus the aliases' when it can)."""
         from kgrag.embed.store import embed_cached
@@ -246,9 +247,9 @@ class EntityLinker:
         graph: GraphStore | None = self._graph_ref() if self._graph_ref is not None else None
         same_names = graph is not None and self.names == self._graph_names(graph)
         if graph is not None and same_names and len(self.surface_forms) == len(self.names):
-            from kgrag.linking.shared import graph_dense_index
+            from kgrag.embed.graph_index import graph_vector_index
 
-            return graph_dense_index(graph, self.embedder, self.graph_kind, **self.dense_params)
+            return graph_vector_index(graph, self.embedder, self.graph_kind, **self.dense_params)
         texts = self.surface_texts
         if same_names and graph is not None:
             from kgrag.embed.graph_vectors import graph_name_vectors
@@ -258,7 +259,7 @@ class EntityLinker:
             vectors = np.concatenate([names, np.asarray(extra, np.float32)], axis=0)
         else:
             vectors = embed_cached(self.embedder, texts, kind=self.kind)
-        return DenseIndex.build(vectors, **self.dense_params)
+        return VectorIndex.build(vectors, **self.dense_params)
 
     def build(self) -> EntityLinker:
         """Build the indexes the mode needs now instead of on the first query."""
@@ -452,7 +453,7 @@ class EntityLinker:
                 owner, linker.surface_owner):
             raise GraphLoadError(f"{path}: surface_owner.npy does not match names/aliases")
         if manifest.get("dense_index"):
-            dense = DenseIndex.load(path / str(manifest["dense_index"]))
+            dense = VectorIndex.load(path / str(manifest["dense_index"]))
             if len(dense) != len(linker.surface_forms) or dense.dimension != manifest.get(
                     "dimension"):
                 raise GraphLoadError(f"{path}: the FAISS index does not match the manifest")

@@ -41,23 +41,18 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.embed.exact_l2 import FlatL2Search, Int8L2Search, int8_available
 from kgrag.embed.relations import RelationTextVectors
-from kgrag.linking.dense import add_in_chunks, load_faiss
+from kgrag.embed.vector_index import AUTO_HNSW_MAX_K, INDEX_KINDS, VectorIndex
 from kgrag.methods.simgrag.pattern import Pattern, is_unknown
 from kgrag.methods.simgrag.search import CandidateSet
 from kgrag.text.names import relation_words
 
 DEFAULT_HNSW_THRESHOLD = 1_000_000
-#: the node vector index kinds :class:`NameIndex` builds
-INDEX_KINDS = ("auto", "flat", "int8", "hnsw")
-
-#: ``index="auto"`` stays exact (flat) above this k(n), however many names there are: HNSW's
-#: search grows with efSearch = 8 k. Measured on 500k random 64-d vectors
-#: (``benchmarks/simgrag_vector_index.py``), k = 16384: flat 13 ms per query; HNSW (M = 32)
-#: 114 ms at efSearch = k (recall 0.997) and 4.0 s at the paper's efSearch = 8 k. At k = 16
-#: HNSW takes 1.1 ms against flat's 5.1 ms.
-AUTO_HNSW_MAX_K = 1024
+#: the node vector index kinds :class:`NameIndex` builds (``INDEX_KINDS``) and the k above
+#: which ``index="auto"`` stays exact (``AUTO_HNSW_MAX_K``): :mod:`kgrag.embed.vector_index`
+__all__ = ["AUTO_HNSW_MAX_K", "DEFAULT_HNSW_THRESHOLD", "INDEX_KINDS", "CandidateGenerator",
+           "NameIndex", "auto_k_relations", "humanize_relation", "placeholder_label",
+           "smallest_k"]
 
 
 #: ``k_relations="auto"`` takes every relation up to this many (the paper's k(r) on DBpedia).
@@ -125,58 +120,44 @@ def smallest_k(values: np.ndarray, k: int, *, sample: int = 32768) -> np.ndarray
 class NameIndex:
     """L2 nearest names over embeddings; :meth:`search` gives :class:`CandidateSet` per query.
 
-    ``index="flat"`` keeps the float32 matrix itself (no copy when given one) and searches it
-    exactly with numpy; ``index="int8"`` adds an int8 copy and returns the same exact answer
-    from a quarter of the bytes; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat``;
-    ``index="auto"`` picks from ``hnsw_threshold`` vectors on HNSW when ``expected_k`` (the k
-    searches will ask for) is at most ``AUTO_HNSW_MAX_K`` and int8 when it is larger.
+    A :class:`~kgrag.embed.vector_index.VectorIndex` with the L2 metric: ``index="flat"`` keeps
+    the float32 matrix itself (no copy when given one) and searches it exactly;
+    ``index="int8"`` adds an int8 copy and returns the same exact answer from a quarter of the
+    bytes; ``index="hnsw"`` builds a FAISS ``IndexHNSWFlat`` searched with efSearch =
+    ``ef_search_factor`` x k; ``index="auto"`` picks from ``hnsw_threshold`` vectors on HNSW
+    when ``expected_k`` (the k searches will ask for) is at most ``AUTO_HNSW_MAX_K`` and int8
+    when it is larger.
     """
 
     def __init__(self, vectors: np.ndarray, *, index: str = "auto",
                  hnsw_threshold: int = DEFAULT_HNSW_THRESHOLD, hnsw_m: int = 32,
                  ef_construction: int = 200, ef_search_factor: int = 8,
                  expected_k: int | None = None) -> None:
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[1] == 0:
-            raise ValueError(f"vectors must be a (n, d) matrix, got shape {vectors.shape}")
-        if index not in INDEX_KINDS:
-            raise ValueError("index must be 'auto', 'flat', 'int8' or 'hnsw'")
-        if index == "auto":  # HNSW for many names, unless searches will ask for a large k
-            if len(vectors) < hnsw_threshold:
-                index = "flat"
-            elif expected_k is None or expected_k <= AUTO_HNSW_MAX_K:
-                index = "hnsw"
-            else:
-                index = "int8" if int8_available() else "flat"
-        self.kind = index
-        self.ef_search_factor = ef_search_factor
-        self._size = len(vectors)
-        self.vectors: np.ndarray | None = None
-        self.exact: FlatL2Search | Int8L2Search | None = None
-        self.index: Any = None
-        if index in ("flat", "int8"):
-            self.vectors = vectors
-            self.exact = FlatL2Search(vectors) if index == "flat" else Int8L2Search(vectors)
-        else:
-            faiss = load_faiss("SimGRAG's HNSW vector search")
-            self.index = faiss.IndexHNSWFlat(vectors.shape[1], hnsw_m, faiss.METRIC_L2)
-            self.index.hnsw.efConstruction = ef_construction
-            add_in_chunks(self.index, vectors, desc="HNSW index (SimGRAG names)")
+        self.vector_index = VectorIndex.build(
+            vectors, metric="l2", index=index, hnsw_threshold=hnsw_threshold, hnsw_m=hnsw_m,
+            ef_construction=ef_construction, ef_search_factor=ef_search_factor,
+            expected_k=expected_k, desc="HNSW index (SimGRAG names)")
+
+    @property
+    def kind(self) -> str:
+        """What ``index`` resolved to: ``"flat"``, ``"int8"`` or ``"hnsw"``."""
+        return self.vector_index.kind
+
+    @property
+    def exact(self) -> Any:
+        """The exact scan (:mod:`kgrag.embed.exact_l2`) of a flat / int8 index, else None."""
+        return self.vector_index.exact
 
     def __len__(self) -> int:
-        return self._size
+        return len(self.vector_index)
 
     def search(self, queries: np.ndarray, k: int) -> list[CandidateSet]:
         """The ``k`` nearest items of each query row (fewer when the index is smaller)."""
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if len(queries) == 0 or len(self) == 0:
             return [CandidateSet(np.empty(0, np.int64), np.empty(0)) for _ in range(len(queries))]
-        k = max(1, min(int(k), len(self)))
-        if self.exact is None:  # HNSW
-            self.index.hnsw.efSearch = max(k, self.ef_search_factor * k)
-            squared, ids = self.index.search(queries, k)
-        else:  # every query vector in one pass over the rows; identical vectors at exactly 0
-            squared, ids = self.exact.search(queries, k)
+        # exact kinds: every query vector in one pass over the rows; identical vectors at 0
+        squared, ids = self.vector_index.search(queries, k)
         out = []
         for row_d, row_i in zip(squared, ids):
             ok = row_i >= 0
