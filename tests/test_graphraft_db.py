@@ -18,8 +18,10 @@ import zlib
 import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
-from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, as_backend
+from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, StoreBackend, as_backend
+from kgrag.methods.graphraft.patterns import PathPattern
 from metaqa_samples import metaqa_films
+from protocol_store import ProtocolStore
 
 TRICKY = [
     ("O'Brien", "knows", 'say "hi"'),
@@ -224,8 +226,55 @@ def test_pipeline_on_a_store_equals_memory(stores, tmp_path):
         assert (tmp_path / "mem" / name).read_text() == (tmp_path / "db" / name).read_text()
 
 
-def test_non_cypher_graph_is_refused():
-    from kgrag.methods.graphraft.backend import as_backend
+@pytest.mark.parametrize("name", ["metaqa", "tricky"])
+def test_any_graph_store_gives_the_database_results(stores, name):
+    """A GraphStore that is neither the in-memory graph nor a Cypher store (the protocol only)
+    enumerates and executes through ``one_hop`` with FalkorDB's exact candidates and answers."""
+    kg, store = stores[f"{name}-falkordb"]
+    protocol = ProtocolStore(kg)
+    generic, db = as_backend(protocol), as_backend(store)
+    assert isinstance(generic, StoreBackend) and isinstance(db, CypherBackend)
+    rng = random.Random(21)
+    sets = ([["O'Brien", "$param"], ['say "hi"', "back\\slash", "O'Brien"], ["Ünïcödé 漢字"]]
+            if name == "tricky" else _entity_sets(kg, 9, seed=17))
+    seen_families = set()
+    for entities in sets + [["no such film"]]:
+        gold = _gold(kg, MemoryBackend(kg), entities, rng)
+        got = generic.enumerate(entities, gold=gold)
+        assert _rows(got) == _rows(db.enumerate(entities, gold=gold)), entities
+        seen_families |= {c.pattern.family for c in got}
+        for cand in rng.sample(got, min(len(got), 6)):
+            assert generic.execute(cand.pattern) == db.execute(cand.pattern)
+            assert len(generic.execute(cand.pattern)) == cand.total
+    assert seen_families == {"1hop", "2hop", "2path"}
+    assert protocol.calls["one_hop"] > 0 and generic.existing(["no such film"]) == []
+    unknown = PathPattern("1hop", sets[0][0], ("no_such_relation",))
+    assert generic.execute(unknown) == db.execute(unknown) == []
 
-    with pytest.raises(TypeError, match="Cypher-capable"):
+
+def test_graphraft_answers_alike_on_a_protocol_store_and_in_falkordb(stores):
+    """The method itself needs no change for a new kind of store: GraphRAFT over the
+    protocol-only store retrieves what it retrieves over FalkorDB, question by question."""
+    from kgrag.embed import LookupEmbedder
+    from kgrag.methods.graphraft.pipeline import GraphRAFT
+
+    kg, store = stores["metaqa-falkordb"]
+    embedder = LookupEmbedder({"": np.ones(64)}, fallback=_trigram_vector)
+    in_db = GraphRAFT(store, embedder=embedder)
+    on_protocol = GraphRAFT(ProtocolStore(kg), embedder=embedder, linker=in_db.linker)
+    films = [entities[0] for entities in _entity_sets(kg, 4, seed=23)]
+    answered = 0
+    for film in films:
+        question = f"Who directed the films that share actors with {film}?"
+        a, b = in_db.retrieve(question), on_protocol.retrieve(question)
+        assert a.metadata["entities"] == b.metadata["entities"]
+        assert a.metadata["selected_queries"] == b.metadata["selected_queries"]
+        assert [(i.name, i.metadata["patterns"]) for i in a.items] == \
+               [(i.name, i.metadata["patterns"]) for i in b.items]
+        answered += bool(b.items)
+    assert answered >= 2
+
+
+def test_a_non_graph_is_refused():
+    with pytest.raises(TypeError, match="GraphStore"):
         as_backend({"not": "a graph"})

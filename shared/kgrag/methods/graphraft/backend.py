@@ -1,4 +1,4 @@
-"""Where GraphRAFT's candidate queries run: the in-memory graph or a Cypher database.
+"""Where GraphRAFT's candidate queries run: the in-memory graph, a Cypher database, any GraphStore.
 
 GraphRAFT needs three things from a graph, and nothing else:
 
@@ -8,7 +8,8 @@ GraphRAFT needs three things from a graph, and nothing else:
 * ``execute(pattern)`` -- the names one candidate query returns.
 
 :class:`MemoryBackend` does this with numpy on the :class:`~kgrag.graph.memory.KnowledgeGraph`'s
-integer arrays. :class:`CypherBackend` pushes it into a database store that has ``run_cypher``
+integer arrays; :class:`StoreBackend` with the protocol's ``one_hop`` on any other
+:class:`~kgrag.graph.base.GraphStore`. :class:`CypherBackend` pushes it into a database store that has ``run_cypher``
 (:class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore`, :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`):
 enumeration is the paper's aggregating template queries (App. A.2, undirected), with the result
 and gold counts computed inside the database (``count(DISTINCT tgt)`` and the paper's
@@ -16,7 +17,7 @@ and gold counts computed inside the database (``count(DISTINCT tgt)`` and the pa
 selected candidate runs as its own :meth:`PathPattern.to_cypher` query. Every name and gold
 answer is a query parameter.
 
-Both backends return the same candidates in the same canonical order (see
+Every backend returns the same candidates in the same canonical order (see
 :func:`~kgrag.methods.graphraft.enumeration.canonical_order`) and execution results sorted by
 name, so the pipeline's output does not depend on where the graph lives. One caveat: the
 in-memory enumeration caps a hub's 2hop expansion at ``max_frontier`` (relation, neighbour) pairs
@@ -28,10 +29,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
+from kgrag.errors import UnknownNodeError, UnknownRelationError
 from kgrag.graph.base import CypherStore, GraphStore, is_cypher_store
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.graphraft.enumeration import Candidate, canonical_order, enumerate_candidates
-from kgrag.methods.graphraft.patterns import FAMILIES, PathPattern, _quote_identifier
+from kgrag.methods.graphraft.patterns import FAMILIES, Family, PathPattern, _quote_identifier
 
 #: Rows one aggregating enumeration query may return (a safety bound, not a tuning knob).
 MAX_ENUMERATION_ROWS = 1_000_000
@@ -216,15 +218,118 @@ class CypherBackend:
         return ""
 
 
+class StoreBackend:
+    """Candidates enumerated and executed on any :class:`~kgrag.graph.base.GraphStore` through
+    its name-level ``one_hop`` (no ids, no Cypher): the same candidates, order, counts and
+    results as the other backends.
+
+    Enumeration asks one ``one_hop`` per linked entity and one for all of its first-hop
+    neighbours together (the 2hop middle nodes); like a database, and unlike the in-memory
+    backend's ``max_frontier`` cap, it expands a hub completely.
+    """
+
+    def __init__(self, graph: GraphStore) -> None:
+        self.graph = graph
+
+    def existing(self, names: Iterable[str]) -> list[str]:
+        return [n for n in dict.fromkeys(names) if self.graph.has_node(n)]
+
+    def _first_hops(self, nodes: Sequence[str], relations: Iterable[str] | None = None
+                    ) -> dict[str, set[tuple[str, str]]]:
+        """Per node: its distinct (relation, other end) pairs, edges taken in either direction."""
+        wanted = set(nodes)
+        out: dict[str, set[tuple[str, str]]] = {n: set() for n in nodes}
+        if not nodes:
+            return out
+        for t in self.graph.one_hop(list(nodes), direction="both", relations=relations):
+            if t.head in wanted:
+                out[t.head].add((t.relation, t.tail))
+            if t.tail in wanted:
+                out[t.tail].add((t.relation, t.head))
+        return out
+
+    def enumerate(self, entities: Sequence[str], families: Iterable[str] = FAMILIES,
+                  gold: Iterable[str] | None = None) -> list[Candidate]:
+        families = tuple(families)
+        for fam in families:
+            if fam not in FAMILIES:
+                raise ValueError(f"unknown template family {fam!r}; choose from {FAMILIES}")
+        names = self.existing(entities)
+        gold_set = set(gold) if gold is not None else set()
+        first = self._first_hops(names)
+        groups: dict[tuple[Family, str, tuple[str, ...], str | None], set[str]] = {}
+
+        def add(family: Family, source: str, relations: tuple[str, ...], target: str | None,
+                node: str) -> None:
+            groups.setdefault((family, source, relations, target), set()).add(node)
+
+        for src in names:
+            if "1hop" in families:
+                for rel, other in first[src]:
+                    add("1hop", src, (rel,), None, other)
+            if "2hop" in families:
+                middles = sorted({other for _, other in first[src]})
+                second = self._first_hops(middles)
+                for r1, x2 in first[src]:
+                    for r2, x3 in second[x2]:
+                        if x3 != src:
+                            add("2hop", src, (r1, r2), None, x3)
+        if "2path" in families:
+            for a in names:
+                for b in names:
+                    if a == b:
+                        continue
+                    by_middle: dict[str, list[str]] = {}
+                    for r2, x in first[b]:
+                        by_middle.setdefault(x, []).append(r2)
+                    for r1, x in first[a]:
+                        for r2 in by_middle.get(x, ()):
+                            add("2path", a, (r1, r2), b, x)
+        out = [Candidate(PathPattern(family, source, relations, target=target), len(nodes),
+                         len(nodes & gold_set))
+               for (family, source, relations, target), nodes in groups.items()]
+        return canonical_order(out, names)
+
+    def _neighbours(self, nodes: Iterable[str], relation: str) -> set[str]:
+        nodes = list(dict.fromkeys(nodes))
+        try:
+            hops = self._first_hops(nodes, [relation])
+        except (UnknownNodeError, UnknownRelationError):  # a name the graph lacks: no rows
+            return set()
+        return {other for pairs in hops.values() for _, other in pairs}
+
+    def execute(self, pattern: PathPattern) -> list[str]:
+        if not self.graph.has_node(pattern.source):
+            return []
+        first = self._neighbours([pattern.source], pattern.relations[0])
+        if pattern.family == "1hop":
+            return sorted(first)
+        if pattern.family == "2hop":
+            return sorted(self._neighbours(first, pattern.relations[1]) - {pattern.source})
+        target = pattern.target or ""
+        if target == pattern.source or not self.graph.has_node(target):
+            return []
+        return sorted(first & self._neighbours([target], pattern.relations[1]))
+
+    def cypher(self, pattern: PathPattern) -> tuple[str, dict[str, str]]:
+        """The query a database holding this graph (default mapping) would run."""
+        return pattern.to_cypher()
+
+    def description(self, name: str) -> str:
+        return ""
+
+
 def as_backend(graph: GraphStore | GraphRAFTBackend, **kwargs: Any) -> GraphRAFTBackend:
-    """The backend for ``graph``: a :class:`KnowledgeGraph`, a Cypher-capable store, or a backend."""
+    """The backend for ``graph``: numpy on a :class:`KnowledgeGraph`, the paper's aggregating
+    queries on a Cypher store, ``one_hop`` calls on any other :class:`GraphStore`; a backend
+    is returned as it is."""
     if isinstance(graph, KnowledgeGraph):
         return MemoryBackend(graph, **kwargs)
-    if isinstance(graph, (MemoryBackend, CypherBackend)):
+    if isinstance(graph, (MemoryBackend, CypherBackend, StoreBackend)):
         return graph
     if is_cypher_store(graph):
         return CypherBackend(graph, **kwargs)
-    raise TypeError(
-        f"GraphRAFT runs on a kgrag.KnowledgeGraph or a Cypher-capable GraphStore "
-        f"(Neo4jGraphStore, FalkorDBGraphStore), not {type(graph).__name__}; load other stores "
-        "into a KnowledgeGraph first")
+    if isinstance(graph, GraphStore):
+        return StoreBackend(graph)
+    raise TypeError(f"GraphRAFT runs on a kgrag GraphStore (a KnowledgeGraph, a database store "
+                    f"or any store of kgrag.graph.base.GraphStore), not {type(graph).__name__}")
