@@ -9,8 +9,10 @@ runs (:func:`kgrag.eval.runner.evaluate`), through LangChain's class (``ChatLlam
 LlamaIndex's (``LlamaCPP``) -- ``--framework`` -- and records, per (method, dataset): answer
 Hits@1 and exact match, retrieval answer recall, each LLM step's unusable-reply rate, LLM calls
 and seconds per question, next to the same questions' LLM-free row (methods that have one) and
-the oracle row of ``benchmarks/results/eval`` (its own sample). ``--policy fallback`` runs with
-``on_unusable_reply="fallback"`` (the LLM-free retrieval when a reply is unusable).
+the oracle row of ``benchmarks/results/eval`` (its own sample). The default ``--policy auto``
+runs a method that has an LLM-free mode with ``on_unusable_reply="fallback"`` (the LLM-free
+retrieval when a reply is unusable, what ``kgrag ask`` does by default) and the others with
+``"empty"``; ``--policy empty`` / ``fallback`` force one.
 
 Rows go to ``benchmarks/results/real_llm_e2e.json`` (``rows``: one object per run, merged by
 method, dataset, framework and policy); per-question records, with every raw reply, to
@@ -89,6 +91,18 @@ def _save(rows: list[dict], meta: dict, out_path: Path = OUT) -> None:
     out_path.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _policy(method: str, requested: str) -> str:
+    """``auto``: ``"fallback"`` for a method with an LLM-free mode (what ``kgrag ask`` does by
+    default), else ``"empty"``; the per-step unusable-reply rates are the model's either way."""
+    if requested != "auto":
+        return requested
+    from kgrag.methods.registry import _resolve, get_method
+
+    cls = get_method(method).cls
+    cls = _resolve(cls) if isinstance(cls, str) else cls
+    return "fallback" if getattr(cls, "has_llm_free_mode", False) else "empty"
+
+
 def _slug(spec: str) -> str:
     """A folder name for an LLM spec: records of different models or options never mix."""
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in spec)
@@ -106,7 +120,8 @@ def run(args: argparse.Namespace) -> None:
                 note="2 cores shared with other jobs; runs niced (nice -n 19)")}
     for method, dataset in pairs:
         started = time.time()
-        params = {"on_unusable_reply": args.policy} if args.policy != "empty" else None
+        policy = _policy(method, args.policy)
+        params = {"on_unusable_reply": policy} if policy != "empty" else None
         summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
                            out_dir=RECORDS / args.framework / _slug(args.llm), data_root=DATA,
                            cache_dir=EMB_CACHE, params=params, progress=False)
@@ -116,10 +131,10 @@ def run(args: argparse.Namespace) -> None:
                           out_dir=RECORDS / "llm-free", data_root=DATA, cache_dir=EMB_CACHE,
                           progress=False)
             free = {"n": fs["evaluated"], **fs["metrics"]}
-        row = _row(summary, framework=args.framework, policy=args.policy, llm_spec=spec,
+        row = _row(summary, framework=args.framework, policy=policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
         _save([row], meta, Path(args.out))
-        print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {args.policy}: "
+        print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {policy}: "
               f"n={row['n']} hits@1={row['hits@1']} em={row['em']} "
               f"recall={row['answer_recall']} (llm-free {free and free.get('answer_recall')}) "
               f"calls/q={row['llm_calls_per_question']} s/q={row['seconds_per_question']} "
@@ -138,7 +153,8 @@ def summarize_partial(args: argparse.Namespace) -> None:
                 note="2 cores shared with other jobs (load average 10-13); runs niced")}
     rows = []
     for method, dataset in PAIRS:
-        params = {"on_unusable_reply": args.policy} if args.policy != "empty" else None
+        policy = _policy(method, args.policy)
+        params = {"on_unusable_reply": policy} if policy != "empty" else None
         records = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
         if not records:
             continue
@@ -151,7 +167,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
             done = {r["id"] for r in records}
             same = [r for r in read_records(Path(fs["jsonl"])) if r["id"] in done]
             free = {"n": len(same), **summarize(same)["metrics"]}
-        row = _row(summary, framework=args.framework, policy=args.policy, llm_spec=spec,
+        row = _row(summary, framework=args.framework, policy=policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
         row["sample"] = f"the first {len(records)} of the seeded {args.limit}-question sample"
         rows.append(row)
@@ -209,7 +225,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--framework", choices=("langchain", "llama-index"), default="langchain")
-    parser.add_argument("--policy", choices=("empty", "fallback"), default="empty")
+    parser.add_argument("--policy", choices=("auto", "empty", "fallback"), default="auto")
     parser.add_argument("--llm", default=DEFAULT_LLM)
     parser.add_argument("--only", default="", help="methods, comma-separated")
     parser.add_argument("--datasets", default="", help="datasets, comma-separated")

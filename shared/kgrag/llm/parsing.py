@@ -141,6 +141,34 @@ def tag_lines(text: str, tag: str, *, aliases: Iterable[str] = (), max_items: in
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|\(\d+\))\s*")
 
 
+_WORD = re.compile(r"\w+")
+
+
+def content_words(text: str) -> list[str]:
+    """The casefolded words of ``text`` that are not English stopwords."""
+    from kgrag.text.stopwords import ENGLISH_STOPWORDS
+
+    return [w for w in _WORD.findall(text.casefold()) if w not in ENGLISH_STOPWORDS]
+
+
+def mentioned_in(question: str, names: Iterable[str]) -> list[str]:
+    """The ``names`` a reader would say the question mentions: every content word of the name
+    occurs in the question (case and punctuation ignored, so ``"paprika"`` and ``"Paprika."``
+    count, ``"Paprika (film)"`` does not when "film" is not asked about).
+
+    An entity-extraction step (the question's entities, not the model's associations) keeps
+    only these: a small model that answers "Guillermo del Toro" or "blah blah" instead of
+    copying "Paprika" out of the question must not steer retrieval with it. A name made only
+    of stopwords ("the", "it") is never a mention."""
+    asked = set(content_words(question))
+    kept = []
+    for name in names:
+        words = content_words(name)
+        if words and all(w in asked for w in words):
+            kept.append(name)
+    return kept
+
+
 def split_items(body: str, *, max_items: int = 100) -> list[str]:
     """Split a list the model wrote one-per-line into clean, de-duplicated items (order kept)."""
     seen: dict[str, None] = {}

@@ -31,6 +31,7 @@ no node labels in patterns when the graph has none; L1/L2 fine-tuning is offline
 from __future__ import annotations
 
 import copy
+import functools
 
 import logging
 import math
@@ -46,7 +47,7 @@ from kgrag.errors import LLMOutputError, QueryBudgetError, QueryTimeoutError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm.base import optional_llm, track_usage
-from kgrag.llm.parsing import split_items
+from kgrag.llm.parsing import mentioned_in, split_items
 from kgrag.llm.steps import (
     Steps,
     acomplete_answer,
@@ -99,10 +100,19 @@ def parse_entities(reply: str, max_items: int = 20) -> list[str]:
     return list(dict.fromkeys(items))[:max_items]
 
 
-def parse_entity_reply(reply: str) -> list[str]:
+def parse_entity_reply(reply: str, question: str | None = None) -> list[str]:
     """:func:`parse_entities` of an L0 reply that must name at least one entity (GraphRAFT
-    enumerates queries around them); an empty list is an :class:`LLMOutputError` (re-asked)."""
+    enumerates queries around them); an empty list is an :class:`LLMOutputError` (re-asked).
+
+    With ``question``, only entities the question mentions are kept
+    (:func:`~kgrag.llm.parsing.mentioned_in`): L0 extracts the entities *of the question*
+    (the paper's step 1), so a name the question does not contain is the model's guess, not an
+    extraction -- and a reply of such guesses is unusable like an empty one."""
     entities = parse_entities(reply)
+    if question is not None and entities:
+        entities = mentioned_in(question, entities)
+        if not entities:
+            raise LLMOutputError(f"no entity of the question in the reply {(reply or '')[:120]!r}")
     if not entities:
         raise LLMOutputError(f"no entity in the reply {(reply or '')[:120]!r}; expected entity "
                              "names separated by '|'")
@@ -220,7 +230,8 @@ class GraphRAFT(KGMethod):
         return run_sync(self._entity_steps(question), self.llm)[0]
 
     def _entity_steps(self, question: str) -> Steps[tuple[list[str], str]]:
-        return ask_and_parse(self._entity_prompt(question), parse_entity_reply, retries=1,
+        return ask_and_parse(self._entity_prompt(question),
+                             functools.partial(parse_entity_reply, question=question), retries=1,
                              system=self.prompts.template("entity_system"), step="entities")
 
     def link(self, mentions: Sequence[str]) -> list[str]:
