@@ -91,6 +91,17 @@ def _save(rows: list[dict], meta: dict, out_path: Path = OUT) -> None:
     out_path.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+#: what a user of a 4,096-token model sets: KET-RAG's context budget L (12,000 tokens in the
+#: paper) cut so the answer prompt fits the window (its 12,000 came to 13,595 SmolLM2 tokens)
+FIT_TO_WINDOW: dict[str, dict[str, Any]] = {"ketrag": {"context_tokens": 3000}}
+
+
+def _params(method: str, policy: str) -> dict[str, Any] | None:
+    params = {**FIT_TO_WINDOW.get(method, {}),
+              **({"on_unusable_reply": policy} if policy != "empty" else {})}
+    return params or None
+
+
 def _policy(method: str, requested: str) -> str:
     """``auto``: ``"fallback"`` for a method with an LLM-free mode (what ``kgrag ask`` does by
     default), else ``"empty"``; the per-step unusable-reply rates are the model's either way."""
@@ -121,7 +132,7 @@ def run(args: argparse.Namespace) -> None:
     for method, dataset in pairs:
         started = time.time()
         policy = _policy(method, args.policy)
-        params = {"on_unusable_reply": policy} if policy != "empty" else None
+        params = _params(method, policy)
         summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
                            out_dir=RECORDS / args.framework / _slug(args.llm), data_root=DATA,
                            cache_dir=EMB_CACHE, params=params, progress=False)
@@ -129,10 +140,11 @@ def run(args: argparse.Namespace) -> None:
         if applicable(method, dataset, "llm-free"):
             fs = evaluate(method, dataset, mode="llm-free", limit=args.limit, seed=0,
                           out_dir=RECORDS / "llm-free", data_root=DATA, cache_dir=EMB_CACHE,
-                          progress=False)
+                          params=FIT_TO_WINDOW.get(method), progress=False)
             free = {"n": fs["evaluated"], **fs["metrics"]}
         row = _row(summary, framework=args.framework, policy=policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
+        row["params"] = FIT_TO_WINDOW.get(method, {})
         _save([row], meta, Path(args.out))
         print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {policy}: "
               f"n={row['n']} hits@1={row['hits@1']} em={row['em']} "
@@ -154,7 +166,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
     rows = []
     for method, dataset in PAIRS:
         policy = _policy(method, args.policy)
-        params = {"on_unusable_reply": policy} if policy != "empty" else None
+        params = _params(method, policy)
         records = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
         if not records:
             continue
@@ -163,7 +175,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
         if applicable(method, dataset, "llm-free"):
             fs = evaluate(method, dataset, mode="llm-free", limit=args.limit, seed=0,
                           out_dir=RECORDS / "llm-free", data_root=DATA, cache_dir=EMB_CACHE,
-                          progress=False)
+                          params=FIT_TO_WINDOW.get(method), progress=False)
             done = {r["id"] for r in records}
             same = [r for r in read_records(Path(fs["jsonl"])) if r["id"] in done]
             free = {"n": len(same), **summarize(same)["metrics"]}
