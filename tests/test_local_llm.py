@@ -208,9 +208,14 @@ def test_llama_cpp_runtime_classes_adapters_and_frameworks():
     from langchain_community.chat_models import ChatLlamaCpp
     from llama_index.llms.llama_cpp import LlamaCPP
 
-    chat = local_chat_model("smollm2-135m", max_new_tokens=SHORT)  # auto: llama.cpp
-    llama = local_llm("smollm2-135m", max_new_tokens=SHORT)
+    chat = local_chat_model("smollm2-135m", max_new_tokens=SHORT, n_threads=1)  # auto: llama.cpp
+    llama = local_llm("smollm2-135m", max_new_tokens=SHORT, n_threads=1)
     assert type(chat) is ChatLlamaCpp and type(llama) is LlamaCPP
+    # prompts are evaluated in llama.cpp's batches of 512 (ChatLlamaCpp's own default of 8 is
+    # 7x slower on kgrag's long prompts), on the threads asked for, generation and prompt alike
+    for model in (chat.client, llama._model):
+        assert model.n_batch == 512
+        assert model.context_params.n_threads == model.context_params.n_threads_batch == 1
     _check_adapter(chat)
     _check_adapter(llama)
     _answer_through_frameworks(chat, llama)
