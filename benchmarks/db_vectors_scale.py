@@ -72,7 +72,7 @@ def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[
     if method == "simgrag":
         from kgrag.methods.simgrag import SimGRAG
 
-        m: Any = SimGRAG(store, embedder=emb, k=3)
+        m: Any = SimGRAG(store, embedder=emb, top_k=3)
         for h, r, _ in questions:
             t0 = time.perf_counter()
             res = m.retrieve_pattern([(h, relation_words(r), "UNKNOWN 1")])
@@ -120,7 +120,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         from kgrag.graph.cypher.vectors import node_vector_index
         from kgrag.methods.simgrag import SimGRAG
 
-        mem = SimGRAG(kg, embedder=emb, k=3, node_vectors=vectors)
+        mem = SimGRAG(kg, embedder=emb, top_k=3, node_vectors=vectors)
         index = node_vector_index(store, emb)
         from kgrag.methods.simgrag.db_candidates import OVERSAMPLE
 

@@ -110,8 +110,8 @@ def run_simgrag(kg, examples, embedder, node_vectors, texts: str, k_relations,
     from kgrag.text.names import relation_words
     from kgrag.text.relations import identifier_texts
 
-    sim = SimGRAG(kg, embedder=embedder, k=10, node_vectors=node_vectors, injective=injective,
-                  k_relations=k_relations)
+    sim = SimGRAG(kg, embedder=embedder, top_k=10, node_vectors=node_vectors, injective=injective,
+                  relation_top_k=k_relations)
     if texts != "both":
         chosen = [[relation_words(r)] if texts == "whole" else [identifier_texts(r)[0]]
                   for r in kg.relation_names]

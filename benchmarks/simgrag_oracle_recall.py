@@ -48,7 +48,7 @@ def evaluate_modes(name, kg, examples, method) -> list[dict]:
     """One row per matching mode: injective (Definition 1) and the reference code's "prefer"."""
     rows = []
     for mode in (True, "prefer"):
-        method.injective = mode
+        method.config = method.config.replace(injective=mode)
         row = evaluate(name, kg, examples, method)
         row["injective"] = mode
         rows.append(row)
@@ -125,8 +125,8 @@ def build(kg, embedder, k, k_nodes, k_relations):
 
     cached = CachedEmbedder(embedder, CACHE / "embeddings", min_texts=500)
     vectors = cached.embed_documents(list(kg.node_names))
-    return SimGRAG(kg, embedder=MemoEmbedder(embedder), k=k, k_nodes=k_nodes,
-                   k_relations=k_relations, node_vectors=vectors)
+    return SimGRAG(kg, embedder=MemoEmbedder(embedder), top_k=k, node_top_k=k_nodes,
+                   relation_top_k=k_relations, node_vectors=vectors)
 
 
 def main(argv: list[str] | None = None) -> int:

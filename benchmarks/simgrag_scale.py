@@ -226,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     embedder = LookupEmbedder(table)
     injective = {"true": True, "false": False, "prefer": "prefer"}[args.injective]
     t0 = time.perf_counter()
-    method = SimGRAG(kg, embedder=embedder, k=args.k, k_nodes=args.k_nodes,
-                     k_relations=args.k_relations, index=args.index, hnsw_m=args.hnsw_m,
+    method = SimGRAG(kg, embedder=embedder, top_k=args.k, node_top_k=args.k_nodes,
+                     relation_top_k=args.k_relations, index=args.index, hnsw_m=args.hnsw_m,
                      ef_construction=args.ef_construction, node_vectors=node_vectors,
                      humanize_relations=False, time_limit=None, injective=injective,
                      lookahead=not args.no_lookahead)

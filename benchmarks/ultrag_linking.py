@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
 
     def make(kg: KnowledgeGraph) -> UltRAG:
-        method = UltRAG(kg, embedder=embedder, linking="dense", link_k=10, sigma=0.1,
+        method = UltRAG(kg, embedder=embedder, linking="dense", link_top_k=10, sigma=0.1,
                         top_k=kg.num_nodes)
         method.leaf_linker.linker.build()  # embed every name once (cached on disk)
         return method

@@ -375,7 +375,7 @@ def latency(args: argparse.Namespace) -> dict:
         print(shape, results[shape], file=sys.stderr)
     report = {"benchmark": "ultrag_neural latency", "executor": args.executor, "graph": label, "nodes": kg.num_nodes,
               "edges": kg.num_edges, "relations": kg.num_relations, "threads": args.threads,
-              "subgraph_k": method.subgraph_k, "graph_load_s": round(load_s, 1),
+              "subgraph_k": method.graph_executor.subgraph_k, "graph_load_s": round(load_s, 1),
               "command": " ".join(["python benchmarks/ultrag_neural.py latency",
                                    f"--dataset {args.dataset}",
                                    *([f"--edges {args.edges}"] if args.dataset != "metaqa"

@@ -43,10 +43,10 @@ PATTERN_REPLY = ('{"divided": ["films directed by Satoshi Kon", "films set in To
 def main(question: str = QUESTION, embedder=None) -> list:
     kg = KnowledgeGraph.from_csv(DATA)
     embedder = embedder or default_embedder()  # or any LangChain Embeddings
-    graphraft = GraphRAFTRetriever.from_graph(kg, embedder=embedder, max_nodes=5)
+    graphraft = GraphRAFTRetriever.from_graph(kg, embedder=embedder, top_k=5)
     simgrag = SimGRAGRetriever.from_graph(
         kg, llm=scripted_chat(PATTERN_REPLY),  # replace with your own chat model
-        embedder=embedder, k=3)
+        embedder=embedder, top_k=3)
     ensemble = EnsembleRetriever(retrievers=[simgrag, graphraft], weights=[0.6, 0.4])
 
     docs = ensemble.invoke(question)

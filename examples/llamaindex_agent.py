@@ -53,7 +53,7 @@ def scripted_react_llm():
 async def run_agent(question: str, embedder) -> tuple[str, list]:
     kg = KnowledgeGraph.from_csv(DATA)
     search = RetrieverTool.from_defaults(
-        retriever=GraphRAFTRetriever.from_graph(kg, embedder=embedder, max_nodes=5),
+        retriever=GraphRAFTRetriever.from_graph(kg, embedder=embedder, top_k=5),
         name="movie_graph_search",
         description="Search the film knowledge graph with a natural-language question; "
                     "returns the entities the best matching graph queries yield.")

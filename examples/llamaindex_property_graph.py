@@ -57,7 +57,7 @@ def main(*_: str) -> dict[str, Any]:
         LLMSynonymRetriever(store, llm=ScriptedLLM(replies=["BOB^REPORT"]), include_text=False),
         # kgrag: GraphRAFT without an LLM, and SimGRAG with one
         KGPGRetriever(store, "graphraft", llm=False, similarity_top_k=3),
-        KGPGRetriever(store, "simgrag", llm=simgrag_llm, k=1, humanize_relations=False),
+        KGPGRetriever(store, "simgrag", llm=simgrag_llm, top_k=1, humanize_relations=False),
     ])
     nodes = retriever.retrieve(QUESTION)
     print(f"Question: {QUESTION}")

@@ -57,7 +57,7 @@ def engines(kg: KnowledgeGraph, embedder) -> dict:
             "Where was the director of Tokyo Godfathers born?"),
         # SimGRAG: the LLM writes a pattern of triples, then answers from the matched subgraphs.
         "SimGRAG": (SimGRAGQueryEngine.from_graph(
-            kg, embedder=embedder, k=3, llm=scripted_llama(
+            kg, embedder=embedder, top_k=3, llm=scripted_llama(
                 '{"divided": ["the thriller directed by Satoshi Kon"], "triples": '
                 '[("UNKNOWN film 1", "directed by", "Satoshi Kon"), '
                 '("UNKNOWN film 1", "genre", "Thriller")]}',
@@ -73,7 +73,7 @@ def engines(kg: KnowledgeGraph, embedder) -> dict:
             "Who directed the Japanese animated films?"),
         # GraphRAFT: LLM-free query selection (embedding similarity); the LLM only answers.
         "GraphRAFT": (GraphRAFTQueryEngine.from_graph(
-            kg, embedder=embedder, max_nodes=5, answer_llm=scripted_llama("Tokyo Godfathers")),
+            kg, embedder=embedder, top_k=5, answer_llm=scripted_llama("Tokyo Godfathers")),
             "Which films directed by Satoshi Kon are set in Tokyo?"),
         # KET-RAG over text: budget=0 builds the LLM-free keyword index; the LLM only answers.
         "KET-RAG": (KETRAGQueryEngine.from_documents(

@@ -42,7 +42,7 @@ def build_router(kg: KnowledgeGraph, embedder) -> RouterQueryEngine:
         '<query>AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'
         "</query>",
         "<answers>\nSatoshi Kon\nHayao Miyazaki\n</answers>"))
-    simgrag = SimGRAGQueryEngine.from_graph(kg, embedder=embedder, k=3, llm=scripted_llama(
+    simgrag = SimGRAGQueryEngine.from_graph(kg, embedder=embedder, top_k=3, llm=scripted_llama(
         '{"divided": ["the thriller directed by Satoshi Kon"], "triples": '
         '[("UNKNOWN film 1", "directed by", "Satoshi Kon"), '
         '("UNKNOWN film 1", "genre", "Thriller")]}',

@@ -33,7 +33,7 @@ def main(out_dir: str = "retrieval_views", embedder=None) -> list[Path]:
     kg = KnowledgeGraph.from_csv(DATA)
     out = Path(out_dir)
     # SimGRAG with a pattern written by hand (an LLM writes it from the question otherwise)
-    simgrag = SimGRAG(kg, embedder=embedder or default_embedder(), k=3)
+    simgrag = SimGRAG(kg, embedder=embedder or default_embedder(), top_k=3)
     subgraphs = simgrag.retrieve_pattern(
         [("UNKNOWN film 1", "directed by", "Satoshi Kon"), ("UNKNOWN film 1", "genre", "Thriller")],
         "Which thriller did Satoshi Kon direct?")

@@ -9,8 +9,6 @@ callback handlers, tracers and token counters given in ``config`` see them neste
 
 from __future__ import annotations
 
-import inspect
-import warnings
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -21,27 +19,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kgrag.context.types import Answer, RetrievalResult
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
-from kgrag.methods.base import KGMethod, positional_to_keywords
+from kgrag.methods.base import KGMethod
 from kgrag.methods.registry import TOOL_QUESTION_DESCRIPTION, MethodSpec, get_method
 from langchain_kgrag.conversions import result_to_documents
-
-
-def constructor_params(method_cls: Any) -> set[str]:
-    """The keyword names ``method_cls.__init__`` accepts (empty for ``None``), including the
-    fields of its ``config_class`` (knobs it takes as ``**params``, such as SimGRAG's ``k``)."""
-    if method_cls is None:
-        return set()
-    names = {p.name for p in inspect.signature(method_cls.__init__).parameters.values()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    config_class = getattr(method_cls, "config_class", None)
-    if config_class is not None:
-        names.update(config_class.field_names())
-    return names
 
 
 class QuestionInput(BaseModel):
@@ -82,8 +67,6 @@ class KGRetriever(BaseRetriever):
     #: retriever sets it, :func:`retriever_for` makes the class for any registered method
     method_name: ClassVar[str | None] = None
 
-    _last_result: RetrievalResult | None = PrivateAttr(default=None)
-
     @field_validator("k")
     @classmethod
     def _check_k(cls, value: int | None) -> int | None:
@@ -92,11 +75,11 @@ class KGRetriever(BaseRetriever):
         return value
 
     @classmethod
-    def adapter_fields(cls, params: dict[str, Any], method_cls: Any = None) -> dict[str, Any]:
+    def adapter_fields(cls, params: dict[str, Any]) -> dict[str, Any]:
         """Pop the retriever's own fields (``k``, ``tags``, ``metadata``, ``tool_name``, ...)
-        out of a factory's ``params``; the rest go to the method. A name the method's
-        constructor takes itself (SimGRAG's ``k``: its number of subgraphs) stays with it."""
-        own = set(cls.model_fields) - {"method"} - constructor_params(method_cls)
+        out of a factory's ``params``; the rest go to the method. No method knob shares a
+        name with them: ``k`` caps the documents, a method's own count is ``top_k``."""
+        own = set(cls.model_fields) - {"method"}
         return {name: params.pop(name) for name in list(params) if name in own}
 
     # ------------------------------------------------------------------ construction
@@ -110,7 +93,7 @@ class KGRetriever(BaseRetriever):
         return get_method(cls.method_name)
 
     @classmethod
-    def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+    def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> Any:
         """Build the method over ``graph`` (``Method.from_graph``; ``params`` go to the method's
         constructor, except the retriever's own fields such as ``k`` or ``tags``, which the
@@ -119,33 +102,31 @@ class KGRetriever(BaseRetriever):
         :func:`kgrag.graph.as_graph_store`)."""
         if cls.method_spec().builds_from == "graph":
             graph = as_graph_store(graph)
-        return cls._build("from_graph", graph, args, llm, embedder, params)
+        return cls._build("from_graph", graph, llm, embedder, params)
 
     @classmethod
-    def from_documents(cls, documents: Iterable[Any], *args: Any, llm: Any = None,
+    def from_documents(cls, documents: Iterable[Any], *, llm: Any = None,
                        embedder: Any = None, **params: Any) -> Any:
         """Index ``documents`` (LangChain ``Document`` s or strings) with a text method
         (``Method.from_documents``); ``params`` as for :meth:`from_graph`."""
-        return cls._build("from_documents", documents, args, llm, embedder, params)
+        return cls._build("from_documents", documents, llm, embedder, params)
 
     @classmethod
-    def load(cls, directory: Any, *args: Any, llm: Any = None, embedder: Any = None,
+    def load(cls, directory: Any, *, llm: Any = None, embedder: Any = None,
              **params: Any) -> Any:
         """Open what the method saved in ``directory`` (``Method.load``; e.g. a KET-RAG index
         written by ``retriever.method.save(directory)``)."""
-        return cls._build("load", directory, args, llm, embedder, params)
+        return cls._build("load", directory, llm, embedder, params)
 
     @classmethod
-    def _build(cls, factory: str, source: Any, args: tuple[Any, ...], llm: Any, embedder: Any,
+    def _build(cls, factory: str, source: Any, llm: Any, embedder: Any,
                params: dict[str, Any]) -> Any:
         keywords = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
-        positional_to_keywords(f"{cls.__name__}.{factory}", args, ("llm", "embedder"), keywords,
-                               stacklevel=4)
         method_cls = cls.method_spec().method_class()
         build = getattr(method_cls, factory, None)
         if build is None:
             raise TypeError(f"{method_cls.__name__} has no {factory}()")
-        own = cls.adapter_fields(params, method_cls)
+        own = cls.adapter_fields(params)
         return cls(method=build(source, **keywords, **params), **own)
 
     # ------------------------------------------------------------------ retrieval
@@ -166,7 +147,6 @@ class KGRetriever(BaseRetriever):
         return self._documents(result, k)
 
     def _documents(self, result: RetrievalResult, k: int | None = None) -> list[Document]:
-        self._last_result = result
         return result_to_documents(result, k=self.k if k is None else self._check_k(k))
 
     def retrieve_result(self, query: str) -> RetrievalResult:
@@ -179,19 +159,6 @@ class KGRetriever(BaseRetriever):
     async def aretrieve_result(self, query: str) -> RetrievalResult:
         """Async :meth:`retrieve_result`."""
         return await self.method.aretrieve(query)
-
-    @property
-    def last_result(self) -> RetrievalResult | None:
-        """Deprecated: the result of the most recent call on this retriever, from any thread.
-
-        Overwritten by concurrent calls (``batch``, ``abatch``, threads), so it cannot be
-        trusted there. Read the ``usage_*`` / ``retrieval`` metadata of the documents, or call
-        :meth:`retrieve_result`, instead.
-        """
-        warnings.warn("KGRetriever.last_result is deprecated and not safe under concurrency; "
-                      "read the documents' usage_* / retrieval metadata or call "
-                      "retrieve_result(query)", DeprecationWarning, stacklevel=2)
-        return self._last_result
 
     # ------------------------------------------------------------------ answering
     def answer(self, question: str) -> Answer:

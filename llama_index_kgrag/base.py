@@ -26,7 +26,6 @@ import contextvars
 import dataclasses
 import queue
 import threading
-import warnings
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, cast
@@ -52,7 +51,7 @@ from kgrag.context.types import Answer, RetrievalResult
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.llm.streaming import TagStripper
-from kgrag.methods.base import KGMethod, check_question, positional_to_keywords
+from kgrag.methods.base import KGMethod, check_question
 from kgrag.methods.registry import (
     DEFAULT_TOOL_DESCRIPTION,
     TOOL_QUESTION_DESCRIPTION,
@@ -161,7 +160,7 @@ class _FromRegistry:
         return get_method(cls.method_name)
 
     @classmethod
-    def from_graph(cls, graph: Any, *args: Any, llm: Any = None, embedder: Any = None,
+    def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> Any:
         """Build the method over ``graph`` (``Method.from_graph``) and wrap it. ``graph`` is any
         ``GraphStore``, or a LlamaIndex ``PropertyGraphIndex`` / ``PropertyGraphStore``,
@@ -169,29 +168,24 @@ class _FromRegistry:
         :func:`kgrag.graph.as_graph_store`)."""
         if cls.method_spec().builds_from == "graph":
             graph = as_graph_store(graph)
-        return cls._build("from_graph", graph, args, llm, embedder, params)
+        return cls._build("from_graph", graph, llm, embedder, params)
 
     @classmethod
-    def from_documents(cls, documents: Iterable[Any], *args: Any, llm: Any = None,
+    def from_documents(cls, documents: Iterable[Any], *, llm: Any = None,
                        embedder: Any = None, **params: Any) -> Any:
         """Index ``documents`` with a text method (``Method.from_documents``) and wrap it."""
-        return cls._build("from_documents", documents, args, llm, embedder, params)
+        return cls._build("from_documents", documents, llm, embedder, params)
 
     @classmethod
-    def load(cls, directory: Any, *args: Any, llm: Any = None, embedder: Any = None,
+    def load(cls, directory: Any, *, llm: Any = None, embedder: Any = None,
              **params: Any) -> Any:
         """Open what the method saved in ``directory`` (``Method.load``) and wrap it."""
-        return cls._build("load", directory, args, llm, embedder, params)
+        return cls._build("load", directory, llm, embedder, params)
 
     @classmethod
-    def _build(cls, factory: str, source: Any, args: tuple[Any, ...], llm: Any, embedder: Any,
+    def _build(cls, factory: str, source: Any, llm: Any, embedder: Any,
                params: dict[str, Any]) -> Any:
         keywords = {"llm": llm, "embedder": embedder}
-        positional_to_keywords(f"{cls.__name__}.{factory}", args, ("llm", "embedder"),
-                               {k: v for k, v in keywords.items() if v is not None},
-                               stacklevel=4)
-        for name, value in zip(("llm", "embedder"), args):
-            keywords[name] = value
         method_cls = cls.method_spec().method_class()
         build = getattr(method_cls, factory, None)
         if build is None:
@@ -235,7 +229,6 @@ class KGRetriever(_FromRegistry, BaseRetriever):
             raise ValueError("similarity_top_k must be >= 0 or None")
         self.method = method
         self.similarity_top_k = similarity_top_k
-        self._last_result: RetrievalResult | None = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -247,7 +240,6 @@ class KGRetriever(_FromRegistry, BaseRetriever):
         return cls(method, **own)
 
     def _nodes(self, result: RetrievalResult) -> list[NodeWithScore]:
-        self._last_result = result
         captured = _CAPTURED.get()
         if captured is not None:
             captured.append(result)
@@ -288,15 +280,6 @@ class KGRetriever(_FromRegistry, BaseRetriever):
                 raise ValueError(f"{type(self.method).__name__} has no replaceable prompts")
             return
         prompts.update(prompts_dict)
-
-    @property
-    def last_result(self) -> RetrievalResult | None:
-        """Deprecated: the most recent call's result (overwritten by concurrent calls). Read
-        the nodes' ``usage_*`` / ``retrieval`` metadata or ``method.retrieve(q)`` instead."""
-        warnings.warn("KGRetriever.last_result is deprecated and not safe under concurrency; "
-                      "read the nodes' usage_* / retrieval metadata", DeprecationWarning,
-                      stacklevel=2)
-        return self._last_result
 
 
 def restrict(result: RetrievalResult, nodes: list[NodeWithScore]) -> RetrievalResult:
@@ -407,7 +390,7 @@ class KGQueryEngine(_FromRegistry, RetrieverQueryEngine):
     def _answers_from_results(self) -> bool:
         """Whether the method has its own answer step over a given retrieval (all five do);
         a method with only ``answer(question)`` is answered that way instead."""
-        return type(self.method).answer_from is not KGMethod.answer_from
+        return self.method.answers_from_results()
 
     def _answer_whole(self, query_bundle: QueryBundle, answer: Answer) -> Response:
         nodes = result_to_nodes(answer.retrieval, k=self.kg_retriever.similarity_top_k)

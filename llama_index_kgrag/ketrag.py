@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgrag.methods.base import positional_to_keywords
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 
@@ -35,14 +34,12 @@ class _FromVectorStoreIndex:
     """``from_vector_store_index``, written once for the retriever and the query engine."""
 
     @classmethod
-    def from_vector_store_index(cls, index: Any, *args: Any, llm: Any = None,
+    def from_vector_store_index(cls, index: Any, *, llm: Any = None,
                                 embedder: Any = None, **params: Any) -> Any:
         """KET-RAG over the nodes of a ``VectorStoreIndex`` docstore
         (:func:`vector_store_index_documents`), wrapped like ``from_documents``; ``llm`` and
-        ``embedder`` are keyword-only (positionally: a ``DeprecationWarning``)."""
+        ``embedder`` are keyword-only."""
         given = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
-        positional_to_keywords(f"{cls.__name__}.from_vector_store_index", args,
-                               ("llm", "embedder"), given)
         build: Any = cls
         return build.from_documents(vector_store_index_documents(index), **given, **params)
 

@@ -75,11 +75,10 @@ def test_langchain_retriever_k_caps_documents(method):
         LCRetriever(method=method, k=-1)
 
 
-def test_last_result_is_deprecated_and_repr_is_small(method):
+def test_retriever_keeps_no_last_result_and_repr_is_small(method):
     retriever = LCRetriever(method=method)
     retriever.invoke("Paprika")
-    with pytest.warns(DeprecationWarning, match="retrieve_result"):
-        assert retriever.last_result.method == "neighbours"
+    assert not hasattr(retriever, "last_result")  # not safe under concurrency: removed
     assert len(repr(retriever)) < 200
     assert retriever.retrieve_result("Paprika").items
 

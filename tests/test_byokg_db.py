@@ -40,7 +40,7 @@ def test_cypher_error_feedback_on_falkordb(store):
         "<answers>Kingston</answers>",
     ])
     method = ByoKGRAG(store, llm=llm, linking_mode="fuzzy", triplet_retrieval="none", text_top_k=0)
-    assert method.use_cypher
+    assert method.uses_cypher
     answer = method.answer("What is the capital of Jamaica?")
     assert "<opencypher>" in log.prompts[0] and "(n:Entity {name: '...'})" in log.prompts[0]
     assert "Error" in log.prompts[1] and "RETRN" in log.prompts[1]   # the database's own error

@@ -191,7 +191,7 @@ def test_cypher_errors_are_fed_back_and_writes_refused(kg, shared_parts):
         "<answers>Kingston</answers>",
     ])
     method = make(store, llm, shared_parts, triplet_retrieval="none")
-    assert method.use_cypher
+    assert method.uses_cypher
     answer = method.answer("What is the capital of Jamaica?")
     assert "<opencypher>" in log.prompts[0]
     assert "Invalid input 'RETRN'" in log.prompts[1]   # the error reaches iteration 2
@@ -230,7 +230,7 @@ def test_malformed_output_never_crashes_and_calls_are_bounded(kg, shared_parts, 
                       text_top_k=0, on_unusable_reply="empty")
     answer = method.answer("What language do Jamaican people speak?")
     # each linker and answer call may be re-asked once
-    bound = method.iterations * (2 + 2 * method.agentic_hops) + 2
+    bound = method.config.iterations * (2 + 2 * method.config.agentic_hops) + 2
     assert 1 <= answer.usage.calls <= bound
     assert isinstance(answer.answers, list) and isinstance(answer.text, str)
     # the default raises the typed error instead, or answers

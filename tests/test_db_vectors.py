@@ -100,12 +100,12 @@ def test_simgrag_takes_node_candidates_from_the_database_index(embedded, movies,
     pattern = [("Paprika", "directed by", "UNKNOWN person 1"),
                ("UNKNOWN film 2", "directed by", "UNKNOWN person 1")]
     counter = CountingEmbedder(minilm)
-    on_db = SimGRAG(embedded, embedder=counter, k=10)
+    on_db = SimGRAG(embedded, embedder=counter, top_k=10)
     db_result = on_db.retrieve_pattern(pattern)
     # only the pattern's texts and the (schema-sized) relation texts were embedded
     assert not _graph_names_embedded(counter, movies, {"Paprika"})
     assert len(on_db.node_names) < movies.num_nodes
-    in_memory = SimGRAG(movies, embedder=minilm, k=10).retrieve_pattern(pattern)
+    in_memory = SimGRAG(movies, embedder=minilm, top_k=10).retrieve_pattern(pattern)
 
     def found(result):  # every match with its GSD (equal GSDs come in id order, which differs)
         return {(frozenset(s.triples), round(s.metadata["gsd"], 4)) for s in result.items}

@@ -172,7 +172,7 @@ def test_simgrag_uses_the_sources_node_types(minilm):
     from kgrag.methods.simgrag import SimGRAG
 
     kg = KnowledgeGraph.from_graph_documents(_graph_documents())
-    sim = SimGRAG(kg, embedder=minilm, k_types=1)
+    sim = SimGRAG(kg, embedder=minilm, type_top_k=1)
     assert sorted(sim.candidates.type_names) == ["City", "Company", "Movie", "Person"]
     result = sim.retrieve_pattern([("UNKNOWN movie 1", "directed by", "UNKNOWN person 1")])
     assert result.metadata["typed_nodes"] == ["UNKNOWN movie 1", "UNKNOWN person 1"]

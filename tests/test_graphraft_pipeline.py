@@ -68,7 +68,7 @@ def test_linking_exact_then_dense_fallback(toy_kg, minilm):
 
 
 def test_llm_free_retrieval_context_cap_and_top_up(toy_kg, minilm):
-    method = GraphRAFT(toy_kg, embedder=minilm, max_nodes=5)
+    method = GraphRAFT(toy_kg, embedder=minilm, top_k=5)
     result = method.retrieve(QUESTION)
     assert result.metadata["entities"] == ["CYP3A4", "strongyloidiasis"]
     assert result.metadata["num_candidates"] == 6
@@ -96,7 +96,7 @@ def test_shared_node_keeps_every_pattern(toy_kg, minilm):
 def test_nothing_linked_is_an_empty_result_with_a_reason(toy_kg, minilm):
     """Without a linked entity there is no query to choose: an empty result that says so, not
     the vector top-up's unrelated nodes (issue 29, item 14)."""
-    method = GraphRAFT(toy_kg, embedder=minilm, max_nodes=3)
+    method = GraphRAFT(toy_kg, embedder=minilm, top_k=3)
     result = method.retrieve("What is the meaning of life?")
     assert result.metadata["entities"] == [] and result.metadata["num_candidates"] == 0
     assert result.items == [] and "nothing linked" in result.metadata["empty_reason"]
@@ -167,14 +167,14 @@ def test_framework_adapters(toy_kg, minilm):
     from langchain_kgrag.graphraft import GraphRAFTRetriever
     from llama_index_kgrag.graphraft import GraphRAFTQueryEngine, GraphRAFTRetriever as LIRetriever
 
-    docs = GraphRAFTRetriever.from_graph(toy_kg, embedder=minilm, max_nodes=3).invoke(QUESTION)
+    docs = GraphRAFTRetriever.from_graph(toy_kg, embedder=minilm, top_k=3).invoke(QUESTION)
     assert len(docs) == 3 and docs[0].metadata["method"] == "graphraft"
     assert any(d.page_content.startswith("Ivermectin") for d in docs)
     assert all("patterns" in unflatten(d.metadata) for d in docs)
-    nodes = LIRetriever.from_graph(toy_kg, embedder=minilm, max_nodes=3).retrieve(QUESTION)
+    nodes = LIRetriever.from_graph(toy_kg, embedder=minilm, top_k=3).retrieve(QUESTION)
     assert [n.node.metadata["entity"] for n in nodes] == [d.metadata["entity"] for d in docs]
     # MockLLM echoes the prompt: the answer parser must keep only retrieved names
-    engine = GraphRAFTQueryEngine.from_graph(toy_kg, llm=MockLLM(), embedder=minilm, max_nodes=3)
+    engine = GraphRAFTQueryEngine.from_graph(toy_kg, llm=MockLLM(), embedder=minilm, top_k=3)
     response = engine.query(QUESTION)
     assert set(response.metadata["answers"]) <= {n.node.metadata["entity"] for n in response.source_nodes}
     assert response.metadata["usage"]["calls"] == 3

@@ -118,7 +118,7 @@ def test_llamaindex_built_from_a_vector_store_index():
         LIKETRAGRetriever.from_vector_store_index(object(), embedder=HashingEmbedder(), budget=0)
 
 
-def test_from_vector_store_index_takes_llm_by_keyword_positional_deprecated():
+def test_from_vector_store_index_takes_llm_by_keyword_only():
     import warnings
 
     vindex = VectorStoreIndex.from_documents([LlamaDocument(text=t) for t in CITY_DOCS],
@@ -128,14 +128,10 @@ def test_from_vector_store_index_takes_llm_by_keyword_positional_deprecated():
         warnings.simplefilter("error", DeprecationWarning)
         by_keyword = KETRAGQueryEngine.from_vector_store_index(
             vindex, llm=llm, embedder=HashingEmbedder(), budget=0, **SMALL)
-    with pytest.warns(DeprecationWarning, match=r"KETRAGQueryEngine\.from_vector_store_index"):
-        positional = KETRAGQueryEngine.from_vector_store_index(vindex, llm, HashingEmbedder(),
-                                                               budget=0, **SMALL)
-    assert positional.method.llm is not None and by_keyword.method.llm is not None
-    assert positional.method.index.num_chunks == by_keyword.method.index.num_chunks
-    with pytest.warns(DeprecationWarning, match=r"KETRAGRetriever\.from_vector_store_index"):
+    assert by_keyword.method.llm is not None and by_keyword.method.index.num_chunks
+    with pytest.raises(TypeError, match="positional"):
+        KETRAGQueryEngine.from_vector_store_index(vindex, llm, HashingEmbedder(), budget=0,
+                                                  **SMALL)
+    with pytest.raises(TypeError, match="positional"):
         LIKETRAGRetriever.from_vector_store_index(vindex, None, HashingEmbedder(), budget=0,
                                                   **SMALL)
-    with pytest.raises(TypeError, match="multiple values for argument 'llm'"), \
-            pytest.warns(DeprecationWarning):
-        KETRAGQueryEngine.from_vector_store_index(vindex, llm, llm=llm, budget=0, **SMALL)

@@ -37,7 +37,7 @@ def _sub_retrievers(store, minilm):
     return {
         "byokg": KGPGRetriever(store, "byokg", llm=False, embedder=emb, linking_mode="fuzzy"),
         "graphraft": KGPGRetriever(store, "graphraft", llm=False, embedder=minilm),
-        "simgrag": KGPGRetriever(store, "simgrag", embedder=emb, k=1, humanize_relations=False,
+        "simgrag": KGPGRetriever(store, "simgrag", embedder=emb, top_k=1, humanize_relations=False,
                                  llm=ScriptedLLM(replies=[
                                      '{"divided": ["x"], "triples": '
                                      '[("Bob", "REPORTS_TO", "UNKNOWN person 1")]}'])),

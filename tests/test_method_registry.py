@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -21,6 +22,7 @@ from kgrag.commands import COMMANDS, Command
 from kgrag.context.types import Answer, RetrievalResult, Usage
 from kgrag.methods.base import KGMethod
 from kgrag.errors import KgragError
+from kgrag.methods.config import MethodConfig
 from kgrag.methods.registry import (
     METHODS,
     MethodSpec,
@@ -33,19 +35,30 @@ from kgrag.methods.registry import (
 MOVIES = Path(__file__).resolve().parents[1] / "shared" / "kgrag" / "data" / "movies.tsv"
 
 
+@dataclass(frozen=True)
+class NeighbourConfig(MethodConfig):
+    """The toy's one knob: ``top_k`` edges returned (``kgrag ask --top`` sets it)."""
+
+    label: ClassVar[str] = "toyhop"
+
+    top_k: int = 5
+
+
 class NeighbourMethod(KGMethod):
     """Toy method: the edges of every graph node named in the question (no LLM needed);
     with an LLM, ``answer`` asks it once."""
 
     name = "toyhop"
+    config_class = NeighbourConfig
 
     def __init__(self, graph: Any, *, llm: Any = None, embedder: Any = None,
-                 limit: int = 5) -> None:
-        self.graph, self.llm, self.embedder, self.limit = graph, llm, embedder, limit
+                 config: NeighbourConfig | None = None, **params: Any) -> None:
+        self.graph, self.llm, self.embedder = graph, llm, embedder
+        self.configure(config, params)
 
     def retrieve(self, question: str) -> RetrievalResult:
         named = [n for n in self.graph.iter_node_names() if n in question]
-        triples = self.graph.one_hop(named, limit=self.limit)
+        triples = self.graph.one_hop(named, limit=self.config.top_k)
         return RetrievalResult(question=question, method=self.name, items=list(triples),
                                metadata={"answer_candidates": [t.tail for t in triples]})
 
@@ -88,7 +101,7 @@ def toy(monkeypatch):
     monkeypatch.setattr("kgrag.methods.registry.METHODS", dict(METHODS))
     spec = register_method(MethodSpec(
         name="toyhop", cls=NeighbourMethod, tool_name="toy_neighbours",
-        tool_description="Edges of the entities a question names.", ask_top_param="limit"))
+        tool_description="Edges of the entities a question names."))
     return spec
 
 
@@ -133,7 +146,7 @@ class NamesMethod(NeighbourMethod):
     name = "toynames"
 
     def retrieve_names(self, names: list[str], question: str) -> RetrievalResult:
-        triples = self.graph.one_hop(names, limit=self.limit)
+        triples = self.graph.one_hop(names, limit=self.config.top_k)
         return RetrievalResult(question=question, method=self.name, items=list(triples))
 
 
@@ -220,8 +233,8 @@ def test_toy_method_gets_langchain_wrappers(toy, kg):
 
     cls = retriever_for("toyhop")
     assert issubclass(cls, BaseRetriever) and cls.__name__ == "NeighbourMethodRetriever"
-    retriever = cls.from_graph(kg, limit=2, k=1)
-    assert retriever.method.limit == 2 and retriever.k == 1
+    retriever = cls.from_graph(kg, top_k=2, k=1)  # the method's count, the retriever's cap
+    assert retriever.method.config.top_k == 2 and retriever.k == 1
     docs = retriever.invoke(QUESTION)
     assert len(docs) == 1 and docs[0].metadata["method"] == "toyhop"
     tool = retriever.as_search_tool()
@@ -248,7 +261,8 @@ def test_toy_method_gets_llama_index_wrappers(toy, kg):
     assert isinstance(engine.as_tool(), QueryEngineTool)
 
 
-def test_constructor_contract_keyword_only_with_deprecated_positional(kg):
+def test_constructor_contract_keyword_only(kg):
+    from kgrag.methods.byokg import ByoKGRAG
     from kgrag.methods.ultrag import UltRAG
 
     with warnings.catch_warnings():
@@ -259,14 +273,11 @@ def test_constructor_contract_keyword_only_with_deprecated_positional(kg):
     def fake_llm(prompt: str) -> str:
         return "x"
 
-    with pytest.warns(DeprecationWarning, match="passing llm positionally to UltRAG"):
-        old = UltRAG(kg, fake_llm, linking="exact")
-    assert old.llm is not None
-    with pytest.warns(DeprecationWarning, match="UltRAG.from_graph"):
-        old = UltRAG.from_graph(kg, fake_llm, linking="exact")
-    assert old.llm is not None
-    with pytest.raises(TypeError, match="multiple values"), pytest.warns(DeprecationWarning):
-        UltRAG(kg, fake_llm, llm=fake_llm)
+    for build in (lambda: UltRAG(kg, fake_llm, linking="exact"),
+                  lambda: UltRAG.from_graph(kg, fake_llm, linking="exact"),
+                  lambda: ByoKGRAG(kg, fake_llm)):
+        with pytest.raises(TypeError, match="positional"):
+            build()
     from kgrag.methods.ketrag import KETRAG
 
     with pytest.raises(TypeError, match="from_documents"):
@@ -275,12 +286,13 @@ def test_constructor_contract_keyword_only_with_deprecated_positional(kg):
         NeighbourMethod.from_documents(["text"])
 
 
-def test_adapter_factories_keep_positional_llm_with_a_warning(kg):
+def test_adapter_factories_take_llm_by_keyword_only(kg):
     pytest.importorskip("langchain_core")
     from langchain_kgrag import UltRAGRetriever
 
-    with pytest.warns(DeprecationWarning, match="UltRAGRetriever.from_graph"):
-        retriever = UltRAGRetriever.from_graph(kg, lambda p: "x", linking="exact")
+    with pytest.raises(TypeError, match="positional"):
+        UltRAGRetriever.from_graph(kg, lambda p: "x", linking="exact")
+    retriever = UltRAGRetriever.from_graph(kg, llm=lambda p: "x", linking="exact")
     assert retriever.method.llm is not None and retriever.k == 10
     assert retriever.tool_name == get_method("ultrag").tool_name
 
@@ -325,12 +337,13 @@ def test_store_protocols_decide_what_a_method_does(kg):
 def test_byokg_config_and_keywords_are_the_same_method(kg):
     from kgrag.methods.byokg import ByoKGConfig, ByoKGRAG
 
-    by_keywords = ByoKGRAG(kg, top_m=5, iterations=3, linking_mode="fuzzy")
-    by_config = ByoKGRAG(kg, config=ByoKGConfig(top_m=5, iterations=3, linking_mode="fuzzy"))
+    by_keywords = ByoKGRAG(kg, link_top_k=5, iterations=3, linking_mode="fuzzy")
+    by_config = ByoKGRAG(kg, config=ByoKGConfig(link_top_k=5, iterations=3, linking_mode="fuzzy"))
     assert by_keywords.config == by_config.config
-    assert (by_keywords.top_m, by_keywords.iterations) == (5, 3)  # attributes as before
-    mixed = ByoKGRAG(kg, config=ByoKGConfig(top_m=5), iterations=4)
-    assert (mixed.top_m, mixed.iterations) == (5, 4)
+    assert (by_keywords.config.link_top_k, by_keywords.config.iterations) == (5, 3)
+    mixed = ByoKGRAG(kg, config=ByoKGConfig(link_top_k=5), iterations=4)
+    assert (mixed.config.link_top_k, mixed.config.iterations) == (5, 4)
+    assert not hasattr(mixed, "iterations")  # one place for a knob: the config
     with pytest.raises(TypeError, match="unknown ByoKG-RAG parameter.*top_mm"):
         ByoKGRAG(kg, top_mm=5)
     with pytest.raises(ValueError, match="triplet_retrieval"):
@@ -346,7 +359,8 @@ def test_ultrag_config_and_keywords_are_the_same_method(kg):
 
     by_keywords = UltRAG(kg, linking="exact", top_k=7, executor="symbolic")
     by_config = UltRAG(kg, config=UltRAGConfig(linking="exact", top_k=7), executor="symbolic")
-    assert by_keywords.config == by_config.config and by_keywords.top_k == 7
+    assert by_keywords.config == by_config.config and by_keywords.config.top_k == 7
+    assert not hasattr(by_keywords, "top_k")
     query = '"Satoshi Kon" -> directed_by_inv'
     assert ([e.name for e in by_keywords.retrieve_query(query).items]
             == [e.name for e in by_config.retrieve_query(query).items])

@@ -100,7 +100,7 @@ def test_simgrag_example_packs_and_pattern_override(kg):
     assert "what films did Hayao Miyazaki direct" in prompt
     assert prompt.endswith("Your task) query: who directed Paprika\n")
     fact = SimGRAG(kg, examples="factkg", embedder=_TinyEmbedder())
-    assert fact.task == "fact" and "Alan Bean" in fact.pattern_prompt("x")
+    assert fact.config.task == "fact" and "Alan Bean" in fact.pattern_prompt("x")
     assert SimGRAG(kg, examples="metaqa", pattern_examples=[("q", "r")],
                    embedder=_TinyEmbedder()).pattern_examples == [
         ("q", "r")]

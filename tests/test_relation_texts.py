@@ -84,7 +84,7 @@ def test_simgrag_and_byokg_read_labels(minilm):
                ("Paprika", "P3", "Megumi Hayashibara")]
     kg = KnowledgeGraph.from_triples(triples)
     kg.relation_labels = {"P1": ["directed by"], "P2": ["in language"], "P3": ["starred actors"]}
-    sim = SimGRAG(kg, embedder=minilm, k_relations=1)
+    sim = SimGRAG(kg, embedder=minilm, relation_top_k=1)
     result = sim.retrieve_pattern([("Paprika", "director", "UNKNOWN person 1")])
     assert [t.relation for t in result.items[0].triples] == ["P1"]
     scorer = TripletScorer.from_graph(kg, minilm)
@@ -166,12 +166,12 @@ def test_simgrag_k_relations_adapts_and_empty_results_say_why(minilm):
     kg = KnowledgeGraph.from_triples(FREEBASE_STYLE)
     sim = SimGRAG(kg, embedder=minilm)
     assert sim.candidates.k_relations == kg.num_relations == auto_k_relations(6)
-    assert SimGRAG(kg, embedder=minilm, k_relations=2).candidates.k_relations == 2
+    assert SimGRAG(kg, embedder=minilm, relation_top_k=2).candidates.k_relations == 2
     ok = sim.retrieve_pattern([("Paprika", "directed by", "UNKNOWN person 1"),
                                ("UNKNOWN person 1", "place of birth", "UNKNOWN city 1")])
     assert ok.items and "empty_reason" not in ok.metadata
     # Radiohead is nobody's genre: with one candidate per item the second edge has no match
-    sim = SimGRAG(kg, embedder=minilm, k_nodes=1, k_relations=1)
+    sim = SimGRAG(kg, embedder=minilm, node_top_k=1, relation_top_k=1)
     empty = sim.retrieve_pattern([("Paprika", "directed by", "UNKNOWN person 1"),
                                   ("UNKNOWN person 1", "genre", "Radiohead")])
     assert empty.items == []
@@ -179,13 +179,13 @@ def test_simgrag_k_relations_adapts_and_empty_results_say_why(minilm):
     assert "no graph edge matches" in empty.metadata["empty_reason"]
     # each edge alone matches, but an injective match cannot use Paprika twice
     loop = KnowledgeGraph.from_triples([("a", "parent", "b"), ("b", "child", "a")])
-    sim = SimGRAG(loop, embedder=minilm, k_nodes=1, injective=True)
+    sim = SimGRAG(loop, embedder=minilm, node_top_k=1, injective=True)
     pattern = [("a", "parent", "UNKNOWN entity 1"), ("UNKNOWN entity 1", "child",
                                                      "UNKNOWN entity 2")]
     empty = sim.retrieve_pattern(pattern)
     assert empty.items == [] and empty.metadata["unmatched_edges"] == []
     assert "injective='prefer'" in empty.metadata["empty_reason"]
-    sim.injective = "prefer"
+    sim.config = sim.config.replace(injective="prefer")
     assert sim.retrieve_pattern(pattern).items
 
 

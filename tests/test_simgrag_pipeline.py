@@ -68,7 +68,7 @@ def distance_embedder(kg: KnowledgeGraph, tables: dict[str, dict[str, float]]) -
 def k1_method():
     kg = KnowledgeGraph.from_triples(K1)
     emb = distance_embedder(kg, K1_TABLES)
-    return SimGRAG(kg, embedder=emb, k=3, k_nodes=2, k_relations=3, humanize_relations=False)
+    return SimGRAG(kg, embedder=emb, top_k=3, node_top_k=2, relation_top_k=3, humanize_relations=False)
 
 
 def test_retrieve_pattern_reproduces_example_2_without_llm(k1_method):
@@ -102,7 +102,7 @@ def test_non_nearest_entity_end_to_end():
               "Virginia": {"Virginia": 0.0},
               "architecture style": {"architecturalStyle": 0.1, "spoken_in": 1.2},
               "located in": {"location": 0.15, "spoken_in": 0.9}}
-    method = SimGRAG(kg, embedder=distance_embedder(kg, tables), k=1, k_nodes=3, k_relations=2,
+    method = SimGRAG(kg, embedder=distance_embedder(kg, tables), top_k=1, node_top_k=3, relation_top_k=2,
                      humanize_relations=False)
     result = method.retrieve_pattern([("UNKNOWN building 1", "architecture style", "Georgian"),
                                       ("UNKNOWN building 1", "located in", "Virginia")])
@@ -170,7 +170,7 @@ def test_langchain_retriever_one_llm_call_per_question(k1_method):
 def test_langchain_tool_and_from_graph():
     kg = KnowledgeGraph.from_triples(K1)
     retriever = LCSimGRAG.from_graph(kg, llm=FakeListChatModel(responses=[PATTERN_REPLY]),
-                                     embedder=distance_embedder(kg, K1_TABLES), k=1, k_nodes=2,
+                                     embedder=distance_embedder(kg, K1_TABLES), top_k=1, node_top_k=2,
                                      humanize_relations=False)
     tool = retriever.as_search_tool()
     assert tool.name == "knowledge_graph_subgraph_search"
@@ -185,29 +185,31 @@ def test_knobs_are_a_config_passed_whole_or_as_keywords():
 
     kg = KnowledgeGraph.from_triples(K1)
     emb = distance_embedder(kg, K1_TABLES)
-    by_keywords = SimGRAG(kg, embedder=emb, k=1, k_nodes=2, humanize_relations=False)
-    config = SimGRAGConfig(k=1, k_nodes=2, humanize_relations=False)
+    by_keywords = SimGRAG(kg, embedder=emb, top_k=1, node_top_k=2, humanize_relations=False)
+    config = SimGRAGConfig(top_k=1, node_top_k=2, humanize_relations=False)
     by_config = SimGRAG(kg, embedder=emb, config=config)
     assert by_keywords.config == by_config.config == config
-    assert (by_keywords.k, by_config.k) == (1, 1)  # every knob is still an attribute
+    assert (by_keywords.config.top_k, by_config.config.top_k) == (1, 1)
     pattern = [("Tokyo Godfathers", "director", "UNKNOWN director 1")]
     assert ([s.metadata["gsd"] for s in by_config.retrieve_pattern(pattern).items]
             == [s.metadata["gsd"] for s in by_keywords.retrieve_pattern(pattern).items])
-    overridden = SimGRAG(kg, embedder=emb, config=config, k=2, injective=True)
-    assert (overridden.k, overridden.injective, overridden.candidates.k_nodes) == (2, True, 2)
-    assert config.k == 1  # the config itself is frozen and unchanged
+    overridden = SimGRAG(kg, embedder=emb, config=config, top_k=2, injective=True)
+    assert (overridden.config.top_k, overridden.config.injective,
+            overridden.candidates.k_nodes) == (2, True, 2)
+    assert config.top_k == 1  # the config itself is frozen and unchanged
     with pytest.raises(TypeError, match=r"unknown SimGRAG parameter\(s\): k_node \(see"):
         SimGRAG(kg, embedder=emb, k_node=2)
-    for bad in ({"k": 0}, {"injective": "sometimes"}, {"task": "chat"}, {"index": "ivf"},
-                {"k_relations": "many"}, {"retries": -1}, {"max_partials": -1}):
+    for bad in ({"top_k": 0}, {"injective": "sometimes"}, {"task": "chat"}, {"index": "ivf"},
+                {"relation_top_k": "many"}, {"retries": -1}, {"max_partials": -1}):
         with pytest.raises(ValueError):
             SimGRAGConfig(**bad)
     # an example pack's task applies unless one is asked for
-    assert SimGRAG(kg, embedder=emb, config=config, examples="factkg").task == "fact"
-    assert SimGRAG(kg, embedder=emb, config=config, examples="metaqa").task == "qa"
-    # the LangChain retriever hands a knob named like one of its own fields (k) to the method
-    retriever = LCSimGRAG.from_graph(kg, embedder=emb, k=2, k_nodes=2, humanize_relations=False)
-    assert retriever.method.k == 2 and retriever.method.config.k == 2
+    assert SimGRAG(kg, embedder=emb, config=config, examples="factkg").config.task == "fact"
+    assert SimGRAG(kg, embedder=emb, config=config, examples="metaqa").config.task == "qa"
+    # the LangChain retriever: top_k is the method's subgraph count, k its own document cap
+    retriever = LCSimGRAG.from_graph(kg, embedder=emb, top_k=2, k=1, node_top_k=2,
+                                     humanize_relations=False)
+    assert retriever.method.config.top_k == 2 and retriever.k == 1
 
 
 def test_malformed_pattern_is_re_asked_once_then_fails(k1_method):
@@ -224,7 +226,7 @@ def test_llamaindex_query_engine_two_calls_and_evidence_prompt():
     llm = ScriptedLlamaLLM(replies=[PATTERN_REPLY, "Graph [1] names the director.\nAnswer: Satoshi Kon"],
                       prompts=[])
     engine = SimGRAGQueryEngine.from_graph(kg, llm=llm, embedder=distance_embedder(kg, K1_TABLES),
-                                           k_nodes=2, humanize_relations=False)
+                                           node_top_k=2, humanize_relations=False)
     response = engine.query("Who directed Tokyo Godfathers?")
     assert response.metadata["answers"] == ["Satoshi Kon"]
     assert response.metadata["usage"]["calls"] == 2
@@ -237,7 +239,7 @@ def test_llamaindex_retriever_async_and_pattern():
     kg = KnowledgeGraph.from_triples(K1)
     llm = ScriptedLlamaLLM(replies=[PATTERN_REPLY], prompts=[])
     retriever = LISimGRAG.from_graph(kg, llm=llm, embedder=distance_embedder(kg, K1_TABLES),
-                                     k_nodes=2, humanize_relations=False)
+                                     node_top_k=2, humanize_relations=False)
     assert isinstance(retriever, LIBaseRetriever)
     nodes = asyncio.run(retriever.aretrieve("Who directed Tokyo Godfathers?"))
     assert nodes[0].node.metadata["gsd"] == pytest.approx(0.2, abs=1e-6)
@@ -292,8 +294,8 @@ def test_database_store_path_matches_in_memory_on_a_cycle():
         list(kg.node_names) + list(kg.relation_names) + ["A", "B"])})
     pattern = [("A", "r1", "UNKNOWN b 1"), ("UNKNOWN b 1", "r2", "UNKNOWN c 1"),
                ("UNKNOWN c 1", "r3", "A")]
-    memory = SimGRAG(kg, embedder=emb, k=3, k_nodes=2, humanize_relations=False)
-    store = SimGRAG(NameLevelStore(kg), embedder=emb, k=3, k_nodes=2, humanize_relations=False)
+    memory = SimGRAG(kg, embedder=emb, top_k=3, node_top_k=2, humanize_relations=False)
+    store = SimGRAG(NameLevelStore(kg), embedder=emb, top_k=3, node_top_k=2, humanize_relations=False)
     expected = [(s.metadata["gsd"], s.triples) for s in memory.retrieve_pattern(pattern).items]
     got = [(s.metadata["gsd"], s.triples) for s in store.retrieve_pattern(pattern).items]
     assert got == expected and len(got) == 3
@@ -305,7 +307,7 @@ def test_type_candidates_for_entity_free_components():
                                       ("Satoshi Kon", "born_in", "Sapporo")])
     names = list(kg.node_names) + list(kg.relation_names) + ["film", "city", "person"]
     emb = LookupEmbedder({n: np.eye(len(names))[i] for i, n in enumerate(names)})
-    method = SimGRAG(kg, embedder=emb, k=5, humanize_relations=False, k_types=1,
+    method = SimGRAG(kg, embedder=emb, top_k=5, humanize_relations=False, type_top_k=1,
                      node_types={"film": ["Paprika", "Perfect Blue"], "city": ["Sapporo"],
                                  "person": ["Satoshi Kon"]})
     result = method.retrieve_pattern([("UNKNOWN film 1", "UNKNOWN relation 1", "UNKNOWN person 1")])
@@ -322,7 +324,7 @@ def test_type_candidates_for_entity_free_components():
 def test_real_minilm_links_paraphrased_relation(minilm):
     kg = KnowledgeGraph.from_triples(K1 + [("Paprika", "has_genre", "Animation"),
                                            ("Perfect Blue", "directed_by", "Satoshi Kon")])
-    method = SimGRAG(kg, embedder=minilm, k=3)
+    method = SimGRAG(kg, embedder=minilm, top_k=3)
     result = method.retrieve_pattern([("Tokyo Godfathers", "director", "UNKNOWN person 1")])
     best = result.items[0]
     assert best.metadata["mapping"]["UNKNOWN person 1"] == "Satoshi Kon"

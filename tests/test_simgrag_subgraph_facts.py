@@ -23,7 +23,7 @@ KG = KnowledgeGraph.from_triples([
 
 
 def test_the_reusing_match_lists_the_shared_fact_once():
-    method = SimGRAG(KG, embedder=HashingEmbedder(), k=5, humanize_relations=False)
+    method = SimGRAG(KG, embedder=HashingEmbedder(), top_k=5, humanize_relations=False)
     result = method.retrieve_pattern([("UNKNOWN person 1", "works_in", "Finance"),
                                       ("UNKNOWN person 2", "works_in", "Finance")])
     best = result.items[0]

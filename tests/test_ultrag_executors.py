@@ -111,12 +111,11 @@ def test_executor_option_is_validated(movies):
                       SymbolicFuzzyExecutor)
 
 
-def test_older_executor_accessors_still_work_with_a_deprecation_warning(movies):
+def test_the_executors_are_reached_through_graph_executor(movies):
     method = UltRAG(movies, executor="symbolic", linking="exact")
-    with pytest.warns(DeprecationWarning, match="graph_executor"):
-        assert method.executor is method.graph_executor.executor
-    with pytest.warns(DeprecationWarning, match="graph_executor"):
-        store_executor = method.store_executor
+    assert not hasattr(method, "store_executor")  # the deprecated accessors are gone
+    assert isinstance(method.executor_kind, str)
+    store_executor = method.graph_executor.store_executor
     query = '"Satoshi Kon" -> directed_by_inv'
     by_name = store_executor.execute_names(query, [{"Satoshi Kon": 1.0}])
     assert set(by_name) == {e.name for e in method.execute(query)} != set()
@@ -126,16 +125,16 @@ def test_size_rule_runs_large_graphs_on_seppr_subgraphs(movies):
     """Beyond full_graph_max_nodes the neural executor runs on the SEPPR top-k subgraph."""
     small = UltRAG(movies, linking="exact", executor="neural", full_graph_max_nodes=50,
                    subgraph_k=60)
-    assert small.subgraph_k == 60
+    assert small.graph_executor.subgraph_k == 60
     run = small.run('"Satoshi Kon" -> directed_by_inv')
     assert run.subgraph_nodes == 60
     assert np.count_nonzero(run.scores) <= 60  # entities outside the subgraph score 0
     assert {e.name for e in small.execute('"Satoshi Kon" -> directed_by_inv', top_k=4)} == {
         "Tokyo Godfathers", "Perfect Blue", "Paprika", "Millennium Actress"}
     default_k = UltRAG(movies, linking="exact", full_graph_max_nodes=50)
-    assert default_k.subgraph_k == 30_000  # the paper's k
+    assert default_k.graph_executor.subgraph_k == 30_000  # the paper's k
     whole = UltRAG(movies, linking="exact")
-    assert whole.subgraph_k is None and whole.run('"Paprika" -> directed_by').subgraph_nodes is None
+    assert whole.graph_executor.subgraph_k is None and whole.run('"Paprika" -> directed_by').subgraph_nodes is None
 
 
 def test_threads_are_set_for_the_forward_pass_and_restored(movies):

@@ -240,7 +240,7 @@ def test_entity_linking_mode_pipeline_with_quoted_mentions():
     emb = LookupEmbedder({"Ada": [1.0, 0.0], "Ava": [0.0, 1.0], "Bob": [-1, 0.2],
                           "Cy": [-1, -0.2], "Countess Ada": [0.95, 0.05]})
     llm = FakeListChatModel(responses=['<query>"Countess Ada" -> P0</query>', "Bob"])
-    method = UltRAG(kg, llm=llm, embedder=emb, link_k=2)
+    method = UltRAG(kg, llm=llm, embedder=emb, link_top_k=2)
     answer = method.answer("Whom does the countess know?")
     assert answer.usage.calls == 2
     items = answer.retrieval.items

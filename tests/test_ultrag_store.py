@@ -194,7 +194,7 @@ def test_neural_executor_on_a_database_runs_on_the_seppr_subgraph(falkor_stores,
         int(film_kg.tails[film_kg.rels == genre][0])]
     query = f'"{drama}" -> has_genre_inv'  # by name: P ids follow each store's relation order
     method = UltRAG(store, linking="exact", executor="neural", threads=1, top_k=10_000)
-    assert method.subgraph_k == 30_000
+    assert method.graph_executor.subgraph_k == 30_000
     run = method.run(query)
     assert run.subgraph_nodes == len(run.names) > 1
     got = dict(zip(run.names, run.scores.tolist()))

@@ -104,9 +104,7 @@ def test_errors_are_the_same_on_both_drivers():
     sync, asynchronous = run_both(["nope", "nope"])
     assert isinstance(sync[0], LLMOutputError)
     assert_same(sync, asynchronous)
-    # the deprecated old name still works (with a warning)
-    with pytest.warns(DeprecationWarning, match="on_unusable_reply"):
-        sync, asynchronous = run_both(["nope", "nope"], on_invalid_query="empty")
+    sync, asynchronous = run_both(["nope", "nope"], on_unusable_reply="empty")
     assert sync[0].items == [] and "nope" in sync[0].metadata["error"]
     assert_same(sync, asynchronous)
     # the LLM itself fails (the script runs out after one re-ask): the error propagates as is

@@ -213,23 +213,21 @@ def test_constructor_and_attribute_take_the_parameter(name, movies, minilm):
         method.on_unusable_reply = "skip"
 
 
-def test_ultrag_old_name_is_deprecated(movies):
+def test_ultrag_old_name_is_gone(movies):
     from kgrag.methods.ultrag import UltRAG
 
-    with pytest.warns(DeprecationWarning, match="on_unusable_reply"):
-        method = UltRAG(movies, linking="exact", on_invalid_query="empty")
-    assert method.on_unusable_reply == "empty"
-    with pytest.warns(DeprecationWarning):
-        assert method.on_invalid_query == "empty"
+    with pytest.raises(TypeError, match="unknown UltRAG parameter.*on_invalid_query"):
+        UltRAG(movies, linking="exact", on_invalid_query="empty")
+    assert not hasattr(UltRAG(movies, linking="exact"), "on_invalid_query")
 
 
-def test_from_graph_sets_the_policy_of_a_method_whose_constructor_lacks_it(movies):
+def test_a_method_without_its_own_config_gets_the_policy(movies):
+    """A method whose constructor never calls ``configure`` still has the base config: the
+    policy defaults to "raise" and is settable."""
     from kgrag.context.types import RetrievalResult
     from kgrag.methods.base import KGMethod
 
     class Echo(KGMethod):
-        """A method written before the policy: its constructor does not take it."""
-
         name = "echo"
 
         def __init__(self, graph, *, llm=None, embedder=None):
@@ -243,11 +241,15 @@ def test_from_graph_sets_the_policy_of_a_method_whose_constructor_lacks_it(movie
 
     with pytest.raises(LLMOutputError):
         Echo.from_graph(movies).retrieve("q")
-    result = Echo.from_graph(movies, on_unusable_reply="empty").retrieve("q")
+    method = Echo.from_graph(movies)
+    method.on_unusable_reply = "empty"
+    result = method.retrieve("q")
     assert isinstance(result, RetrievalResult) and result.items == []
     assert result.metadata["error"] == "not a pattern"
     with pytest.raises(ValueError):
-        Echo.from_graph(movies, on_unusable_reply="maybe")
+        method.on_unusable_reply = "maybe"
+    with pytest.raises(TypeError):
+        Echo.from_graph(movies, on_unusable_reply="empty")  # its constructor does not take it
 
 
 # ---------------------------------------------------------------- on_unusable_reply="fallback"

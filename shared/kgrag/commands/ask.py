@@ -76,9 +76,9 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, written: A
         raise KgragError(f"{hook.owner} needs a {hook.kind}: pass --{hook.option} "
                          f"'{hook.sketch}' or an LLM with --llm module:factory")
     params = dict(spec.ask_params)
-    if spec.ask_top_param:
-        cap = params.get(spec.ask_top_param)
-        params[spec.ask_top_param] = top if cap is None else min(top, cap)
+    if "top_k" in spec.method_class().config_class.field_names():  # the main result count
+        cap = params.get("top_k")  # --top, or the lower of --top and the entry's own cap
+        params["top_k"] = top if cap is None else min(top, cap)
     if llm is not None:
         params["on_unusable_reply"] = _policy(on_unusable_reply, spec.method_class())
     built = spec.build(kg, llm=llm, **params)

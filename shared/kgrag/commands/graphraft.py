@@ -34,7 +34,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     embedder = as_embedder(None)
     if args.cache_dir and not args.no_cache:
         embedder = CachedEmbedder(embedder, args.cache_dir, min_texts=100)
-    method = GraphRAFT(kg, embedder=embedder, max_nodes=args.max_nodes)
+    method = GraphRAFT(kg, embedder=embedder, top_k=args.max_nodes)
     counts = export_training_data(method, pairs, args.out_dir, queries_per_context=args.queries,
                                   alpha=args.alpha, seed=args.seed,
                                   progress=not args.no_progress)
@@ -107,7 +107,7 @@ def _demo_step(ctx: Any) -> None:
     embedder = default_embedder()
     with contextlib.redirect_stderr(io.StringIO()):  # keep model-loading output off the demo
         embedder.embed_query("warm up")
-    method = GraphRAFT(ctx.kg, embedder=embedder, max_nodes=5)
+    method = GraphRAFT(ctx.kg, embedder=embedder, top_k=5)
     result = method.retrieve(DEMO_QUESTION)
     ctx.out(f"Question: {DEMO_QUESTION}")
     ctx.out(f"  linked entities: {result.metadata['entities']}")

@@ -60,7 +60,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     print(f"KET-RAG: indexing {len(docs)} document(s) from {source} "
           f"(beta={budget:g}{'' if llm is not None else ', LLM-free keyword index'})")
     index = build_index(docs, llm=llm, embedder=embedder, budget=budget, chunk_size=args.chunk_size,
-                        splits=args.splits, knn_k=args.k, max_workers=args.workers,
+                        splits=args.splits, neighbor_top_k=args.k, max_workers=args.workers,
                         cache_dir=args.cache_dir or str(out) + ".cache",
                         progress=not args.no_progress)
     index.save(out)

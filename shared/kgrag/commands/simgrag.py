@@ -64,8 +64,8 @@ def _cmd_simgrag(args: argparse.Namespace) -> int:
     choices: dict[str, bool | str] = {"yes": True, "no": False, "prefer": "prefer"}
     injective = choices[args.injective]
     method = SimGRAG(kg, llm=load_factory(args.llm, "--llm"),
-                     embedder=load_factory(args.embedder, "--embedder"), k=args.k,
-                     k_nodes=args.k_nodes, k_relations=args.k_relations, injective=injective,
+                     embedder=load_factory(args.embedder, "--embedder"), top_k=args.k,
+                     node_top_k=args.k_nodes, relation_top_k=args.k_relations, injective=injective,
                      task=args.task)
     if pattern is not None:
         result = method.retrieve_pattern(pattern, args.question or "")
@@ -132,7 +132,7 @@ def register(subparsers: Any) -> None:
 def _demo_step(ctx: Any) -> None:
     from kgrag.methods.simgrag import SimGRAG
 
-    method = SimGRAG(ctx.kg, k=3)  # packaged MiniLM, offline
+    method = SimGRAG(ctx.kg, top_k=3)  # packaged MiniLM, offline
     pattern = [("UNKNOWN film 1", "directed by", "Satoshi Kon"),
                ("UNKNOWN film 1", "genre", "Thriller")]
     ctx.out(f"Pattern written by code (no LLM): {pattern}")

@@ -248,7 +248,7 @@ def graphraft_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, 
         start = time.perf_counter()
         entities = method.link(list(ex.entities))
         cands = method.candidates(entities)
-        picked = selector.select(question, cands, method.beam_width) if cands else []
+        picked = selector.select(question, cands, method.config.beam_width) if cands else []
         nodes = method.assemble_context(question, [cands[i] for i in picked])
         seconds = time.perf_counter() - start
         names = [n.name for n in nodes]

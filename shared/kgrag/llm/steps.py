@@ -12,6 +12,11 @@ An exception raised by the LLM call is thrown back into the generator at its ``y
 algorithm sees it exactly where a direct ``llm.complete(...)`` would have raised it. Every
 request is recorded, by step name, in a :class:`CallLog`.
 
+A step that is not one LLM completion -- a component that calls the LLM its own way (a query
+selector, an arbitrator) or blocking work the async path keeps off the event loop -- is yielded
+as an :class:`Offload`: the sync driver calls its ``run()``, the async driver awaits its
+``arun()`` (or calls ``run()`` when it has none); the value comes back at the ``yield``.
+
 :func:`complete_and_parse` / :func:`acomplete_and_parse` are the smallest such algorithm,
 :func:`ask_and_parse` (ask, parse, re-ask with the error), driven to the end.
 """
@@ -59,8 +64,27 @@ class CallLog:
         return out
 
 
-#: a generator of LLM requests that receives each reply and returns a ``T`` at the end
-Steps = Generator[LLMRequest, str, T]
+@dataclass(frozen=True)
+class Offload:
+    """Work an algorithm hands to its driver that is not one LLM completion: ``run()`` under
+    :func:`run_sync`, ``await arun()`` under :func:`run_async` (``run()`` there too when
+    ``arun`` is ``None``). Its return value is sent back; its exception is thrown in."""
+
+    run: Callable[[], Any]
+    arun: Callable[[], Awaitable[Any]] | None = None
+
+
+def in_thread(run: Callable[[], T]) -> Offload:
+    """An :class:`Offload` of blocking work: called directly by the sync driver, in a worker
+    thread (``asyncio.to_thread``, context copied) by the async one."""
+    import asyncio
+
+    return Offload(run, lambda: asyncio.to_thread(run))
+
+
+#: a generator of LLM requests (and offloaded work) that receives each reply and returns a
+#: ``T`` at the end
+Steps = Generator[Any, Any, T]
 
 
 def reask_prompt(prompt: str, error: LLMOutputError) -> str:
@@ -161,19 +185,29 @@ def _as_text(reply: Any) -> str:
 
 
 async def _drive(steps: Steps[T], complete: Callable[[LLMRequest], Awaitable[Any]],
-                 log: CallLog | None) -> T:
-    """The one driver loop: answer each request with ``await complete(request)``.
+                 log: CallLog | None, *, asynchronous: bool) -> T:
+    """The one driver loop: answer each request with ``await complete(request)`` and do each
+    :class:`Offload` (``arun`` only when ``asynchronous``).
 
     A reply is sent into ``steps``; an exception of the call is thrown into it instead.
     """
-    reply: str | None = None
+    reply: Any = None
     error: Exception | None = None
     while True:
         try:
             # the first send is None (starting the generator), later ones the reply text
-            request = steps.throw(error) if error is not None else steps.send(reply)  # type: ignore[arg-type]
+            request = steps.throw(error) if error is not None else steps.send(reply)
         except StopIteration as done:
             return done.value
+        if isinstance(request, Offload):
+            try:
+                if asynchronous and request.arun is not None:
+                    reply, error = await request.arun(), None
+                else:
+                    reply, error = request.run(), None
+            except Exception as exc:  # noqa: BLE001 -- re-raised inside the algorithm
+                reply, error = None, exc
+            continue
         if log is not None:
             log.steps.append(request.step)
         try:
@@ -197,7 +231,7 @@ async def run_async(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
                 raise _exhausted(exc.__cause__) from None
             raise
 
-    return await _drive(steps, complete, log)
+    return await _drive(steps, complete, log, asynchronous=True)
 
 
 def run_sync(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
@@ -213,7 +247,7 @@ def run_sync(steps: Steps[T], llm: Any, log: CallLog | None = None) -> T:
         except StopIteration as exc:
             raise _exhausted(exc) from None
 
-    driver = _drive(steps, complete, log)
+    driver = _drive(steps, complete, log, asynchronous=False)
     try:
         driver.send(None)
     except StopIteration as done:

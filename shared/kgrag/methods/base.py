@@ -7,9 +7,10 @@ an LLM, ``answer(question) -> Answer``. The adapters in ``langchain_kgrag`` and
 One constructor contract for all of them: a method over a graph is built with
 ``Method.from_graph(graph, *, llm=None, embedder=None, **params)``, a method over text with
 ``Method.from_documents(docs, *, llm=None, embedder=None, **params)``; ``llm`` and ``embedder``
-are keyword-only everywhere (passing them positionally still works, with a
-``DeprecationWarning``; see :func:`keyword_only_llm`). The registry
-(:mod:`kgrag.methods.registry`) says which of the two a method uses.
+are keyword-only everywhere. The registry (:mod:`kgrag.methods.registry`) says which of the
+two a method uses. Every tuning knob is a field of the method's config (:attr:`KGMethod.config_class`,
+a :class:`~kgrag.methods.config.MethodConfig`), read as ``method.config.<knob>``; keyword
+knobs given to a constructor or factory build it.
 
 ``from_graph`` takes the graph a user already has: a ``GraphStore``, or a LlamaIndex
 property graph, LangChain ``GraphDocument``\\ s or a networkx graph, converted by
@@ -23,8 +24,9 @@ after the step's bounded re-ask, ``on_unusable_reply="raise"`` (the default) rai
 warning and records the reason in ``metadata["error"]``; ``"fallback"`` (methods with an
 LLM-free mode: ByoKG-RAG, GraphRAFT, KET-RAG) returns the method's LLM-free retrieval instead,
 the reason in ``metadata["fallback"]``, and the answer step (if any) answers from it -- so a weak
-model is never worse than no model at the retrieval. Every method takes the parameter
-(constructor, ``from_graph`` / ``from_documents``, or the attribute) and applies it through
+model is never worse than no model at the retrieval. The policy is a field of every method's
+config (``config.on_unusable_reply``; constructor, ``from_graph`` / ``from_documents``, or the
+settable :attr:`KGMethod.on_unusable_reply`) and is applied through
 :meth:`KGMethod.unusable_reply` / :meth:`KGMethod.unusable_answer`. A model that fails or runs
 out of replies is not an unusable reply: that is :class:`~kgrag.errors.LLMCallError` (or the
 provider's own error), whatever the policy.
@@ -36,66 +38,27 @@ import asyncio
 import functools
 import inspect
 import logging
-import warnings
-from abc import ABC, abstractmethod
+import threading
+from abc import ABC
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, ClassVar, TypeVar
 
 from kgrag.context.types import Answer, RetrievalResult, Usage
 from kgrag.errors import InvalidQuestionError, LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.sources.coerce import as_graph_store
+from kgrag.llm.base import no_llm_message
+from kgrag.llm.steps import CallLog, Steps, run_async, run_sync
+from kgrag.methods.config import (
+    DEFAULT_UNUSABLE_REPLY as DEFAULT_UNUSABLE_REPLY,
+    UNUSABLE_REPLY_POLICIES as UNUSABLE_REPLY_POLICIES,
+    MethodConfig,
+    check_unusable_reply as check_unusable_reply,
+)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: the values of ``on_unusable_reply``: raise :class:`~kgrag.errors.LLMOutputError`, return an
-#: empty result (warning logged, reason in ``metadata["error"]``), or fall back to the method's
-#: LLM-free retrieval (methods that have one; reason in ``metadata["fallback"]``)
-UNUSABLE_REPLY_POLICIES = ("raise", "empty", "fallback")
-#: the default: an unusable reply is an error the caller sees
-DEFAULT_UNUSABLE_REPLY = "raise"
-
-
-def check_unusable_reply(value: Any) -> str:
-    """``value`` if it is one of :data:`UNUSABLE_REPLY_POLICIES`, else ``ValueError``."""
-    if not isinstance(value, str) or value not in UNUSABLE_REPLY_POLICIES:
-        raise ValueError(f"on_unusable_reply must be one of {UNUSABLE_REPLY_POLICIES}, "
-                         f"got {value!r}")
-    return value
-
-
-def positional_to_keywords(where: str, extra: tuple[Any, ...], names: tuple[str, ...],
-                           kwargs: dict[str, Any], *, stacklevel: int = 3) -> None:
-    """Move arguments passed positionally for the keyword-only ``names`` into ``kwargs``, with a
-    :class:`DeprecationWarning` (raise ``TypeError`` for too many or duplicated ones)."""
-    if not extra:
-        return
-    if len(extra) > len(names):
-        raise TypeError(f"{where}() takes too many positional arguments; pass "
-                        f"{', '.join(names)} and the rest by keyword")
-    passed = names[:len(extra)]
-    warnings.warn(f"passing {', '.join(passed)} positionally to {where}() is deprecated; use "
-                  f"keywords ({', '.join(f'{n}=...' for n in passed)})", DeprecationWarning,
-                  stacklevel=stacklevel)
-    for name, value in zip(passed, extra):
-        if name in kwargs:
-            raise TypeError(f"{where}() got multiple values for argument {name!r}")
-        kwargs[name] = value
-
-
-def keyword_only_llm(*names: str, skip: int = 2) -> Callable[[F], F]:
-    """Let a function whose ``names`` (``"llm"``, ``"embedder"``) are keyword-only still take
-    them positionally, in that order after its first ``skip`` arguments (``self``/``cls`` and the
-    graph), with a :class:`DeprecationWarning` -- the old signatures of ByoKGRAG and UltRAG,
-    kept working while callers move to keywords."""
-    def decorate(func: F) -> F:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            positional_to_keywords(func.__qualname__.replace(".__init__", ""), args[skip:],
-                                   names, kwargs)
-            return func(*args[:skip], **kwargs)
-        return wrapper  # type: ignore[return-value]
-    return decorate
-
+T = TypeVar("T")
 
 M = TypeVar("M", bound="KGMethod")
 
@@ -158,12 +121,6 @@ def explain_empty(result: RetrievalResult, graph: Any) -> RetrievalResult:
     return result
 
 
-def _takes(cls: type, name: str) -> bool:
-    """Whether ``cls(...)`` accepts the keyword ``name`` (by name or through ``**kwargs``)."""
-    params = inspect.signature(cls).parameters.values()
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
-
-
 class KGMethod(ABC):
     """Base class of the five methods' core pipelines."""
 
@@ -172,8 +129,19 @@ class KGMethod(ABC):
     #: whether the method has an LLM-free retrieval (:meth:`retrieve_llm_free`), which
     #: ``on_unusable_reply="fallback"`` uses
     has_llm_free_mode: ClassVar[bool] = False
+    #: the stages that cannot run without an LLM: ``{"retrieve" | "answer": (what needs it,
+    #: what the method does without one)}``, the words of its
+    #: :class:`~kgrag.errors.LLMNotConfiguredError` (``("", "")``: "X cannot answer without an
+    #: LLM"); a stage not listed runs without one (its LLM-free mode, or an LLM-free answer)
+    llm_needed: ClassVar[dict[str, tuple[str, str]]] = {"answer": ("", "")}
+    #: whether the retrieval an :meth:`answer` returns counts the whole run, its answer call
+    #: included (usage and call counts; ByoKG-RAG's per-question cost); otherwise ``answer`` is
+    #: :meth:`answer_from` over :meth:`retrieve`
+    answer_counts_in_retrieval: ClassVar[bool] = False
+    #: the method's knobs (a frozen dataclass); an instance is :attr:`config`
+    config_class: ClassVar[type[MethodConfig]] = MethodConfig
 
-    _on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
+    _config: MethodConfig
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every method checks its question (:func:`check_question`) in the entry points it
@@ -184,21 +152,47 @@ class KGMethod(ABC):
             if callable(func) and not getattr(func, "__kgrag_checks_question__", False):
                 setattr(cls, name, _checking_question(func))
 
+    # ------------------------------------------------------------------ configuration
+    @property
+    def config(self) -> Any:
+        """The method's knobs, an instance of :attr:`config_class` (the one place they live:
+        ``method.config.top_k``); its defaults until the constructor calls :meth:`configure`.
+        Settable with another instance of the same class."""
+        try:
+            return self._config
+        except AttributeError:  # a constructor that did not call configure()
+            self._config = self.config_class()
+            return self._config
+
+    @config.setter
+    def config(self, value: MethodConfig) -> None:
+        if not isinstance(value, self.config_class):
+            raise TypeError(f"{type(self).__name__}.config must be a "
+                            f"{self.config_class.__name__}, got {type(value).__name__}")
+        if value.on_unusable_reply == "fallback" and not self.has_llm_free_mode:
+            raise ValueError(f"{type(self).__name__} has no LLM-free mode to fall back to "
+                             "(its first step is the LLM's); use 'raise' or 'empty'")
+        self._config = value
+
+    def configure(self, config: MethodConfig | None, params: dict[str, Any]) -> Any:
+        """Set :attr:`config` to ``config`` (default: :attr:`config_class`'s defaults) with the
+        keyword knobs ``params`` replacing its fields (``TypeError`` naming an unknown one);
+        returns it. Every constructor calls this once."""
+        self.config = (config if config is not None else self.config_class()).replace(**params)
+        return self.config
+
     # ------------------------------------------------------------------ unusable replies
     @property
     def on_unusable_reply(self) -> str:
-        """What an LLM reply the method cannot use does, after the step's bounded re-ask:
-        ``"raise"`` (default) -- :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` -- an empty
-        result, a logged warning and the reason in ``metadata["error"]``. Settable."""
-        return self._on_unusable_reply
+        """``config.on_unusable_reply``: what an LLM reply the method cannot use does, after
+        the step's bounded re-ask -- ``"raise"`` (default) :class:`~kgrag.errors.LLMOutputError`;
+        ``"empty"`` an empty result, a logged warning and the reason in ``metadata["error"]``;
+        ``"fallback"`` the LLM-free retrieval. Settable (replaces the config's field)."""
+        return str(self.config.on_unusable_reply)
 
     @on_unusable_reply.setter
     def on_unusable_reply(self, value: str) -> None:
-        value = check_unusable_reply(value)
-        if value == "fallback" and not self.has_llm_free_mode:
-            raise ValueError(f"{type(self).__name__} has no LLM-free mode to fall back to "
-                             "(its first step is the LLM's); use 'raise' or 'empty'")
-        self._on_unusable_reply = value
+        self.config = self.config.replace(on_unusable_reply=check_unusable_reply(value))
 
     def retrieve_llm_free(self, question: str) -> RetrievalResult:
         """The method's retrieval without any LLM call (its LLM-free mode), the result
@@ -291,27 +285,16 @@ class KGMethod(ABC):
         return bool(result.metadata.get("unusable_reply"))
 
     @classmethod
-    def from_graph(cls: type[M], graph: Any, *args: Any, llm: Any = None,
-                   embedder: Any = None, **params: Any) -> M:
+    def from_graph(cls: type[M], graph: Any, *, llm: Any = None, embedder: Any = None,
+                   **params: Any) -> M:
         """The method over ``graph`` (a :class:`~kgrag.graph.memory.KnowledgeGraph`, any
         :class:`~kgrag.graph.base.GraphStore`, or a framework graph that
         :func:`~kgrag.graph.sources.coerce.as_graph_store` converts); ``params`` are the
-        constructor's, plus ``on_unusable_reply`` (set as the attribute when the constructor
-        does not take it). Methods built from text override this to say so (and offer
+        constructor's (components, ``config=`` and any field of :attr:`config_class`, such as
+        ``on_unusable_reply``). Methods built from text override this to say so (and offer
         :meth:`from_documents`)."""
-        if args:  # the old positional llm / embedder
-            given = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
-            positional_to_keywords(f"{cls.__name__}.from_graph", args, ("llm", "embedder"),
-                                   given)
-            llm, embedder = given.get("llm"), given.get("embedder")
-        policy = None
-        if "on_unusable_reply" in params and not _takes(cls, "on_unusable_reply"):
-            policy = check_unusable_reply(params.pop("on_unusable_reply"))
-        method = cls(as_graph_store(graph), llm=llm, embedder=embedder,  # type: ignore[call-arg]
-                     **params)
-        if policy is not None:
-            method.on_unusable_reply = policy
-        return method
+        return cls(as_graph_store(graph), llm=llm, embedder=embedder,  # type: ignore[call-arg]
+                   **params)
 
     @classmethod
     def from_documents(cls: type[M], documents: Any, *, llm: Any = None, embedder: Any = None,
@@ -320,32 +303,229 @@ class KGMethod(ABC):
         raise TypeError(f"{cls.__name__} is built from a graph: use "
                         f"{cls.__name__}.from_graph(graph, llm=..., embedder=...)")
 
-    @abstractmethod
-    def retrieve(self, question: str) -> RetrievalResult:
+    # ------------------------------------------------------------------ the lifecycle
+    # A method writes its steps once -- :meth:`retrieval_steps` and :meth:`answering_steps`,
+    # generators of LLM requests (kgrag.llm.steps) -- and the six entry points below drive them
+    # synchronously or asynchronously, applying in one place the "no LLM" error
+    # (:attr:`llm_needed`), the unusable-reply policy and the usage accounting.
+
+    def retrieval_steps(self, question: str, **options: Any) -> Steps[RetrievalResult]:
+        """The method's retrieval as steps: yields :class:`~kgrag.llm.steps.LLMRequest` s (sent
+        to :meth:`stage_llm` ``("retrieve")``) or :class:`~kgrag.llm.steps.Offload` s, and returns
+        the result (its ``usage`` is set by the driver, :meth:`finish_retrieval`). An
+        :class:`~kgrag.errors.LLMOutputError` it raises goes to ``on_unusable_reply``.
+        ``options`` are the keywords of :meth:`retrieve` (UltRAG's ``seeds``)."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither retrieval_steps() "
+                                  "nor retrieve()")
+
+    def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
+        """The method's answer step over ``result`` as steps (requests go to
+        :meth:`stage_llm` ``("answer")``); returns the :class:`Answer` (its ``usage`` is set by
+        the driver). An :class:`~kgrag.errors.LLMOutputError` goes to ``on_unusable_reply``."""
+        raise self._cannot_answer()
+
+    def stage_llm(self, stage: str) -> Any:
+        """The LLM adapter a stage (``"retrieve"`` or ``"answer"``) sends its requests to;
+        ``None``: the stage runs without one (or, when :attr:`llm_needed` lists it, cannot)."""
+        return getattr(self, "llm", None)
+
+    def usage_llms(self) -> tuple[Any, ...]:
+        """The adapters whose calls a run counts: both stages' LLMs."""
+        return (self.stage_llm("retrieve"), self.stage_llm("answer"))
+
+    def finish_retrieval(self, result: RetrievalResult, run: Run) -> RetrievalResult:
+        """``result`` of a run's retrieval steps with the run's usage so far."""
+        result.usage = run.usage()
+        return result
+
+    def finish_answer(self, answer: Answer) -> Answer:
+        """An answer whose usage the driver has set (a hook; unchanged by default)."""
+        return answer
+
+    def unusable_metadata(self, run: Run) -> dict[str, Any]:
+        """The method's own metadata of a result made empty by an unusable reply."""
+        return {}
+
+    @property
+    def total_usage(self) -> Usage:
+        """Every LLM call and token this method's runs (retrievals and answers) spent."""
+        with _TOTAL_LOCK:
+            return self.__dict__.setdefault("_total_usage", Usage())
+
+    def _account(self, run: Run) -> None:
+        spent = run.usage()
+        total = self.total_usage
+        with _TOTAL_LOCK:
+            total.add(spent)
+
+    def _cannot_answer(self) -> LLMNotConfiguredError:
+        return LLMNotConfiguredError(
+            f"{type(self).__name__} cannot answer without an LLM; pass llm= when building it")
+
+    def _llm_for(self, stage: str) -> Any:
+        """:meth:`stage_llm`, or the method's "no LLM configured" error when the stage needs
+        one (:attr:`llm_needed`)."""
+        llm = self.stage_llm(stage)
+        if llm is None and stage in self.llm_needed:
+            what, without = self.llm_needed[stage]
+            if not what:
+                raise self._cannot_answer()
+            raise LLMNotConfiguredError(no_llm_message(what, without))
+        return llm
+
+    def _answers(self) -> bool:
+        """Whether the method has an answer step (else :meth:`answer` raises)."""
+        return type(self).answering_steps is not KGMethod.answering_steps
+
+    def answers_from_results(self) -> bool:
+        """Whether :meth:`answer_from` answers a given retrieval (the method has an answer
+        step, or its own ``answer_from``); a method with only ``answer(question)`` does not."""
+        return self._answers() or type(self).answer_from is not KGMethod.answer_from
+
+    # the runs: one generator each, driven by run_sync or run_async
+    def _retrieval_run(self, question: str, run: Run, options: dict[str, Any]
+                       ) -> Steps[RetrievalResult]:
+        try:
+            result = yield from self.retrieval_steps(question, **options)
+        except LLMOutputError as exc:  # after the step's re-asks: the policy decides
+            return self.unusable_reply(question, exc, run.usage(),
+                                       **self.unusable_metadata(run))
+        return self.finish_retrieval(result, run)
+
+    def _answering_run(self, question: str, result: RetrievalResult, run: Run, *,
+                       counted_in_retrieval: bool = False) -> Steps[Answer]:
+        """The answer step over ``result``; ``counted_in_retrieval``: the run made ``result``
+        too, which then counts the whole run (:attr:`answer_counts_in_retrieval`)."""
+        before = run.usage()
+        try:
+            answer = yield from self.answering_steps(question, result)
+        except LLMOutputError as exc:
+            if counted_in_retrieval:
+                return self.unusable_answer(question, self.finish_retrieval(result, run), exc)
+            return self.unusable_answer(question, result, exc, _spent_since(run, before))
+        if counted_in_retrieval:
+            answer.usage = self.finish_retrieval(result, run).usage
+        else:
+            answer.usage = Usage().add(result.usage).add(_spent_since(run, before))
+        return self.finish_answer(answer)
+
+    def _answer_run(self, question: str, run: Run, options: dict[str, Any]
+                    ) -> Steps[Answer | RetrievalResult]:
+        """Retrieval and answer in one run (:attr:`answer_counts_in_retrieval`); a retrieval
+        made empty by an unusable reply is returned as it is."""
+        result = yield from self._retrieval_run(question, run, options)
+        if result.metadata.get("unusable_reply") or result.metadata.get("fallback"):
+            return result
+        return (yield from self._answering_run(question, result, run,
+                                               counted_in_retrieval=True))
+
+    def _drive(self, make: Callable[[Run], Steps[T]], llm: Any) -> T:
+        with Run.over(self.usage_llms()) as run:
+            out = run_sync(make(run), llm, run.log)
+        self._account(run)
+        return out
+
+    async def _adrive(self, make: Callable[[Run], Steps[T]], llm: Any) -> T:
+        with Run.over(self.usage_llms()) as run:
+            out = await run_async(make(run), llm, run.log)
+        self._account(run)
+        return out
+
+    # the six entry points
+    def retrieve(self, question: str, **options: Any) -> RetrievalResult:
         """Retrieve graph context for ``question`` (ranked items, provenance, LLM usage)."""
+        llm = self._llm_for("retrieve")
+        return self._drive(lambda run: self._retrieval_run(question, run, options), llm)
 
-    async def aretrieve(self, question: str) -> RetrievalResult:
-        """Async retrieval; by default runs :meth:`retrieve` in a worker thread."""
-        return await asyncio.to_thread(self.retrieve, question)
+    async def aretrieve(self, question: str, **options: Any) -> RetrievalResult:
+        """Async :meth:`retrieve`: the same steps, LLM requests awaited (a method that only
+        defines :meth:`retrieve` runs it in a worker thread)."""
+        if type(self).retrieval_steps is KGMethod.retrieval_steps:
+            return await asyncio.to_thread(self.retrieve, question, **options)
+        llm = self._llm_for("retrieve")
+        return await self._adrive(lambda run: self._retrieval_run(question, run, options), llm)
 
-    def answer(self, question: str) -> Answer:
-        """Retrieve, then answer with the method's answer prompt. Needs an LLM."""
-        raise LLMNotConfiguredError(
-            f"{type(self).__name__} cannot answer without an LLM; pass llm= when building it"
-        )
+    def answer(self, question: str, **options: Any) -> Answer:
+        """Retrieve, then answer with the method's answer step. Needs an LLM."""
+        if not self._answers():
+            raise self._cannot_answer()
+        self._llm_for("answer")
+        if not self.answer_counts_in_retrieval:
+            return self.answer_from(question, self.retrieve(question, **options))
+        out = self._drive(lambda run: self._answer_run(question, run, options),
+                          self._llm_for("retrieve"))
+        return out if isinstance(out, Answer) else self.answer_after_unusable(question, out)
 
-    async def aanswer(self, question: str) -> Answer:
-        return await asyncio.to_thread(self.answer, question)
+    async def aanswer(self, question: str, **options: Any) -> Answer:
+        """Async :meth:`answer`."""
+        if not self._answers():
+            if type(self).answer is not KGMethod.answer:  # a method with its own answer()
+                return await asyncio.to_thread(self.answer, question, **options)
+            raise self._cannot_answer()
+        self._llm_for("answer")
+        if not self.answer_counts_in_retrieval:
+            return await self.aanswer_from(question, await self.aretrieve(question, **options))
+        out = await self._adrive(lambda run: self._answer_run(question, run, options),
+                                 self._llm_for("retrieve"))
+        return (out if isinstance(out, Answer)
+                else await self.aanswer_after_unusable(question, out))
 
     def answer_from(self, question: str, result: RetrievalResult) -> Answer:
         """Answer from a retrieval already made (e.g. one a framework post-processed): the
         method's answer step only. ``result.usage`` is included in the answer's usage."""
-        raise LLMNotConfiguredError(
-            f"{type(self).__name__} cannot answer without an LLM; pass llm= when building it"
-        )
+        if not self._answers():
+            raise self._cannot_answer()
+        llm = self._llm_for("answer")
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        return self._drive(lambda run: self._answering_run(question, result, run), llm)
 
     async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
-        return await asyncio.to_thread(self.answer_from, question, result)
+        """Async :meth:`answer_from`."""
+        if not self._answers():
+            if type(self).answer_from is not KGMethod.answer_from:
+                return await asyncio.to_thread(self.answer_from, question, result)
+            raise self._cannot_answer()
+        llm = self._llm_for("answer")
+        if self.was_unusable(result):
+            return self.unusable_answer(question, result)
+        return await self._adrive(lambda run: self._answering_run(question, result, run), llm)
+
+
+class Run:
+    """One pass of a method over a question: the LLM requests it sent, by step (``log``), and
+    what the method's LLMs spent inside it (:meth:`usage`, counted as the calls happen, per
+    context -- concurrent questions on one method each count their own)."""
+
+    def __init__(self) -> None:
+        self.log = CallLog()
+        self._scopes: list[Usage] = []
+
+    @classmethod
+    @contextmanager
+    def over(cls, llms: Iterable[Any]) -> Iterator[Run]:
+        """A run counting the calls of every distinct adapter in ``llms`` (``None`` skipped)."""
+        run = cls()
+        unique = {id(llm): llm for llm in llms if llm is not None}
+        with ExitStack() as stack:
+            run._scopes = [stack.enter_context(llm.track()) for llm in unique.values()]
+            yield run
+
+    def usage(self) -> Usage:
+        """The calls and tokens spent so far (a new :class:`Usage`)."""
+        total = Usage()
+        for scope in self._scopes:
+            total.add(scope)
+        return total
+
+
+def _spent_since(run: Run, before: Usage) -> Usage:
+    now = run.usage()
+    return Usage(now.calls - before.calls, now.prompt_tokens - before.prompt_tokens,
+                 now.completion_tokens - before.completion_tokens)
+
+
+_TOTAL_LOCK = threading.Lock()
 
 
 for _name in QUESTION_ENTRY_POINTS:  # the defaults too: answer(123) on an LLM-free method

@@ -108,9 +108,6 @@ class MethodSpec:
     #: ``package.module:function`` building a method-specific question runner for ``kgrag eval``
     #: (signature of :func:`kgrag.eval.harness.generic_runner`); None: the generic one
     eval_runner: str | None = None
-    #: ``kgrag ask``: the constructor parameter that caps the number of items (set to --top,
-    #: or to the lower of --top and its value in :attr:`ask_params`, when that gives one)
-    ask_top_param: str | None = None
     #: extra constructor parameters ``kgrag ask`` passes
     ask_params: dict[str, Any] = field(default_factory=dict)
 
@@ -198,7 +195,7 @@ register_method(MethodSpec(
         parse="kgrag.methods.simgrag.pattern:pattern_from_text", retrieve="retrieve_pattern",
         from_fact=lambda head, relation: repr([(head, relation, "UNKNOWN thing 1")])),
     eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:simgrag_runner",
-    ask_top_param="k", ask_params={"k": 3}))
+    ask_params={"top_k": 3}))
 register_method(MethodSpec(
     name="ultrag", cls="kgrag.methods.ultrag:UltRAG",
     tool_name="knowledge_graph_answer_question",
@@ -214,15 +211,14 @@ register_method(MethodSpec(
         sketch='"Entity" -> relation', parse="kgrag.methods.ultrag.query:parse_query",
         retrieve="retrieve_query", from_fact=lambda head, relation: f'"{head}" -> {relation}'),
     eval_modes=("oracle", "llm"), eval_runner="kgrag.eval.harness:ultrag_runner",
-    ask_top_param="top_k", ask_params={"linking": "exact"}))
+    ask_params={"linking": "exact"}))
 register_method(MethodSpec(
     name="graphraft", cls="kgrag.methods.graphraft.pipeline:GraphRAFT",
     tool_name="graph_query_search",
     tool_description=(
         "Find knowledge-graph entities that answer a question by running the best-matching "
         "graph queries around the entities it mentions. Input: the question."),
-    eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:graphraft_runner",
-    ask_top_param="max_nodes"))
+    eval_modes=("oracle", "llm-free", "llm"), eval_runner="kgrag.eval.harness:graphraft_runner"))
 register_method(MethodSpec(
     name="ketrag", cls="kgrag.methods.ketrag:KETRAG", builds_from="documents",
     tool_name="document_graph_search",

@@ -2,7 +2,8 @@
 
 :class:`ByoKGConfig` holds every tuning knob of :class:`~kgrag.methods.byokg.ByoKGRAG`; the
 components (LLM, embedder, linker, scorer, rerankers, prompts, cache) stay constructor
-arguments. ``ByoKGRAG(graph, top_m=5)`` and ``ByoKGRAG(graph, config=ByoKGConfig(top_m=5))``
+arguments. ``ByoKGRAG(graph, link_top_k=5)`` and
+``ByoKGRAG(graph, config=ByoKGConfig(link_top_k=5))``
 are the same method.
 """
 
@@ -22,7 +23,8 @@ TRIPLET_MODES = ("agentic", "scoring", "none")
 class ByoKGConfig(MethodConfig):
     """ByoKG-RAG's knobs (paper defaults in brackets).
 
-    - Linking: ``linking_mode`` [hybrid = fuzzy + dense], ``top_m`` [3] links per mention.
+    - Linking: ``linking_mode`` [hybrid = fuzzy + dense], ``link_top_k`` [3; the paper's top-m]
+      graph entities linked per mention.
     - Retrieval: ``iterations`` [T_R = 2], ``triplet_retrieval`` [agentic], ``agentic_hops``
       [T_A = 3], ``text_top_k`` [10; 0 disables the text-based union], ``scoring_top_k`` [10,
       the paper's non-Freebase k]; graph reranker (App. A.2): ``relation_top_k`` [20],
@@ -31,6 +33,7 @@ class ByoKGConfig(MethodConfig):
       ``shortest_path_hops``; ``use_cypher`` (``None`` = when the store runs Cypher),
       ``schema`` (the text shown to the LLM; ``None`` = the store's summary),
       ``max_schema_relations``.
+    - ``on_unusable_reply`` ["raise"; "empty", "fallback" = the LLM-free mode].
     - Agentic caps (not in the paper): ``max_entities_per_hop``, ``max_triplets_per_hop``.
     - LLM-free mode: ``llm_free_hops`` [2], ``llm_free_max_paths``, ``llm_free_candidates``.
     """
@@ -38,7 +41,7 @@ class ByoKGConfig(MethodConfig):
     label: ClassVar[str] = "ByoKG-RAG"
 
     linking_mode: str = "hybrid"
-    top_m: int = 3
+    link_top_k: int = 3
     iterations: int = 2
     triplet_retrieval: str = "agentic"
     agentic_hops: int = 3
@@ -60,8 +63,9 @@ class ByoKGConfig(MethodConfig):
     llm_free_candidates: int = 50
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.triplet_retrieval not in TRIPLET_MODES:
             raise ValueError(f"triplet_retrieval must be one of {TRIPLET_MODES}")
-        if self.iterations < 1 or self.agentic_hops < 1 or self.top_m < 1:
-            raise ValueError("iterations, agentic_hops and top_m must be at least 1")
+        if self.iterations < 1 or self.agentic_hops < 1 or self.link_top_k < 1:
+            raise ValueError("iterations, agentic_hops and link_top_k must be at least 1")
         check_direction(self.direction)

@@ -46,19 +46,9 @@ from kgrag.context.types import (
 from kgrag.errors import LLMOutputError
 from kgrag.graph.base import GraphStore, is_cypher_store, runs_cypher
 from kgrag.graph.memory import normalize_name
-from kgrag.llm import as_llm, optional_llm
-from kgrag.llm.base import BaseLLMAdapter
-from kgrag.llm.steps import (
-    CallLog,
-    Steps,
-    acomplete_answer,
-    answer_steps,
-    ask_and_parse,
-    complete_answer,
-    run_async,
-    run_sync,
-)
-from kgrag.methods.base import NOTHING_LINKED, KGMethod, explain_empty, keyword_only_llm
+from kgrag.llm import optional_llm
+from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, in_thread
+from kgrag.methods.base import NOTHING_LINKED, KGMethod, Run, explain_empty
 from kgrag.methods.byokg.config import TRIPLET_MODES as TRIPLET_MODES
 from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.context import GraphContext
@@ -82,14 +72,15 @@ class ByoKGRAG(KGMethod):
 
     Components are constructor arguments; every tuning knob is a field of
     :class:`~kgrag.methods.byokg.config.ByoKGConfig`, passed as ``config=`` or as keywords
-    (``ByoKGRAG(kg, top_m=5)``), and also readable as an attribute. Paper defaults in brackets:
+    (``ByoKGRAG(kg, link_top_k=5)``), read as ``method.config.<knob>``. Paper defaults in
+    brackets:
 
     - ``graph``: a KnowledgeGraph or any GraphStore; ``llm``: LangChain / LlamaIndex model or
       callable (``None`` = LLM-free retrieval); ``embedder``: for dense linking and text scoring
       (``None`` = packaged MiniLM; the paper used bge-m3); ``cache_dir``: keep name embeddings on
       disk.
     - ``linker``: a ready :class:`kgrag.linking.EntityLinker` (else built from the graph with
-      ``linking_mode`` [hybrid = fuzzy ∪ dense] and ``top_m`` [3]).
+      ``linking_mode`` [hybrid = fuzzy ∪ dense] and ``link_top_k`` [the paper's top-m = 3]).
     - ``iterations`` [T_R = 2], ``triplet_retrieval`` [agentic], ``agentic_hops`` [T_A = 3],
       ``text_top_k`` [10; 0 disables the text-based union], ``scoring_top_k`` [10, the paper's
       non-Freebase k], ``reranker`` / ``final_reranker``: cross-encoders for the graph reranker
@@ -112,8 +103,11 @@ class ByoKGRAG(KGMethod):
 
     name = "byokg"
     has_llm_free_mode = True
+    config_class = ByoKGConfig
+    llm_needed = {"answer": ("ByoKG-RAG answer generation", _WITHOUT_LLM)}
+    #: an answer's retrieval counts the whole question: its calls and tokens include the answer
+    answer_counts_in_retrieval = True
 
-    @keyword_only_llm("llm", "embedder")
     def __init__(
         self,
         graph: GraphStore,
@@ -127,13 +121,11 @@ class ByoKGRAG(KGMethod):
         cache_dir: Any = None,
         prompts: Any = None,
         config: ByoKGConfig | None = None,
-        on_unusable_reply: str = "raise",
         **params: Any,
     ) -> None:
-        self.on_unusable_reply = on_unusable_reply
         #: the tuning knobs (:class:`~kgrag.methods.byokg.config.ByoKGConfig`); ``params``
-        #: (``top_m=5``, ``iterations=3`` ...) override fields of ``config``
-        self.config = cfg = (config or ByoKGConfig()).replace(**params)
+        #: (``link_top_k=5``, ``iterations=3`` ...) override fields of ``config``
+        cfg = self.configure(config, params)
         self.graph = graph
         self.llm = optional_llm(llm)
         self._embedder_arg = embedder
@@ -142,35 +134,18 @@ class ByoKGRAG(KGMethod):
         self._scorer = scorer
         self.reranker = reranker
         self.final_reranker = final_reranker
-        # every knob is also an attribute, as before the config existed
-        self.linking_mode = cfg.linking_mode
-        self.top_m = cfg.top_m
-        self.iterations = cfg.iterations
-        self.triplet_retrieval = cfg.triplet_retrieval
-        self.agentic_hops = cfg.agentic_hops
-        self.text_top_k = cfg.text_top_k
-        self.scoring_top_k = cfg.scoring_top_k
-        self.relation_top_k = cfg.relation_top_k
-        self.triplet_top_k = cfg.triplet_top_k
-        self.reranker_hops = cfg.reranker_hops
-        self.direction = cfg.direction
-        self.max_paths = cfg.max_paths
-        self.shortest_path_hops = cfg.shortest_path_hops
-        supports = runs_cypher(graph)
-        self.use_cypher = supports if cfg.use_cypher is None else (bool(cfg.use_cypher)
-                                                                   and supports)
+        self._use_cypher = runs_cypher(graph) and (cfg.use_cypher is None or bool(cfg.use_cypher))
         self._schema = cfg.schema
-        self.max_schema_relations = cfg.max_schema_relations
-        self.max_entities_per_hop = cfg.max_entities_per_hop
-        self.max_triplets_per_hop = cfg.max_triplets_per_hop
-        self.llm_free_hops = cfg.llm_free_hops
-        self.llm_free_max_paths = cfg.llm_free_max_paths
-        self.llm_free_candidates = cfg.llm_free_candidates
         self.cache_dir = cache_dir
         self.prompts = PromptSet(PROMPTS, prompts, method="ByoKG-RAG")
         self.resolver = RelationResolver.from_graph(graph)
-        self.total_usage = Usage()
         self._lock = threading.Lock()
+
+    @property
+    def uses_cypher(self) -> bool:
+        """Whether the KG-Linker writes openCypher: ``config.use_cypher`` (``None`` = when the
+        store runs Cypher) and the store runs it."""
+        return self._use_cypher
 
     # ------------------------------------------------------------------ lazy components
     @property
@@ -191,8 +166,8 @@ class ByoKGRAG(KGMethod):
         return self._scorer
 
     def _needs_scorer(self) -> bool:
-        return self.llm is None or self.text_top_k > 0 or (
-            self.triplet_retrieval == "scoring" and self.reranker is None)
+        return self.llm is None or self.config.text_top_k > 0 or (
+            self.config.triplet_retrieval == "scoring" and self.reranker is None)
 
     @property
     def linker(self) -> Any:
@@ -200,8 +175,9 @@ class ByoKGRAG(KGMethod):
         if self._linker is None:
             from kgrag.linking import EntityLinker
 
-            kwargs: dict[str, Any] = {"mode": self.linking_mode, "top_m": self.top_m}
-            if self.linking_mode != "fuzzy":
+            kwargs: dict[str, Any] = {"mode": self.config.linking_mode,
+                                      "top_m": self.config.link_top_k}
+            if self.config.linking_mode != "fuzzy":
                 # the linker's dense index is the graph's shared one (same vectors as the scorer)
                 kwargs["embedder"] = self.embedder
             linker = EntityLinker.from_graph(self.graph, **kwargs)
@@ -211,13 +187,13 @@ class ByoKGRAG(KGMethod):
         return self._linker
 
     @property
-    def schema(self) -> str:
-        """The schema S shown to the KG-Linker: relations with counts and examples, plus -- when
-        Cypher is used -- how the store models nodes and relations (else no valid query can be
-        written)."""
+    def linker_schema(self) -> str:
+        """The schema S shown to the KG-Linker: ``config.schema`` when given, else the store's
+        relations with counts and examples, plus -- when Cypher is used -- how the store models
+        nodes and relations (else no valid query can be written)."""
         if self._schema is None:
-            schema = self.graph.schema_summary(self.max_schema_relations)
-            if self.use_cypher:
+            schema = self.graph.schema_summary(self.config.max_schema_relations)
+            if self.uses_cypher:
                 schema += "\n" + cypher_data_model(self.graph)
             self._schema = schema
         return self._schema
@@ -229,7 +205,7 @@ class ByoKGRAG(KGMethod):
         if not mentions:
             return []
         out: dict[str, Any] = {}
-        for links in self.linker.link_many(mentions, self.top_m):
+        for links in self.linker.link_many(mentions, self.config.link_top_k):
             for link in links:
                 out.setdefault(link.name, link)
         return list(out.values())
@@ -259,7 +235,7 @@ class ByoKGRAG(KGMethod):
         seen_paths: set[str] = set()
         seen_queries: set[str] = set()
         meta: dict[str, Any] = {"iterations": [],
-                                "stop_reason": f"reached {self.iterations} iterations"}
+                                "stop_reason": f"reached {self.config.iterations} iterations"}
         qvec: list[Any] = []  # the question's embedding, computed at most once per run
 
         def question_vector() -> Any:
@@ -267,14 +243,14 @@ class ByoKGRAG(KGMethod):
                 qvec.append(self.scorer.query_vector(question))
             return qvec[0]
 
-        for t in range(1, self.iterations + 1):
+        for t in range(1, self.config.iterations + 1):
             # a reply with none of the linker's tags is re-asked once, then LLMOutputError
             out, _ = yield from ask_and_parse(
-                linker_prompt(question, self.schema, context.verbalize(),
-                              with_query=self.use_cypher, template=self.prompts.template("linker")),
+                linker_prompt(question, self.linker_schema, context.verbalize(),
+                              with_query=self.uses_cypher, template=self.prompts.template("linker")),
                 parse_linker_reply, retries=1, system=self.prompts.template("linker_system"),
                 step="kg_linker")
-            if not self.use_cypher:
+            if not self.uses_cypher:
                 out.query = ""
             entities = self.link(out.entities)
             answers = self.link(out.answers)
@@ -319,13 +295,13 @@ class ByoKGRAG(KGMethod):
         followed = []
         for metapath in metapaths:
             found = follow_metapath(self.graph, sources, metapath, resolver=self.resolver,
-                                    direction=self.direction, max_paths=self.max_paths)
+                                    direction=self.config.direction, max_paths=self.config.max_paths)
             context.add_paths(found.paths)
             followed.append({"metapath": metapath, "executed": found.executed,
                              "partial": found.partial, "walks": len(found.paths)})
         log["followed_paths"] = followed
-        short = shortest_paths(self.graph, sources, answers, max_hops=self.shortest_path_hops,
-                               direction=self.direction)
+        short = shortest_paths(self.graph, sources, answers, max_hops=self.config.shortest_path_hops,
+                               direction=self.config.direction)
         context.add_paths(short)
         log["shortest_paths"] = len(short)
 
@@ -338,22 +314,22 @@ class ByoKGRAG(KGMethod):
     def _triplet_steps(self, question: str, seeds: list[str], context: GraphContext, *,
                        first: bool, log: dict[str, Any],
                        question_vector: Any) -> Steps[list[Triple]]:
-        if self.triplet_retrieval == "none":
+        if self.config.triplet_retrieval == "none":
             return []
-        if self.triplet_retrieval == "scoring":
+        if self.config.triplet_retrieval == "scoring":
             if self.reranker is not None:
                 reranker = GraphReranker(self.graph, self.reranker, self.final_reranker,
-                                         hops=self.reranker_hops,
-                                         relation_top_k=self.relation_top_k,
-                                         triplet_top_k=self.triplet_top_k)
-                found = reranker.retrieve(question, seeds, self.scoring_top_k)
+                                         hops=self.config.reranker_hops,
+                                         relation_top_k=self.config.relation_top_k,
+                                         triplet_top_k=self.config.triplet_top_k)
+                found = reranker.retrieve(question, seeds, self.config.scoring_top_k)
             else:
-                found = self.scorer.top_k(question_vector(), self.scoring_top_k, seeds=seeds)
+                found = self.scorer.top_k(question_vector(), self.config.scoring_top_k, seeds=seeds)
             log["scored_triples"] = len(found)
             return found
         found = []
-        if first and self.text_top_k > 0:
-            found = self.scorer.top_k(question_vector(), self.text_top_k, seeds=seeds)
+        if first and self.config.text_top_k > 0:
+            found = self.scorer.top_k(question_vector(), self.config.text_top_k, seeds=seeds)
             log["text_triples"] = len(found)
         if seeds:
             rank = None
@@ -361,154 +337,45 @@ class ByoKGRAG(KGMethod):
                 scorer = self._scorer
                 rank = lambda ts: scorer.score_triples(question_vector(), ts)  # noqa: E731
             trace = yield from agentic_traversal(
-                question, seeds, self.graph, hops=self.agentic_hops,
+                question, seeds, self.graph, hops=self.config.agentic_hops,
                 resolve_entities=self._resolve_picked, initial=list(context.triples.values()),
-                max_triplets_per_hop=self.max_triplets_per_hop,
-                max_entities_per_hop=self.max_entities_per_hop, rank=rank,
+                max_triplets_per_hop=self.config.max_triplets_per_hop,
+                max_entities_per_hop=self.config.max_entities_per_hop, rank=rank,
                 prompts=self.prompts)
             log["agentic"] = {"hops": trace.hops, "stop_reason": trace.stop_reason}
             found = found + trace.triples
         return found
 
-    def _answer_steps(self, question: str
-                      ) -> Steps[tuple[GraphContext, dict[str, Any], str | LLMOutputError]]:
-        """Retrieval, then the answer call; an unusable answer reply is returned (not raised)
-        so the caller keeps the retrieval it rests on."""
+    # ------------------------------------------------------------------ the lifecycle
+    def retrieval_steps(self, question: str, **options: Any) -> Steps[RetrievalResult]:
+        """Algorithm 2's retrieval (no final answer); the LLM-free mode when there is no LLM
+        (in a worker thread under the async driver)."""
+        if self.llm is None:
+            return (yield in_thread(lambda: self.retrieve_without_llm(question)))
         context, meta = yield from self._retrieval_steps(question)
-        try:
-            reply = yield from answer_steps(
-                answer_prompt(question, context.verbalize(),
-                              template=self.prompts.template("answer")),
-                system=self.prompts.template("answer_system"))
-        except LLMOutputError as exc:
-            return context, meta, exc
-        return context, meta, reply
-
-    # ------------------------------------------------------------------ public API
-    def _fresh_llm(self) -> BaseLLMAdapter:
-        """A per-question adapter over the same model, so usage is exact per question."""
-        llm = self.llm
-        assert llm is not None
-        try:
-            return type(llm)(llm.model)
-        except Exception:  # an adapter with another constructor: share it
-            return llm
-
-    def _spent(self, log: CallLog, llm: BaseLLMAdapter) -> Usage:
-        """The usage of one run (its calls and the fresh adapter's tokens), also added to
-        ``total_usage``."""
-        usage = Usage(log.calls, llm.usage.prompt_tokens, llm.usage.completion_tokens)
-        with self._lock:
-            self.total_usage.add(usage)
-        return usage
-
-    def _result(self, question: str, context: GraphContext, meta: dict[str, Any],
-                log: CallLog, llm: BaseLLMAdapter) -> RetrievalResult:
-        usage = self._spent(log, llm)
-        meta.update(context=context.verbalize(), llm_calls_by_step=log.by_step(), mode="llm")
-        return explain_empty(RetrievalResult(question, context.items(), self.name, usage, meta),
+        # the run's call counts are set when it ends (finish_retrieval), here only placed
+        meta.update(context=context.verbalize(), llm_calls_by_step={}, mode="llm")
+        return explain_empty(RetrievalResult(question, context.items(), self.name, Usage(), meta),
                              self.graph)
 
-    def _unusable(self, question: str, error: LLMOutputError, log: CallLog,
-                  llm: BaseLLMAdapter) -> RetrievalResult:
-        """``on_unusable_reply`` for a KG-Linker reply that stayed unreadable."""
-        return self.unusable_reply(question, error, self._spent(log, llm), mode="llm",
-                                   context="", llm_calls_by_step=log.by_step())
+    def finish_retrieval(self, result: RetrievalResult, run: Run) -> RetrievalResult:
+        """The run's usage and its LLM calls per step (``metadata["llm_calls_by_step"]``)."""
+        result.metadata["llm_calls_by_step"] = run.log.by_step()
+        return super().finish_retrieval(result, run)
 
-    def retrieve(self, question: str) -> RetrievalResult:
-        """Algorithm 2's retrieval (no final answer); LLM-free mode when there is no LLM."""
-        if self.llm is None:
-            return self.retrieve_without_llm(question)
-        llm, log = self._fresh_llm(), CallLog()
-        try:
-            context, meta = run_sync(self._retrieval_steps(question), llm, log)
-        except LLMOutputError as exc:
-            return self._unusable(question, exc, log, llm)
-        return self._result(question, context, meta, log, llm)
+    def unusable_metadata(self, run: Run) -> dict[str, Any]:
+        return {"mode": "llm", "context": "", "llm_calls_by_step": run.log.by_step()}
 
-    async def aretrieve(self, question: str) -> RetrievalResult:
-        if self.llm is None:
-            return await super().aretrieve(question)
-        llm, log = self._fresh_llm(), CallLog()
-        try:
-            context, meta = await run_async(self._retrieval_steps(question), llm, log)
-        except LLMOutputError as exc:
-            return self._unusable(question, exc, log, llm)
-        return self._result(question, context, meta, log, llm)
-
-    def _answer(self, question: str, context: GraphContext, meta: dict[str, Any],
-                reply: str | LLMOutputError, log: CallLog, llm: BaseLLMAdapter) -> Answer:
-        retrieval = self._result(question, context, meta, log, llm)
-        if isinstance(reply, LLMOutputError):  # usage: the retrieval's already counts it
-            return self.unusable_answer(question, retrieval, reply)
-        answers = parse_answers(reply)
-        text = ", ".join(answers) if answers else reply.strip()
-        retrieval.metadata["answer_reply"] = reply
-        return Answer(question, answers, text, retrieval, retrieval.usage)
-
-    def answer(self, question: str) -> Answer:
-        """Retrieve (Algorithm 2) and answer from the context with one more LLM call."""
-        if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
-        llm, log = self._fresh_llm(), CallLog()
-        try:
-            context, meta, reply = run_sync(self._answer_steps(question), llm, log)
-        except LLMOutputError as exc:  # the KG-Linker's reply
-            return self.answer_after_unusable(question, self._unusable(question, exc, log, llm))
-        return self._answer(question, context, meta, reply, log, llm)
-
-    async def aanswer(self, question: str) -> Answer:
-        if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
-        llm, log = self._fresh_llm(), CallLog()
-        try:
-            context, meta, reply = await run_async(self._answer_steps(question), llm, log)
-        except LLMOutputError as exc:
-            return await self.aanswer_after_unusable(
-                question, self._unusable(question, exc, log, llm))
-        return self._answer(question, context, meta, reply, log, llm)
-
-    def _answer_request(self, question: str, result: RetrievalResult) -> tuple[str, str]:
+    def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
+        """The final answer call ``A = LLM(q, C)`` over the retrieval's context."""
         context = result.metadata.get("context") or result.context
-        return (answer_prompt(question, context, template=self.prompts.template("answer")),
-                self.prompts.template("answer_system"))
-
-    def _answer_from_reply(self, question: str, result: RetrievalResult, reply: str,
-                           spent: Usage) -> Answer:
+        reply = yield from answer_steps(
+            answer_prompt(question, context, template=self.prompts.template("answer")),
+            system=self.prompts.template("answer_system"))
         answers = parse_answers(reply)
-        usage = Usage().add(result.usage).add(spent)
         result.metadata["answer_reply"] = reply
         return Answer(question, answers, ", ".join(answers) if answers else reply.strip(),
-                      result, usage)
-
-    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
-        """The final answer call over a retrieval already made (its ``context``)."""
-        if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        llm = self._fresh_llm()
-        prompt, system = self._answer_request(question, result)
-        try:
-            with llm.track() as spent:
-                reply = complete_answer(llm, prompt, system=system)
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, spent)
-        return self._answer_from_reply(question, result, reply, spent)
-
-    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
-        if self.llm is None:
-            as_llm(None, what="ByoKG-RAG answer generation", without=_WITHOUT_LLM)
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        llm = self._fresh_llm()
-        prompt, system = self._answer_request(question, result)
-        try:
-            with llm.track() as spent:
-                reply = await acomplete_answer(llm, prompt, system=system)
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, spent)
-        return self._answer_from_reply(question, result, reply, spent)
+                      result)
 
     def retrieve_llm_free(self, question: str) -> RetrievalResult:
         """:meth:`retrieve_without_llm` (what ``on_unusable_reply="fallback"`` returns)."""
@@ -525,8 +392,8 @@ class ByoKGRAG(KGMethod):
         """
         found = llm_free_retrieve(
             question, self.graph, linker=self.linker, scorer=self.scorer, top_m=1,
-            text_top_k=self.text_top_k or self.scoring_top_k, hops=self.llm_free_hops,
-            max_paths=self.llm_free_max_paths, max_candidates=self.llm_free_candidates)
+            text_top_k=self.config.text_top_k or self.config.scoring_top_k, hops=self.config.llm_free_hops,
+            max_paths=self.config.llm_free_max_paths, max_candidates=self.config.llm_free_candidates)
         context = GraphContext()
         context.add_triples(found.triples)
         context.add_paths(found.paths)

@@ -10,6 +10,7 @@ Graph Databases" (arXiv 2504.05478). Modules: :mod:`~kgrag.methods.graphraft.pat
 """
 
 from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, as_backend
+from kgrag.methods.graphraft.config import GraphRAFTConfig
 from kgrag.methods.graphraft.decoding import (
     TokenScorer,
     TransformersTokenScorer,
@@ -38,6 +39,7 @@ __all__ = [
     "CypherBackend",
     "EmbeddingSelector",
     "GraphRAFT",
+    "GraphRAFTConfig",
     "MemoryBackend",
     "PathPattern",
     "QAPair",

@@ -13,7 +13,7 @@ Paper: Clemedtson & Shi, "GraphRAFT" (arXiv 2504.05478). What the pipeline does 
    (LLM-free) embedding similarity (:mod:`~kgrag.methods.graphraft.selection`).
 5. **Context.** Selected queries run in rank order; each query's nodes are sorted by cosine
    similarity of their names to the question; nodes are de-duplicated (a node keeps every pattern
-   that returned it); the context stops at ``max_nodes`` = 20 and is topped up by a global vector
+   that returned it); the context stops at ``top_k`` = 20 nodes and is topped up by a global vector
    search over node names (pattern ``"No pattern"``), as in the reference implementation.
 6. **L2 answer.** The question plus one ``pattern:/name:`` block per node (Fig. 4); the reply's
    ``|``-separated names that match retrieved nodes come first, then the remaining retrieved
@@ -38,7 +38,7 @@ import math
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -46,21 +46,14 @@ from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, ScoredEn
 from kgrag.errors import LLMOutputError, QueryBudgetError, QueryTimeoutError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
-from kgrag.llm.base import optional_llm, track_usage
+from kgrag.llm.base import optional_llm
 from kgrag.llm.parsing import mentioned_in, split_items
-from kgrag.llm.steps import (
-    Steps,
-    acomplete_answer,
-    ask_and_parse,
-    complete_answer,
-    run_async,
-    run_sync,
-)
+from kgrag.llm.steps import Offload, Steps, answer_steps, ask_and_parse, in_thread, run_sync
 from kgrag.methods.base import NOTHING_LINKED, KGMethod, explain_empty
 from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
 from kgrag.methods.graphraft.decoding import TokenScorer
 from kgrag.methods.graphraft.enumeration import Candidate
-from kgrag.methods.graphraft.patterns import FAMILIES
+from kgrag.methods.graphraft.config import GraphRAFTConfig
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.graphraft.prompts import (
     DEFAULT_ENTITY_EXAMPLES,
@@ -160,8 +153,10 @@ class GraphRAFT(KGMethod):
     :class:`~kgrag.methods.graphraft.decoding.TokenScorer`, e.g. a fine-tuned L1, for
     constrained decoding); ``selector`` (overrides the choice above); ``embedder`` (node/question
     similarity and the vector fallback; default packaged MiniLM); ``linker`` (an
-    :class:`~kgrag.linking.EntityLinker`; built from the graph when omitted); ``families``
-    (templates to enumerate); ``beam_width`` m = 5; ``max_nodes`` = 20; ``entity_examples``
+    :class:`~kgrag.linking.EntityLinker`; built from the graph when omitted); the knobs of
+    :class:`~kgrag.methods.graphraft.config.GraphRAFTConfig` as ``config=`` or keywords
+    (``families`` to enumerate, ``beam_width`` m = 5, ``top_k`` = 20 context nodes; read as
+    ``method.config.<knob>``); ``entity_examples``
     (few-shot pairs for L0, replace them per graph); ``prompts`` replaces any of
     :data:`~kgrag.methods.graphraft.prompts.PROMPTS` by name (``entity``, ``select``,
     ``answer`` and their ``*_system`` messages; see :mod:`kgrag.llm.prompts`);
@@ -174,6 +169,7 @@ class GraphRAFT(KGMethod):
 
     name = "graphraft"
     has_llm_free_mode = True
+    config_class = GraphRAFTConfig
 
     def __init__(
         self,
@@ -185,17 +181,17 @@ class GraphRAFT(KGMethod):
         selector: QuerySelector | None = None,
         embedder: Any = None,
         linker: Any = None,
-        families: Iterable[str] = FAMILIES,
-        beam_width: int = 5,
-        max_nodes: int = 20,
         entity_examples: Sequence[tuple[str, str]] = DEFAULT_ENTITY_EXAMPLES,
         prompts: Any = None,
-        on_unusable_reply: str = "raise",
+        config: GraphRAFTConfig | None = None,
+        **params: Any,
     ) -> None:
         from kgrag.embed import as_embedder
         from kgrag.linking import EntityLinker
 
-        self.on_unusable_reply = on_unusable_reply
+        #: the tuning knobs (:class:`~kgrag.methods.graphraft.config.GraphRAFTConfig`);
+        #: ``params`` (``top_k=10``, ``beam_width=3`` ...) override fields of ``config``
+        self.configure(config, params)
         self.backend: GraphRAFTBackend = as_backend(graph)
         # the graph object itself: the KnowledgeGraph, or the database store
         self.graph: GraphStore = self.backend.graph
@@ -203,11 +199,8 @@ class GraphRAFT(KGMethod):
         self.answer_llm = optional_llm(answer_llm) or self.llm
         self.embedder = as_embedder(embedder)
         self.linker = linker or EntityLinker.from_graph(self.graph, embedder=self.embedder, mode="dense")
-        self.families = tuple(families)
         self._name_vectors: dict[str, np.ndarray] = {}  # database stores only
         self._name_lock = threading.Lock()
-        self.beam_width = beam_width
-        self.max_nodes = max_nodes
         self.entity_examples = tuple(entity_examples)
         self.prompts = PromptSet(PROMPTS, prompts, method="GraphRAFT")
         if selector is not None:
@@ -249,7 +242,7 @@ class GraphRAFT(KGMethod):
         return linked
 
     def candidates(self, entities: Sequence[str]) -> list[Candidate]:
-        return self.backend.enumerate(entities, self.families)
+        return self.backend.enumerate(entities, self.config.families)
 
     def _similarities(self, question_vec: np.ndarray, names: Sequence[str]) -> np.ndarray:
         """Cosine of each name to the question.
@@ -345,75 +338,59 @@ class GraphRAFT(KGMethod):
                 name = names[i]
                 if name in nodes:
                     nodes[name].patterns.append(pattern_text)
-                elif len(nodes) < self.max_nodes:
+                elif len(nodes) < self.config.top_k:
                     nodes[name] = RetrievedNode(name, float(sims[i]), [pattern_text])
-        missing = self.max_nodes - len(nodes)
+        missing = self.config.top_k - len(nodes)
         if missing > 0:
-            extra = self.linker.dense(question, top_m=min(len(self.linker), self.max_nodes + len(nodes)))
+            extra = self.linker.dense(question, top_m=min(len(self.linker), self.config.top_k + len(nodes)))
             for link in extra:
                 if link.name not in nodes and missing > 0:
                     nodes[link.name] = RetrievedNode(link.name, float(link.score), [NO_PATTERN])
                     missing -= 1
         return list(nodes.values())
 
-    # ---------------------------------------------------------------- KGMethod
-    def retrieve(self, question: str) -> RetrievalResult:
-        try:
-            with track_usage(self.llm, self.answer_llm) as usage:
-                mentions = self.extract_entities(question)
-                entities = self.link(mentions)
-                cands = self.candidates(entities)
-                picked = self.selector.select(question, cands, self.beam_width) if cands else []
-                selected = [cands[i] for i in picked]
-                executed, breached = self.execute_selected(selected)
-                rest = self._after_breaches(cands, selected, breached) if breached else []
-                if rest:  # one more choice, among the queries neither chosen nor breached
-                    again = self.selector.select(question, rest, len(breached))
-                    more, over = self.execute_selected([rest[i] for i in again])
-                    executed, breached = executed + more, breached + over
-                nodes = self.assemble_context(question, [c for c, _ in executed], executed)
-                self._check_grounded(nodes)
-        except LLMOutputError as exc:  # L0 or chat selection, after its re-ask
-            return self.unusable_reply(question, exc, usage)
+    # ---------------------------------------------------------------- the lifecycle
+    def retrieval_steps(self, question: str, **options: Any) -> Steps[RetrievalResult]:
+        """L0 entities (LLM, or question n-grams without one), linking, candidates, selection
+        (the selector's own LLM call, awaited under the async driver), execution, context."""
+        if self.llm is None:
+            mentions = self.extract_entities(question)
+        else:
+            mentions, _ = yield from self._entity_steps(question)
+        entities = self.link(mentions)
+        cands = self.candidates(entities)
+        picked = (yield self._select(question, cands, self.config.beam_width)) if cands else []
+        selected = [cands[i] for i in picked]
+        executed, breached = self.execute_selected(selected)
+        rest = self._after_breaches(cands, selected, breached) if breached else []
+        if rest:  # one more choice, among the queries neither chosen nor breached
+            again = yield self._select(question, rest, len(breached))
+            more, over = self.execute_selected([rest[i] for i in again])
+            executed, breached = executed + more, breached + over
+        nodes = self.assemble_context(question, [c for c, _ in executed], executed)
+        self._check_grounded(nodes)
         return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
-                            usage, breached)
+                            Usage(), breached)
 
-    async def aretrieve(self, question: str) -> RetrievalResult:
-        """Async :meth:`retrieve`: the LLM steps (L0, chat selection) await ``llm.acomplete``."""
-        import asyncio
+    def _select(self, question: str, cands: Sequence[Candidate], m: int) -> Offload:
+        """The selector's choice of ``m`` among ``cands``: ``select`` (sync); ``aselect`` when it
+        has one, else ``select`` in a worker thread (token scoring, embeddings) under async."""
+        selector = self.selector
+        aselect = getattr(selector, "aselect", None)
+        if aselect is not None:
+            return Offload(lambda: selector.select(question, cands, m),
+                           lambda: aselect(question, cands, m))
+        return in_thread(lambda: selector.select(question, cands, m))
 
-        try:
-            with track_usage(self.llm, self.answer_llm) as usage:
-                if self.llm is None:
-                    mentions = self.extract_entities(question)
-                else:
-                    mentions, _ = await run_async(self._entity_steps(question), self.llm)
-                entities = self.link(mentions)
-                cands = self.candidates(entities)
-                picked: list[int] = []
-                if cands:
-                    aselect = getattr(self.selector, "aselect", None)
-                    if aselect is not None:
-                        picked = await aselect(question, cands, self.beam_width)
-                    else:  # token scoring / embeddings: CPU work, off the event loop
-                        picked = await asyncio.to_thread(self.selector.select, question, cands,
-                                                         self.beam_width)
-                selected = [cands[i] for i in picked]
-                executed, breached = self.execute_selected(selected)
-                rest = self._after_breaches(cands, selected, breached) if breached else []
-                if rest:
-                    aselect = getattr(self.selector, "aselect", None)
-                    again = (await aselect(question, rest, len(breached)) if aselect is not None
-                             else await asyncio.to_thread(self.selector.select, question, rest,
-                                                          len(breached)))
-                    more, over = self.execute_selected([rest[i] for i in again])
-                    executed, breached = executed + more, breached + over
-                nodes = self.assemble_context(question, [c for c, _ in executed], executed)
-                self._check_grounded(nodes)
-        except LLMOutputError as exc:
-            return self.unusable_reply(question, exc, usage)
-        return self._result(question, mentions, entities, cands, [c for c, _ in executed], nodes,
-                            usage, breached)
+    def stage_llm(self, stage: str) -> Any:
+        """L0 (and the chat selection) use ``llm``; L2 uses ``answer_llm``."""
+        return self.answer_llm if stage == "answer" else self.llm
+
+    def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
+        """L2: one answer call over the retrieved nodes' blocks (re-asked once if blank)."""
+        reply = yield from answer_steps(self._answer_prompt(question, result),
+                                        system=self.prompts.template("answer_system"))
+        return self._answer(question, result, reply)
 
     def _check_grounded(self, nodes: Sequence[RetrievedNode]) -> None:
         """Under ``on_unusable_reply="fallback"``, replies that led to no node at all are as
@@ -428,7 +405,7 @@ class GraphRAFT(KGMethod):
         free.llm = None
         if isinstance(self.selector, ChatChoiceSelector):
             free.selector = EmbeddingSelector(self.embedder, self.graph)
-        free._on_unusable_reply = "raise"
+        free._config = self.config.replace(on_unusable_reply="raise")
         return free.retrieve(question)
 
     def _result(self, question: str, mentions: list[str], entities: list[str],
@@ -473,45 +450,8 @@ class GraphRAFT(KGMethod):
         return answer_prompt(question, self.answer_blocks(result),
                              template=self.prompts.template("answer"))
 
-    def answer(self, question: str) -> Answer:
-        if self.answer_llm is None:
-            return super().answer(question)
-        return self.answer_from(question, self.retrieve(question))
-
-    async def aanswer(self, question: str) -> Answer:
-        if self.answer_llm is None:
-            return super().answer(question)
-        return await self.aanswer_from(question, await self.aretrieve(question))
-
-    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
-        if self.answer_llm is None:
-            return super().answer_from(question, result)
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        try:
-            with self.answer_llm.track() as spent:
-                reply = complete_answer(self.answer_llm, self._answer_prompt(question, result),
-                                        system=self.prompts.template("answer_system"))
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, spent)
-        return self._answer(question, result, reply, spent)
-
-    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
-        if self.answer_llm is None:
-            return super().answer_from(question, result)
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        try:
-            with self.answer_llm.track() as spent:
-                reply = await acomplete_answer(
-                    self.answer_llm, self._answer_prompt(question, result),
-                    system=self.prompts.template("answer_system"))
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, spent)
-        return self._answer(question, result, reply, spent)
-
     @staticmethod
-    def _answer(question: str, result: RetrievalResult, reply: str, spent: Usage) -> Answer:
+    def _answer(question: str, result: RetrievalResult, reply: str) -> Answer:
         """L2's names that match retrieved nodes first, then the rest in retrieval order."""
         retrieved = {item.name.casefold(): item.name for item in _entities(result)}
         chosen, unsupported = [], []
@@ -524,8 +464,7 @@ class GraphRAFT(KGMethod):
         ranked = chosen + [i.name for i in _entities(result) if i.name not in chosen]
         result.metadata["unsupported_answers"] = unsupported
         result.metadata["ranked_answers"] = ranked
-        usage = Usage().add(result.usage).add(spent)
-        return Answer(question, chosen, " | ".join(chosen), result, usage)
+        return Answer(question, chosen, " | ".join(chosen), result)
 
 
 def _entities(result: RetrievalResult) -> list[ScoredEntity]:

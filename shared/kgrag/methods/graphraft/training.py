@@ -109,7 +109,8 @@ def label_questions(method: "object", pairs: Iterable[QAPair], *, min_recall: fl
             entities = method.link(list(qa.entities))  # type: ignore[attr-defined]
         else:
             entities = method.link(method.extract_entities(qa.question))  # type: ignore[attr-defined]
-        cands = method.backend.enumerate(entities, method.families, gold=qa.answers)  # type: ignore[attr-defined]
+        cands = method.backend.enumerate(  # type: ignore[attr-defined]
+            entities, method.config.families, gold=qa.answers)  # type: ignore[attr-defined]
         label = best_label(cands, len(set(qa.answers)), min_recall=min_recall,
                            min_precision=min_precision)
         yield LabelledQuestion(qa, entities, rank_for_training(cands), label)

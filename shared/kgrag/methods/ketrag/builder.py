@@ -157,12 +157,12 @@ def embed_texts(chunks: ChunkedText, emb: Any) -> EmbeddedText:
 
 def rank_chunks(chunks: ChunkedText, embedded: EmbeddedText, cfg: KETRAGConfig,
                 tok: TextTokenizer) -> RankedChunks:
-    """The chunk KNN graph (``knn_k`` lexical + semantic neighbours), its PageRank and the
+    """The chunk KNN graph (``neighbor_top_k`` lexical + semantic neighbours), its PageRank and the
     ``floor(budget * n)`` key chunks; the first extraction prompt's tokens per chunk (for the
     cost projection)."""
     sub_kw = embedded.keyword_graph.sub_chunk_keyword_matrix(len(chunks.sub_texts))
     chunk_kw = (chunks.owner_matrix @ sub_kw).tocsr()
-    adj = build_chunk_knn_graph(chunk_kw, embedded.chunk_vectors, cfg.knn_k)
+    adj = build_chunk_knn_graph(chunk_kw, embedded.chunk_vectors, cfg.neighbor_top_k)
     scores = pagerank(adj, cfg.pagerank_alpha)
     key_chunks = select_key_chunks(scores, cfg.budget, method=cfg.selection, seed=cfg.seed)
     upper = sp.triu(adj, k=1).tocoo()

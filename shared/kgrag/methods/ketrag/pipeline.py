@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, Usage
-from kgrag.errors import EmbeddingError, LLMOutputError
+from kgrag.errors import EmbeddingError
 from kgrag.graph.base import GraphStore
 from kgrag.llm.base import optional_llm
-from kgrag.llm.steps import acomplete_answer, complete_answer
+from kgrag.llm.steps import Steps, answer_steps, in_thread
 from kgrag.methods.base import KGMethod, check_unusable_reply
 from kgrag.methods.ketrag.builder import build_index
 from kgrag.methods.ketrag.config import KETRAGConfig
@@ -48,7 +48,7 @@ class KETRAG(KGMethod):
 
     Build with :meth:`from_documents` (indexes the documents; needs an LLM when ``budget`` > 0)
     or :meth:`load` (a saved index directory). Retrieval parameters (``context_tokens``,
-    ``graph_share``, ``top_k_entities``, ...) can be changed per instance without re-indexing.
+    ``graph_share``, ``entity_top_k``, ...) can be changed per instance without re-indexing.
 
     ``on_unusable_reply`` (``"raise"``): LLM replies are read while indexing (skeleton
     extraction) and answering. A key chunk whose extraction replies stay unusable after the
@@ -62,6 +62,9 @@ class KETRAG(KGMethod):
     """
 
     name = "ketrag"
+    config_class = KETRAGConfig
+    llm_needed = {"answer": ("KET-RAG answer generation", "Without an LLM, retrieve() still "
+                             "works (it makes no LLM call); only answering needs one.")}
     #: retrieval never calls the LLM (the index's extraction did, when it was built): its
     #: LLM-free retrieval is :meth:`retrieve` itself
     has_llm_free_mode = True
@@ -75,9 +78,9 @@ class KETRAG(KGMethod):
         if unknown:
             raise TypeError(f"not a retrieval parameter: {', '.join(sorted(unknown))} "
                             f"(allowed: {', '.join(KETRAGConfig.RETRIEVAL_PARAMS)})")
-        self.on_unusable_reply = on_unusable_reply
         self.index = index
-        self.config = index.config.replace(**retrieval_params) if retrieval_params else index.config
+        #: the index's knobs, with ``retrieval_params`` and ``on_unusable_reply`` replaced
+        self.configure(index.config, {**retrieval_params, "on_unusable_reply": on_unusable_reply})
         self.llm = optional_llm(llm)
         self.prompts = prompts if isinstance(prompts, PromptSet) else PromptSet(
             PROMPTS, prompts, method="KET-RAG")
@@ -93,7 +96,7 @@ class KETRAG(KGMethod):
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_graph(cls, graph: GraphStore, *args: Any, llm: Any = None, embedder: Any = None,
+    def from_graph(cls, graph: GraphStore, *, llm: Any = None, embedder: Any = None,
                    **params: Any) -> KETRAG:
         """KET-RAG indexes text, not a graph: use :meth:`from_documents` (or :meth:`load`)."""
         raise TypeError("KET-RAG is built from documents: KETRAG.from_documents(docs, llm=..., "
@@ -141,13 +144,13 @@ class KETRAG(KGMethod):
         norm = float(np.linalg.norm(q))
         return q / norm if norm else q
 
-    def retrieve_llm_free(self, question: str) -> RetrievalResult:
-        """:meth:`retrieve`, which makes no LLM call."""
-        return self.retrieve(question)
+    def retrieval_steps(self, question: str, **options: Any) -> Steps[RetrievalResult]:
+        """The two-channel retrieval: no LLM call (in a worker thread under the async
+        driver)."""
+        return (yield in_thread(lambda: self.retrieve_llm_free(question)))
 
-    def retrieve(self, question: str) -> RetrievalResult:
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("the question must be a non-empty string")
+    def retrieve_llm_free(self, question: str) -> RetrievalResult:
+        """The retrieval itself, which makes no LLM call."""
         sections, stats = retrieve_context(self.index, self._query_vector(question), self.config,
                                            self.tokenizer)
         items: list[RetrievedItem] = [item for section in sections for item in section.items]
@@ -166,54 +169,18 @@ class KETRAG(KGMethod):
                                usage=Usage(), metadata=metadata)
 
     # ------------------------------------------------------------------ answering
-    def _answer_llm(self):
-        if self.llm is None:
-            from kgrag.llm.base import as_llm
-
-            return as_llm(None, what="KET-RAG answer generation",
-                          without="Without an LLM, retrieve() still works (it makes no LLM "
-                          "call); only answering needs one.")
-        return self.llm
-
     def _answer_prompt(self, question: str, retrieval: RetrievalResult) -> str:
         return answer_prompt(question, retrieval.metadata["context"],
                              template=self.prompts.template("answer"))
 
-    def answer(self, question: str) -> Answer:
-        self._answer_llm()
-        return self.answer_from(question, self.retrieve(question))
-
-    async def aanswer(self, question: str) -> Answer:
-        self._answer_llm()
-        return await self.aanswer_from(question, await self.aretrieve(question))
-
-    def answer_from(self, question: str, retrieval: RetrievalResult) -> Answer:
-        llm = self._answer_llm()
-        if self.was_unusable(retrieval):
-            return self.unusable_answer(question, retrieval)
-        try:
-            with llm.track() as usage:
-                reply = complete_answer(llm, self._answer_prompt(question, retrieval),
+    def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
+        """One answer call over the retrieved context (re-asked once if blank)."""
+        reply = yield from answer_steps(self._answer_prompt(question, result),
                                         system=self.prompts.template("answer_system"))
-        except LLMOutputError as exc:  # a blank reply, after one re-ask
-            return self.unusable_answer(question, retrieval, exc, usage)
-        return self._finish(question, retrieval, reply, usage)
-
-    async def aanswer_from(self, question: str, retrieval: RetrievalResult) -> Answer:
-        llm = self._answer_llm()
-        if self.was_unusable(retrieval):
-            return self.unusable_answer(question, retrieval)
-        try:
-            with llm.track() as usage:
-                reply = await acomplete_answer(llm, self._answer_prompt(question, retrieval),
-                                               system=self.prompts.template("answer_system"))
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, retrieval, exc, usage)
-        return self._finish(question, retrieval, reply, usage)
-
-    @staticmethod
-    def _finish(question: str, retrieval: RetrievalResult, reply: str, usage: Usage) -> Answer:
         text, answers = parse_answer(reply)
-        total = Usage().add(retrieval.usage).add(usage)  # retrieval itself makes no LLM call
-        retrieval.usage = Usage().add(total)
-        return Answer(question, answers, text, retrieval, total)
+        return Answer(question, answers, text, result)
+
+    def finish_answer(self, answer: Answer) -> Answer:
+        """The retrieval makes no LLM call: it reports the answer's usage as its own."""
+        answer.retrieval.usage = Usage().add(answer.usage)
+        return answer

@@ -11,10 +11,10 @@ context never exceeds ``L``:
   (stopping at the first sub-chunk that does not fit);
 * entity channel (GraphRAG local search), run only when ``lambda > 0`` and the skeleton is
   non-empty, with the budget the keyword channel left (``L`` minus its tokens; as in the
-  reference code, unused keyword budget flows to the graph): the ``top_k_entities`` nearest
+  reference code, unused keyword budget flows to the graph): the ``entity_top_k`` nearest
   entities, then their relationships (between two seeds first, by combined degree; then the
   others, by how many seeds the outside endpoint touches, then degree; at most
-  ``top_k_relationships`` per seed), within ``entity_table_share`` of the channel; then the
+  ``relationship_top_k`` per seed), within ``entity_table_share`` of the channel; then the
   seeds' text units -- the sub-chunks of the chunks they were extracted from (rewiring) --
   ordered by seed rank, then by how many of the seed's relationships come from that chunk;
   sub-chunks the keyword channel already returned are not repeated (our choice: the two
@@ -196,7 +196,7 @@ def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRA
     if budget <= 0 or kg.num_nodes == 0:
         return [], stats
     ent_scores = matvec(index.entity_vectors, query)
-    seeds = _top(ent_scores, cfg.top_k_entities)
+    seeds = _top(ent_scores, cfg.entity_top_k)
     stats["seed_entities"] = [kg.node_names[s] for s in seeds.tolist()]
     degree = sk.degrees()
     table = _Budget(tokenizer, budget * cfg.entity_table_share)
@@ -229,7 +229,7 @@ def entity_channel(index: KETIndex, query: np.ndarray, budget: float, cfg: KETRA
         links.setdefault(node, set()).add(seed_end)
     n_links = np.array([len(links[x]) for x in outside_node.tolist()], dtype=np.int64)
     ordered_out = out_e[np.lexsort((out_e, -out_rank, -n_links))][
-        : cfg.top_k_relationships * len(seeds)]
+        : cfg.relationship_top_k * len(seeds)]
     if len(edges) and table.open(relations):
         for e in np.concatenate([ordered_in, ordered_out]).tolist():
             h, r, t = int(kg.heads[e]), int(kg.rels[e]), int(kg.tails[e])

@@ -2,8 +2,8 @@
 
 The components and data (LLM, embedder, node types, few-shot examples or an example pack,
 prompts, precomputed node vectors) stay :class:`~kgrag.methods.simgrag.SimGRAG` constructor
-arguments; everything else is a field here. ``SimGRAG(kg, k=5)`` and
-``SimGRAG(kg, config=SimGRAGConfig(k=5))`` are the same method.
+arguments; everything else is a field here. ``SimGRAG(kg, top_k=5)`` and
+``SimGRAG(kg, config=SimGRAGConfig(top_k=5))`` are the same method.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
 from kgrag.methods.config import MethodConfig
 from kgrag.methods.simgrag.candidates import DEFAULT_HNSW_THRESHOLD, INDEX_KINDS
 from kgrag.methods.simgrag.pattern import MAX_UNKNOWN_NODES, MAX_UNKNOWN_RELATIONS
@@ -26,9 +25,9 @@ TASKS = ("qa", "fact")
 class SimGRAGConfig(MethodConfig):
     """SimGRAG's knobs (defaults in brackets; see :class:`~kgrag.methods.simgrag.SimGRAG`).
 
-    - Retrieval: ``k`` [3] subgraphs; ``k_nodes`` [16] / ``k_relations`` ["auto": every
-      relation up to 512] / ``k_types`` [16] nearest candidates per pattern node, relation and
-      type (the paper's k(n), k(r), k(t); FactKG/DBpedia used 16384 / 512).
+    - Retrieval: ``top_k`` [3] subgraphs returned; ``node_top_k`` [16] / ``relation_top_k``
+      ["auto": every relation up to 512] / ``type_top_k`` [16] nearest candidates per pattern
+      node, relation and type (the paper's k(n), k(r), k(t); FactKG/DBpedia used 16384 / 512).
     - Matching: ``injective`` ["prefer"; True, False], ``distinct_subgraphs`` [False],
       ``lookahead`` [True], work bounds ``max_partials`` [20,000,000] and ``time_limit``
       [30 s] per search, ``max_local_edges`` [2,000,000] for database stores.
@@ -46,10 +45,10 @@ class SimGRAGConfig(MethodConfig):
 
     label: ClassVar[str] = "SimGRAG"
 
-    k: int = 3
-    k_nodes: int = 16
-    k_relations: int | str = "auto"
-    k_types: int = 16
+    top_k: int = 3
+    node_top_k: int = 16
+    relation_top_k: int | str = "auto"
+    type_top_k: int = 16
     injective: bool | str = "prefer"
     distinct_subgraphs: bool = False
     task: str = "qa"
@@ -64,22 +63,22 @@ class SimGRAGConfig(MethodConfig):
     lookahead: bool = True
     max_local_edges: int = 2_000_000
     humanize_relations: bool = True
-    on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
     max_unknown_nodes: int | None = MAX_UNKNOWN_NODES
     max_unknown_relations: int | None = MAX_UNKNOWN_RELATIONS
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ValueError("k must be at least 1")
+        super().__post_init__()
+        if self.top_k < 1:
+            raise ValueError("top_k must be at least 1")
         if self.injective not in INJECTIVE_MODES:
             raise ValueError("injective must be True, False or 'prefer'")
         if self.task not in TASKS:
             raise ValueError("task must be 'qa' or 'fact'")
-        if self.k_relations != "auto" and (isinstance(self.k_relations, str)
-                                           or self.k_relations < 1):
-            raise ValueError("k_relations must be a positive integer or 'auto'")
-        if self.k_nodes < 1 or self.k_types < 1:
-            raise ValueError("k_nodes and k_types must be at least 1")
+        if self.relation_top_k != "auto" and (isinstance(self.relation_top_k, str)
+                                              or self.relation_top_k < 1):
+            raise ValueError("relation_top_k must be a positive integer or 'auto'")
+        if self.node_top_k < 1 or self.type_top_k < 1:
+            raise ValueError("node_top_k and type_top_k must be at least 1")
         if self.index not in INDEX_KINDS:
             raise ValueError(f"index must be one of {INDEX_KINDS}, got {self.index!r}")
         if self.retries < 0:
@@ -90,7 +89,6 @@ class SimGRAGConfig(MethodConfig):
             raise ValueError("time_limit must be >= 0 or None")
         if self.max_local_edges < 1:
             raise ValueError("max_local_edges must be >= 1")
-        check_unusable_reply(self.on_unusable_reply)
         for name in ("max_unknown_nodes", "max_unknown_relations"):
             value = getattr(self, name)
             if value is not None and value < 0:

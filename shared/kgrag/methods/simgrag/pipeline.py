@@ -4,7 +4,7 @@
 >>> from kgrag.embed import LookupEmbedder
 >>> kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon")])
 >>> emb = LookupEmbedder({"Paprika": [1, 0, 0], "Satoshi Kon": [0, 1, 0], "directed by": [0, 0, 1]})
->>> method = SimGRAG(kg, embedder=emb, k=1)
+>>> method = SimGRAG(kg, embedder=emb, top_k=1)
 >>> result = method.retrieve_pattern([("Paprika", "directed by", "UNKNOWN person 1")])
 >>> result.items[0].triples[0].tail, result.items[0].metadata["gsd"]
 ('Satoshi Kon', 0.0)
@@ -24,11 +24,10 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
-from kgrag.errors import LLMOutputError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
-from kgrag.llm import as_llm, optional_llm
-from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_async, run_sync
+from kgrag.llm import optional_llm
+from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_sync
 from kgrag.llm.prompts import PromptSet
 from kgrag.methods.base import EMPTY_GRAPH_REASON, KGMethod
 from kgrag.methods.simgrag.candidates import CandidateGenerator
@@ -48,19 +47,26 @@ from kgrag.methods.simgrag.topk import top_k_subgraphs
 from kgrag.text.relations import all_relation_texts
 
 
+#: what SimGRAG can do without an LLM (the end of its LLMNotConfiguredError message)
+_WITHOUT_LLM = ("Without an LLM, retrieve_pattern([(head, relation, tail), ...]) retrieves for "
+                "a pattern you write.")
+
+
 class SimGRAG(KGMethod):
     """SimGRAG over a :class:`~kgrag.KnowledgeGraph` (fast path) or any name-level GraphStore.
 
-    Parameters (paper defaults for MetaQA; FactKG/DBpedia used k_nodes=16384, k_relations=512).
-    Every knob is a field of :class:`~kgrag.methods.simgrag.config.SimGRAGConfig`, passed as
-    ``config=`` or as keywords (which override ``config``'s fields); the components (``llm``,
-    ``embedder``), ``node_types``, the examples, ``prompts`` and ``node_vectors`` are not.
+    Parameters (paper defaults for MetaQA; FactKG/DBpedia used node_top_k=16384,
+    relation_top_k=512). Every knob is a field of
+    :class:`~kgrag.methods.simgrag.config.SimGRAGConfig`, passed as ``config=`` or as keywords
+    (which override ``config``'s fields) and read as ``method.config.<knob>``; the components
+    (``llm``, ``embedder``), ``node_types``, the examples, ``prompts`` and ``node_vectors`` are
+    not.
 
-    * ``k`` (3) -- subgraphs returned; ``k_nodes`` (16) / ``k_relations`` (``"auto"``) --
-      nearest graph nodes / relations per known pattern item; ``"auto"`` takes every relation
-      up to 512 (the paper's DBpedia k(r)), so a relation a pattern names is never missed on a
-      schema of a few hundred relations (:func:`~.candidates.auto_k_relations`);
-      ``k_types`` (16) with ``node_types`` (type name -> entity names; default: the node
+    * ``top_k`` (3) -- subgraphs returned; ``node_top_k`` (16, the paper's k(n)) /
+      ``relation_top_k`` (``"auto"``, k(r)) -- nearest graph nodes / relations per known
+      pattern item; ``"auto"`` takes every relation up to 512 (the paper's DBpedia k(r)), so a
+      relation a pattern names is never missed on a schema of a few hundred relations
+      (:func:`~.candidates.auto_k_relations`); ``type_top_k`` (16, k(t)) with ``node_types`` (type name -> entity names; default: the node
       types a LangChain / LlamaIndex graph source kept, ``kg.annotations``) -- type
       candidates for unknown nodes of entity-free pattern components.
     * ``injective`` (``"prefer"``) -- ``True``: a graph node matches at most one pattern node
@@ -80,7 +86,8 @@ class SimGRAG(KGMethod):
     * ``prompts`` -- replace the ``pattern``, ``answer`` (qa) or ``verify`` (fact) templates by
       name (:data:`kgrag.methods.simgrag.prompts.PROMPTS`; :mod:`kgrag.llm.prompts`).
     * ``index`` / ``hnsw_threshold`` / ``hnsw_m`` / ``ef_construction`` / ``ef_search_factor`` --
-      the node vector index (exact flat below the threshold, HNSW above; efSearch = factor × k).
+      the node vector index (exact flat below the threshold, HNSW above; efSearch = factor ×
+      node_top_k).
     * ``max_partials`` / ``time_limit`` -- work bounds of one search (the result then says
       ``complete=False``); ``lookahead`` (True) -- tighten Eq. 11's bound with each mapped
       node's cheapest next step (same results, less work; ``False`` is the paper's bound);
@@ -91,13 +98,14 @@ class SimGRAG(KGMethod):
       after the re-asks raises :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an
       empty result instead (docs/examples.md, "Unusable LLM replies").
 
-    Disconnected patterns are searched per connected component (``k`` each); their subgraphs are
+    Disconnected patterns are searched per connected component (``top_k`` each); their subgraphs are
     merged by GSD and carry the component index in metadata.
     """
 
     name = "simgrag"
-    #: the knobs' dataclass: its fields are keyword parameters of the constructor too
     config_class = SimGRAGConfig
+    llm_needed = {"retrieve": ("SimGRAG's query-to-pattern step", _WITHOUT_LLM),
+                  "answer": ("SimGRAG's answer step", "")}
 
     def __init__(self, graph: GraphStore, *, llm: Any = None, embedder: Any = None,
                  node_types: Mapping[str, Iterable[str]] | None = None,
@@ -109,26 +117,18 @@ class SimGRAG(KGMethod):
         from kgrag.embed import as_embedder
 
         #: the tuning knobs (:class:`~kgrag.methods.simgrag.config.SimGRAGConfig`); ``params``
-        #: (``k=5``, ``k_nodes=16384`` ...) override fields of ``config``
-        self.config = cfg = (config or SimGRAGConfig()).replace(**params)
+        #: (``top_k=5``, ``node_top_k=16384`` ...) override fields of ``config``
+        cfg = self.configure(config, params)
         pack = example_pack(examples) if examples is not None else None
-        self.on_unusable_reply = cfg.on_unusable_reply
+        if pack is not None and cfg.task == "qa" and pack.task != "qa":
+            # an example pack's task unless one was asked for ("qa" is the default)
+            cfg = self.configure(cfg, {"task": pack.task})
         self.graph = graph
         self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
         self.llm = optional_llm(llm)
         self.embedder = as_embedder(embedder)
-        # every knob is also an attribute, as before the config existed
-        self.k = int(cfg.k)
-        self.injective = cfg.injective
-        self.distinct_subgraphs = cfg.distinct_subgraphs
-        #: an example pack's task unless one was asked for ("qa" is the default)
-        self.task = pack.task if pack is not None and cfg.task == "qa" else cfg.task
         self._set_examples(pack, pattern_examples, answer_examples)
         self.prompts = PromptSet(PROMPTS, prompts, method="SimGRAG")
-        self.retries = cfg.retries
-        self.max_partials, self.time_limit = cfg.max_partials, cfg.time_limit
-        self.lookahead = cfg.lookahead
-        self.max_local_edges = cfg.max_local_edges
         self._set_up_candidates(graph, cfg, node_types, node_vectors)
 
     def _set_examples(self, pack: Any, pattern_examples: Sequence[tuple[str, str]] | None,
@@ -137,7 +137,7 @@ class SimGRAG(KGMethod):
         pack's task is this method's), else the generic pattern examples."""
         if pattern_examples is None:
             pattern_examples = pack.pattern_examples if pack else DEFAULT_PATTERN_EXAMPLES
-        if answer_examples is None and pack is not None and pack.task == self.task:
+        if answer_examples is None and pack is not None and pack.task == self.config.task:
             answer_examples = pack.answer_examples
         self.pattern_examples = list(pattern_examples)
         self.answer_examples = None if answer_examples is None else list(answer_examples)
@@ -167,8 +167,8 @@ class SimGRAG(KGMethod):
             node_vectors = graph_name_vectors(self.kg if self.kg is not None else graph,
                                               self.embedder, "nodes")
         self.candidates = CandidateGenerator(
-            node_names, relation_names, self.embedder, k_nodes=cfg.k_nodes,
-            k_relations=cfg.k_relations, k_types=cfg.k_types,
+            node_names, relation_names, self.embedder, k_nodes=cfg.node_top_k,
+            k_relations=cfg.relation_top_k, k_types=cfg.type_top_k,
             node_types=node_types if node_types is not None else _graph_node_types(graph),
             humanize_relations=cfg.humanize_relations, node_vectors=node_vectors,
             relation_texts=all_relation_texts(graph, self.relation_names), index=cfg.index,
@@ -205,7 +205,7 @@ class SimGRAG(KGMethod):
     def _pattern_steps(self, question: str) -> Steps[tuple[Pattern, str]]:
         """Ask for the pattern: one call, plus up to ``retries`` re-asks with the parse error."""
         return ask_and_parse(self.pattern_prompt(question), self._parse_pattern,
-                             retries=self.retries, step="pattern")
+                             retries=self.config.retries, step="pattern")
 
     def _parse_pattern(self, reply: str) -> Pattern:
         """:func:`parse_pattern_reply` with this method's ``UNKNOWN`` budget."""
@@ -214,31 +214,17 @@ class SimGRAG(KGMethod):
 
     def _answer_steps(self, question: str, result: RetrievalResult) -> Steps[str]:
         """One answer call over the retrieved subgraphs (re-asked once if blank); the reply."""
-        return answer_steps(self.answer_prompt(question, result), retries=self.retries)
+        return answer_steps(self.answer_prompt(question, result), retries=self.config.retries)
 
     def question_to_pattern(self, question: str) -> tuple[Pattern, str]:
         """Ask the LLM for the pattern (one call, plus up to ``retries`` re-asks)."""
-        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step", without=_WITHOUT_LLM)
-        return run_sync(self._pattern_steps(question), llm)
+        return run_sync(self._pattern_steps(question), self._llm_for("retrieve"))
 
     # ------------------------------------------------------------------ retrieval
-    def retrieve(self, question: str) -> RetrievalResult:
-        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step", without=_WITHOUT_LLM)
-        try:
-            with llm.track() as usage:
-                pattern, reply = run_sync(self._pattern_steps(question), llm)
-        except LLMOutputError as exc:  # after the re-asks: on_unusable_reply decides
-            return self.unusable_reply(question, exc, usage)
-        return self._retrieve(pattern, question, usage, reply)
-
-    async def aretrieve(self, question: str) -> RetrievalResult:
-        llm = as_llm(self.llm, what="SimGRAG's query-to-pattern step", without=_WITHOUT_LLM)
-        try:
-            with llm.track() as usage:
-                pattern, reply = await run_async(self._pattern_steps(question), llm)
-        except LLMOutputError as exc:
-            return self.unusable_reply(question, exc, usage)
-        return self._retrieve(pattern, question, usage, reply)
+    def retrieval_steps(self, question: str, **options: Any) -> Steps[RetrievalResult]:
+        """The pattern step (one LLM call, plus re-asks), then the LLM-free search."""
+        pattern, reply = yield from self._pattern_steps(question)
+        return self._retrieve(pattern, question, Usage(), reply)
 
     def retrieve_pattern(self, triples: Pattern | Iterable[Sequence[Any]],
                          question: str = "") -> RetrievalResult:
@@ -294,10 +280,10 @@ class SimGRAG(KGMethod):
         sub_rels = [rel_c[j] for j in comp]
         sub = (tuple(pattern.nodes[v] for v in node_ids), tuple(pattern.triples[j] for j in comp))
         options: dict[str, Any] = dict(
-            injective=self.injective, distinct_subgraphs=self.distinct_subgraphs,
-            max_partials=self.max_partials, time_limit=self.time_limit, lookahead=self.lookahead)
+            injective=self.config.injective, distinct_subgraphs=self.config.distinct_subgraphs,
+            max_partials=self.config.max_partials, time_limit=self.config.time_limit, lookahead=self.config.lookahead)
         if self.kg is not None:
-            result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels, self.k,
+            result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels, self.config.top_k,
                                      **options)
             return sub, result, self.kg
         kg = self._local_graph(edges, sub_nodes)
@@ -307,7 +293,7 @@ class SimGRAG(KGMethod):
                      for c in sub_nodes]
         sub_rels = [None if c is None else self._to_local(c, self.relation_names, kg.relation_index)
                     for c in sub_rels]
-        result = top_k_subgraphs(kg, len(node_ids), edges, sub_nodes, sub_rels, self.k, **options)
+        result = top_k_subgraphs(kg, len(node_ids), edges, sub_nodes, sub_rels, self.config.top_k, **options)
         return sub, result, kg
 
     # ------------------------------------------------------------------ database stores
@@ -342,7 +328,7 @@ class SimGRAG(KGMethod):
         ecc = max(depth.values())
         hops = ecc + (1 if any(depth[u] == depth[v] == ecc for u, v in edges) else 0)
         triples = self.graph.k_hop_subgraph(seeds, hops=hops, direction="both",
-                                            max_edges=self.max_local_edges)
+                                            max_edges=self.config.max_local_edges)
         if not triples:
             return None
         return KnowledgeGraph.from_triples(t.as_tuple() for t in triples)
@@ -401,7 +387,7 @@ class SimGRAG(KGMethod):
         elif not complete:
             reason = ("the search stopped at its work bound (max_partials / time_limit) before "
                       "finding a match")
-        elif self.injective is True:
+        elif self.config.injective is True:
             reason = ("every pattern edge has matching graph edges, but no injective match joins "
                       "them; paths that revisit a node need injective='prefer'")
         else:
@@ -426,48 +412,16 @@ class SimGRAG(KGMethod):
                                  if isinstance(s, Subgraph)])
 
     def answer_prompt(self, question: str, result: RetrievalResult) -> str:
-        return answer_prompt(question, self.evidence(result), task=self.task,
+        return answer_prompt(question, self.evidence(result), task=self.config.task,
                              examples=self.answer_examples, template=self.prompts.template(
-                                 "answer" if self.task == "qa" else "verify"))
+                                 "answer" if self.config.task == "qa" else "verify"))
 
-    def _answer(self, question: str, result: RetrievalResult, reply: str, usage: Usage) -> Answer:
-        total = Usage().add(result.usage).add(usage)
-        return Answer(question, parse_answers(reply, task=self.task), reply, result, total)
-
-    def answer(self, question: str) -> Answer:
-        as_llm(self.llm, what="SimGRAG's answer step")
-        return self.answer_from(question, self.retrieve(question))
-
-    async def aanswer(self, question: str) -> Answer:
-        as_llm(self.llm, what="SimGRAG's answer step")
-        return await self.aanswer_from(question, await self.aretrieve(question))
-
-    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
-        llm = as_llm(self.llm, what="SimGRAG's answer step")
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        try:
-            with llm.track() as usage:
-                reply = run_sync(self._answer_steps(question, result), llm)
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, usage)
-        return self._answer(question, result, reply, usage)
-
-    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
-        llm = as_llm(self.llm, what="SimGRAG's answer step")
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        try:
-            with llm.track() as usage:
-                reply = await run_async(self._answer_steps(question, result), llm)
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, usage)
-        return self._answer(question, result, reply, usage)
+    def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
+        """One answer call over the retrieved subgraphs (re-asked once if blank)."""
+        reply = yield from self._answer_steps(question, result)
+        return Answer(question, parse_answers(reply, task=self.config.task), reply, result)
 
 
-#: what SimGRAG can do without an LLM (the end of its LLMNotConfiguredError message)
-_WITHOUT_LLM = ("Without an LLM, retrieve_pattern([(head, relation, tail), ...]) retrieves for "
-                "a pattern you write.")
 
 
 def gsd_of(subgraph: Subgraph) -> float:

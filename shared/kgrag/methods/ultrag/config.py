@@ -7,13 +7,11 @@ The components (LLM, embedder, linker, executor, arbitrator, prompts, checkpoint
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
 from kgrag.errors import ConfigurationError
-from kgrag.methods.base import DEFAULT_UNUSABLE_REPLY, check_unusable_reply
 from kgrag.methods.config import MethodConfig
 from kgrag.methods.ultrag.linking import DEFAULT_LINK_K, PAPER_SIGMA
 from kgrag.methods.ultrag.neural import FULL_GRAPH_MAX_NODES
@@ -31,16 +29,16 @@ DEFAULT_MIN_MEMBERSHIP = 1e-3
 class UltRAGConfig(MethodConfig):
     """UltRAG's knobs (paper defaults in brackets; see :class:`~kgrag.methods.ultrag.UltRAG`).
 
-    - Linking: ``linking`` ["dense"; "exact" needs no model], ``sigma`` [0.1] and ``link_k``
-      [10] (Eq. 2 temperature and candidates per mention).
+    - Linking: ``linking`` ["dense"; "exact" needs no model], ``sigma`` [0.1] and
+      ``link_top_k`` [10] (Eq. 2 temperature and candidates per mention).
     - Executors: ``projection`` ["max"], ``logic`` ["product"], ``soft_and`` [off],
       ``threshold`` [0]; neural: ``threads``, ``full_graph_max_nodes`` [50,000];
       GraphStores: ``store_hops`` [2], ``store_max_edges`` [200,000], ``max_frontier``
       [10,000]; ``relation_backoff`` [off].
     - Subgraphs: ``subgraph_k`` [off], ``seppr_alpha`` [0.85], ``seppr_steps`` [5].
-    - Rounds and answers: ``top_k`` [50], ``margin`` [0.05], ``max_reasks`` [1],
-      ``max_rounds`` [1], ``on_unusable_reply`` ["raise" or "empty"; docs/examples.md,
-      "Unusable LLM replies"]; ``on_invalid_query`` is its deprecated old name.
+    - Rounds and answers: ``top_k`` [50] entities returned and shown to the arbitrator,
+      ``margin`` [0.05], ``max_reasks`` [1], ``max_rounds`` [1], ``on_unusable_reply``
+      ["raise" or "empty"; docs/examples.md, "Unusable LLM replies"].
     - ``min_membership`` [ours; 0.001]: entities whose membership is below it are left out of
       what UltRAG returns (``retrieve`` / ``execute`` / ``ranked`` items, the arbitrator's
       candidates); ``0`` returns every entity with a non-zero score. The fuzzy sets themselves
@@ -56,7 +54,7 @@ class UltRAGConfig(MethodConfig):
 
     linking: str = "dense"
     sigma: float = PAPER_SIGMA
-    link_k: int = DEFAULT_LINK_K
+    link_top_k: int = DEFAULT_LINK_K
     projection: str = "max"
     logic: str = "product"
     threshold: float = 0.0
@@ -68,9 +66,6 @@ class UltRAGConfig(MethodConfig):
     subgraph_k: int | None = None
     seppr_alpha: float = PAPER_ALPHA
     seppr_steps: int = PAPER_STEPS
-    on_unusable_reply: str = DEFAULT_UNUSABLE_REPLY
-    #: deprecated: the old name of ``on_unusable_reply`` (whose default was "empty")
-    on_invalid_query: str | None = None
     max_frontier: int = 10_000
     relation_backoff: float | None = None
     threads: int | None = None
@@ -81,19 +76,13 @@ class UltRAGConfig(MethodConfig):
     min_exact_answers: int = 1
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.threads is not None and self.threads < 1:
             raise ValueError("threads must be >= 1")
         if self.full_graph_max_nodes < 1 or self.store_hops < 1 or self.store_max_edges < 1:
             raise ValueError("full_graph_max_nodes, store_hops and store_max_edges must be >= 1")
         if self.linking not in LINKING_MODES:
             raise ValueError(f"linking must be one of {LINKING_MODES}, got {self.linking!r}")
-        if self.on_invalid_query is not None:
-            warnings.warn("UltRAG's on_invalid_query is deprecated: use on_unusable_reply "
-                          "(the same values; one policy for every method)",
-                          DeprecationWarning, stacklevel=4)
-            object.__setattr__(self, "on_unusable_reply", self.on_invalid_query)
-            object.__setattr__(self, "on_invalid_query", None)
-        check_unusable_reply(self.on_unusable_reply)
         if self.top_k < 1 or self.max_reasks < 0 or self.max_rounds < 1:
             raise ValueError("top_k and max_rounds must be >= 1 and max_reasks >= 0")
         if self.subgraph_k is not None and self.subgraph_k < 1:

@@ -27,9 +27,7 @@ subgraph fetched around the query's anchors).
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,10 +37,10 @@ from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.base import GraphStore
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import extract_tag, optional_llm
-from kgrag.llm.base import no_llm_message, track_usage
+from kgrag.llm.base import no_llm_message
 from kgrag.llm.prompts import PromptSet
-from kgrag.llm.steps import Steps, ask_and_parse, run_async, run_sync
-from kgrag.methods.base import KGMethod, keyword_only_llm
+from kgrag.llm.steps import Offload, Steps, ask_and_parse, run_async, run_sync
+from kgrag.methods.base import KGMethod, Run
 from kgrag.methods.ultrag.arbitrator import Arbitrator, LLMArbitrator, MarginArbitrator
 from kgrag.methods.ultrag.config import LINKING_MODES as LINKING_MODES
 from kgrag.methods.ultrag.config import (
@@ -72,7 +70,6 @@ from kgrag.methods.ultrag.query import (
     relations,
     to_dsl,
 )
-from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 
 #: the default executor: exact where the graph knows, the paper's UltraQuery where it does not
 #: (:mod:`kgrag.methods.ultrag.hybrid`); "neural" is the paper's method, "symbolic" its ablation
@@ -80,17 +77,6 @@ DEFAULT_EXECUTOR = "hybrid"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 _ENTITY_ID = re.compile(r"^Q\d+$")
-
-
-@dataclass
-class Rounds:
-    """How Algorithm 1's rounds ended: the last query and its execution, or the failure."""
-
-    query: Query | None = None
-    reply: str | None = None
-    execution: Execution | None = None
-    count: int = 0
-    failure: LLMOutputError | QueryError | None = None
 
 
 def extract_query_text(reply: str) -> str:
@@ -111,12 +97,16 @@ class UltRAG(KGMethod):
 
     Parameters (paper defaults in brackets)
     ---------------------------------------
+    Every knob below that is not a component (``llm``, ``embedder``, ``linker``, ``executor``,
+    ``arbitrator``, ``weights``, ``prompts``) is a field of
+    :class:`~kgrag.methods.ultrag.config.UltRAGConfig`, read as ``method.config.<knob>``.
+
     graph: the knowledge graph.
     llm: any LangChain chat model / LlamaIndex LLM / callable; needed for :meth:`retrieve` and
         :meth:`answer`, not for :meth:`execute`.
     embedder, linker: for Eq. 2 linking of quoted mentions (``None`` = packaged MiniLM, loaded
         on first use). ``linking="exact"`` resolves mentions by name/alias only (no model).
-    sigma [0.1], link_k [unstated; 10]: Eq. 2 temperature and candidates per mention.
+    sigma [0.1], link_top_k [unstated; 10]: Eq. 2 temperature and candidates per mention.
     executor ["hybrid"; paper: UltraQuery alone]: ``"hybrid"`` (exact traversal, UltraQuery
         only where a projection has no exact answer; proved answers above every neural guess:
         :mod:`kgrag.methods.ultrag.hybrid`), ``"neural"`` (the paper's UltraQuery, packaged
@@ -171,8 +161,11 @@ class UltRAG(KGMethod):
     """
 
     name = "ultrag"
+    config_class = UltRAGConfig
+    #: retrieval needs the LLM; the answer step does not (the margin arbitrator)
+    llm_needed = {"retrieve": ("UltRAG query generation", "UltRAG has no LLM-free retrieval: "
+                               "without an LLM, run a logical query you write with execute().")}
 
-    @keyword_only_llm("llm")
     def __init__(
         self,
         graph: GraphStore,
@@ -189,7 +182,7 @@ class UltRAG(KGMethod):
     ) -> None:
         #: the tuning knobs (:class:`~kgrag.methods.ultrag.config.UltRAGConfig`); ``params``
         #: (``top_k=20``, ``linking="exact"`` ...) override fields of ``config``
-        self.config = cfg = (config or UltRAGConfig()).replace(**params)
+        cfg = self.configure(config, params)
         #: where and how queries run: one :class:`GraphExecutor` for this graph's kind (in
         #: memory or a GraphStore) and executor choice; it resolves leaves and seeds, builds
         #: the leaves' fuzzy sets, executes and ranks
@@ -204,22 +197,9 @@ class UltRAG(KGMethod):
         self._embedder = embedder
         self._linker_arg = linker
         self._leaf_linker: SoftmaxLeafLinker | None = None
-        # every knob is also an attribute, as before the config existed
-        self.linking, self.sigma, self.link_k = cfg.linking, cfg.sigma, cfg.link_k
-        self.executor_options = cfg.executor_options()
-        self.max_frontier = cfg.max_frontier
-        #: "neural", "symbolic" or "custom"
+        #: "neural", "symbolic", "hybrid" or "custom"
         self.executor_kind = self.graph_executor.kind
         self.weights = weights
-        self.threads = cfg.threads
-        self.full_graph_max_nodes = cfg.full_graph_max_nodes
-        self.store_hops, self.store_max_edges = cfg.store_hops, cfg.store_max_edges
-        self.top_k = cfg.top_k
-        self.max_reasks, self.max_rounds = cfg.max_reasks, cfg.max_rounds
-        self.seppr_alpha, self.seppr_steps = cfg.seppr_alpha, cfg.seppr_steps
-        self.on_unusable_reply = cfg.on_unusable_reply
-        #: the SEPPR subgraph size (``None``: the whole graph; set by the neural size rule)
-        self.subgraph_k = self.graph_executor.subgraph_k
         self.arbitrator: Arbitrator = self._make_arbitrator(arbitrator, cfg)
         self._prior: FrequencyPrior | None = None
         #: per ``(relation name, inverse)``: the last :meth:`check_relations` result
@@ -243,27 +223,12 @@ class UltRAG(KGMethod):
 
     # ------------------------------------------------------------------ components
     @property
-    def executor(self) -> QueryExecutor:
-        """Deprecated: ``graph_executor.executor``, the whole-graph executor (built on first
-        use; in-memory graphs only)."""
-        warnings.warn("UltRAG.executor is deprecated; use UltRAG.graph_executor (its .executor "
-                      "on an in-memory graph)", DeprecationWarning, stacklevel=2)
-        return self.graph_executor.executor
-
-    @property
-    def store_executor(self) -> StoreQueryExecutor:
-        """Deprecated: ``graph_executor.store_executor``, the symbolic executor through the
-        graph's name-level ``one_hop``."""
-        warnings.warn("UltRAG.store_executor is deprecated; use UltRAG.graph_executor (its "
-                      ".store_executor)", DeprecationWarning, stacklevel=2)
-        return self.graph_executor.store_executor
-
-    @property
     def leaf_linker(self) -> SoftmaxLeafLinker:
         if self._leaf_linker is None:
             self._leaf_linker = SoftmaxLeafLinker(self.store, linker=self._linker_arg,
-                                                  embedder=self._embedder, k=self.link_k,
-                                                  sigma=self.sigma)
+                                                  embedder=self._embedder,
+                                                  k=self.config.link_top_k,
+                                                  sigma=self.config.sigma)
         return self._leaf_linker
 
     # ------------------------------------------------------------------ query generation
@@ -301,7 +266,7 @@ class UltRAG(KGMethod):
             if leaf.quoted:
                 continue
             looks_like_id = bool(_ENTITY_ID.match(leaf.text))
-            self._resolve_leaf(leaf, required=self.linking == "exact" or looks_like_id)
+            self._resolve_leaf(leaf, required=self.config.linking == "exact" or looks_like_id)
         return query
 
     def parse_reply(self, reply: str) -> Query:
@@ -314,17 +279,13 @@ class UltRAG(KGMethod):
 
     def _query_llm(self) -> Any:
         """The LLM for query generation; a clear error when there is none."""
-        if self.llm is None:
-            raise LLMNotConfiguredError(no_llm_message(
-                "UltRAG query generation", "UltRAG has no LLM-free retrieval: without an LLM, "
-                "run a logical query you write with execute()."))
-        return self.llm
+        return self._llm_for("retrieve")
 
     def _query_steps(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
                      ) -> Steps[tuple[Query, str]]:
         """One query-generation request plus at most ``max_reasks`` re-asks, as steps."""
         return ask_and_parse(self.query_prompt(question, seeds) + feedback, self.parse_reply,
-                             retries=self.max_reasks,
+                             retries=self.config.max_reasks,
                              system=self.prompts.template("query_system"), step="query")
 
     def generate_query(self, question: str, seeds: Sequence[str] = (), feedback: str = ""
@@ -354,7 +315,7 @@ class UltRAG(KGMethod):
         An unquoted leaf that is neither an id nor a name falls back to linking in
         ``"dense"`` mode and raises :class:`QueryResolutionError` in ``"exact"`` mode.
         """
-        return self.graph_executor.leaf_sets(query, self.linking, lambda: self.leaf_linker)
+        return self.graph_executor.leaf_sets(query, self.config.linking, lambda: self.leaf_linker)
 
     def run(self, query: Query | str) -> Execution:
         """Bind the leaves and execute ``query``; scores cover every node of the graph (on a
@@ -379,7 +340,7 @@ class UltRAG(KGMethod):
         """:meth:`ranked` and how many of the top ``k`` the membership floor removed."""
         floor = (self.config.min_membership if min_membership is None
                  else check_min_membership(min_membership))
-        items = self.graph_executor.ranked(scores, k or self.top_k, names)
+        items = self.graph_executor.ranked(scores, k or self.config.top_k, names)
         kept = [e for e in items if e.score >= floor]
         return kept, len(items) - len(kept)
 
@@ -496,64 +457,46 @@ class UltRAG(KGMethod):
         self.relation_checks = {(c.relation, c.inverse): c for c in checks}
         return checks
 
-    @property
-    def on_invalid_query(self) -> str:
-        """Deprecated: :attr:`on_unusable_reply`."""
-        warnings.warn("UltRAG.on_invalid_query is deprecated: use on_unusable_reply",
-                      DeprecationWarning, stacklevel=2)
-        return self.on_unusable_reply
+    # ------------------------------------------------------------------ the lifecycle
+    def retrieval_steps(self, question: str, *,  # type: ignore[override]
+                        seeds: Sequence[str] = ()) -> Steps[RetrievalResult]:
+        """Algorithm 1's rounds: generate a query (1 LLM call, + re-asks), run it, accept or
+        ask again; the top entities as items. ``seeds``: entities the prompt lists by id.
 
-    def _failed(self, question: str, exc: Exception, usage: Usage) -> RetrievalResult:
-        """``on_unusable_reply`` for a query that did not parse after the re-asks, or whose
-        execution failed (a :class:`QueryError`, wrapped as the LLM's unusable output)."""
-        error = exc if isinstance(exc, LLMOutputError) else LLMOutputError(
-            f"the generated query failed: {exc}")
-        if error is not exc:
-            error.__cause__ = exc
-        return self.unusable_reply(question, error, usage, llm_reply=None)
-
-    def _retrieval_steps(self, question: str, seeds: Sequence[str]) -> Steps[Rounds]:
-        """Algorithm 1's rounds as steps: generate a query, run it, accept or ask again.
-
-        The decider accepts a non-empty result (UltRAG-OTS, ``max_rounds=1``: any result).
-        An invalid query (after the re-asks) or a failed execution ends the rounds with
-        ``failure`` set; the caller turns it into an empty result or raises it.
+        The decider accepts a non-empty result (UltRAG-OTS, ``max_rounds=1``: any result);
+        with ``max_rounds > 1`` an empty result triggers a new query (the prompt then lists
+        the queries that failed). A query that fails when run is an unusable reply too.
         """
         tried: list[str] = []
         try:
-            for _ in range(self.max_rounds):
+            for _ in range(self.config.max_rounds):
                 feedback = self._empty_feedback(tried) if tried else ""
                 query, reply = yield from self._query_steps(question, seeds, feedback)
                 execution = self.run(query)
                 tried.append(to_dsl(query))
                 if np.any(execution.scores != 0):
                     break
-        except (LLMOutputError, QueryError) as exc:
-            return Rounds(failure=exc)
-        return Rounds(query, reply, execution, len(tried))
-
-    def _rounds_result(self, question: str, rounds: Rounds, usage: Usage) -> RetrievalResult:
-        if rounds.failure is not None:
-            return self._failed(question, rounds.failure, usage)
-        result = self._result(question, rounds.query, rounds.reply, rounds.execution, usage)
-        result.metadata["rounds"] = rounds.count
+        except QueryError as exc:
+            raise LLMOutputError(f"the generated query failed: {exc}") from exc
+        result = self._result(question, query, reply, execution, Usage())
+        result.metadata["rounds"] = len(tried)
         return result
 
-    def retrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
-        """Query generation (1 LLM call, + re-asks) and execution; top entities as items.
+    def unusable_metadata(self, run: Run) -> dict[str, Any]:
+        return {"llm_reply": None}
 
-        With ``max_rounds > 1`` the decider of Algorithm 1 is "the answer set is non-empty":
-        an empty result triggers a new query (the prompt then lists the queries that failed).
-        """
-        with track_usage(self.llm) as usage:
-            rounds = run_sync(self._retrieval_steps(question, seeds), self._query_llm())
-        return self._rounds_result(question, rounds, usage)
-
-    async def aretrieve(self, question: str, *, seeds: Sequence[str] = ()) -> RetrievalResult:
-        """:meth:`retrieve` with ``await llm.acomplete``: the same steps, another driver."""
-        with track_usage(self.llm) as usage:
-            rounds = await run_async(self._retrieval_steps(question, seeds), self._query_llm())
-        return self._rounds_result(question, rounds, usage)
+    def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
+        """Arbitration over the retrieved entities (the LLM arbitrator's call, re-asked once
+        when blank; the margin arbitrator's rule without one)."""
+        answers: list[str] = []
+        if "error" not in result.metadata:
+            query, candidates = result.metadata.get("query", ""), self.candidates(result)
+            arbitrator = self.arbitrator
+            aarbitrate = getattr(arbitrator, "aarbitrate", None)
+            answers = yield Offload(
+                lambda: arbitrator.arbitrate(question, query, candidates),
+                None if aarbitrate is None else lambda: aarbitrate(question, query, candidates))
+        return self._answer(question, answers, result)
 
     def candidates(self, retrieval: RetrievalResult) -> list[tuple[str, str, float]]:
         """``(entity id, name, score)`` of the retrieved entities (UltRAG retrieves only
@@ -561,53 +504,15 @@ class UltRAG(KGMethod):
         return [(str(e.metadata.get("entity_id", e.name)), e.name, e.score)
                 for e in retrieval.items if isinstance(e, ScoredEntity)]
 
-    def answer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
-        """Retrieve, then arbitrate over the top candidates (2 LLM calls with the LLM arbitrator)."""
-        return self.answer_from(question, self.retrieve(question, seeds=seeds))
-
-    async def aanswer(self, question: str, *, seeds: Sequence[str] = ()) -> Answer:
-        return await self.aanswer_from(question, await self.aretrieve(question, seeds=seeds))
-
-    def answer_from(self, question: str, result: RetrievalResult) -> Answer:
-        """Arbitrate over a retrieval already made (its items are the candidates); a blank
-        arbitration reply (after one re-ask) goes to ``on_unusable_reply``."""
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        try:
-            with track_usage(self.llm) as spent:
-                answers = [] if "error" in result.metadata else self.arbitrator.arbitrate(
-                    question, result.metadata.get("query", ""), self.candidates(result))
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, spent)
-        return self._answer(question, answers, result, Usage().add(result.usage).add(spent))
-
-    async def aanswer_from(self, question: str, result: RetrievalResult) -> Answer:
-        if self.was_unusable(result):
-            return self.unusable_answer(question, result)
-        try:
-            with track_usage(self.llm) as spent:
-                if "error" in result.metadata:
-                    answers: list[str] = []
-                elif hasattr(self.arbitrator, "aarbitrate"):
-                    answers = await self.arbitrator.aarbitrate(  # type: ignore[attr-defined]
-                        question, result.metadata.get("query", ""), self.candidates(result))
-                else:
-                    answers = self.arbitrator.arbitrate(
-                        question, result.metadata.get("query", ""), self.candidates(result))
-        except LLMOutputError as exc:
-            return self.unusable_answer(question, result, exc, spent)
-        return self._answer(question, answers, result, Usage().add(result.usage).add(spent))
-
     @staticmethod
-    def _answer(question: str, answers: list[str], retrieval: RetrievalResult,
-                usage: Usage) -> Answer:
+    def _answer(question: str, answers: list[str], retrieval: RetrievalResult) -> Answer:
         if answers:
             text = ", ".join(answers)
         elif "error" in retrieval.metadata:
             text = f"No answer: the query could not be built ({retrieval.metadata['error']})."
         else:
             text = "No answer found in the knowledge graph."
-        return Answer(question, answers, text, retrieval, usage)
+        return Answer(question, answers, text, retrieval)
 
 
 def execute(graph: KnowledgeGraph, query: Query | str, *, top_k: int = PAPER_ARBITRATION_TOP_K,
