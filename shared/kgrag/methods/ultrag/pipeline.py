@@ -144,7 +144,6 @@ class UltRAG(KGMethod):
         fails) after the re-asks, or a blank arbitration reply, raises
         :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result whose
         ``metadata["error"]`` holds the reason (docs/examples.md, "Unusable LLM replies").
-        ``on_invalid_query`` is its deprecated old name.
     max_frontier [ours; 10,000]: on a GraphStore, the most entities one projection expands
         (see :mod:`kgrag.methods.ultrag.store_executor`).
     relation_backoff [ours; off]: a rapidfuzz score (0-100, e.g. 85); an unknown relation label
