@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+from kgrag.graph import to_falkordb
 from kgrag import KnowledgeGraph
 from kgrag.linking.database import linker_for_store
 from machine_info import stamp
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     server = FalkorDBServer().start()
     try:
         t0 = time.perf_counter()
-        store = kg.to_falkordb("127.0.0.1", server.port, graph="bench_linking", progress=False)
+        store = to_falkordb(kg, "127.0.0.1", server.port, graph="bench_linking", progress=False)
         load_s = time.perf_counter() - t0
         store._write("CALL db.idx.fulltext.createNodeIndex('Entity', 'name')")
         while any(r[7] != "OPERATIONAL" for r in store._graph.ro_query(

@@ -5,7 +5,7 @@ What is measured (medians over many repetitions; see ``benchmarks/README.md``):
 * **build** -- time and peak RSS of building the graph, each build in a fresh subprocess.
   Peak RSS is the child's ``VmHWM`` minus the ``VmHWM`` of a child that only imports numpy
   (the "python + numpy" baseline), so library imports count against the library.
-  Sources: a triples file (ours ``KnowledgeGraph.from_csv`` vs the reference's
+  Sources: a triples file (ours ``read_triples`` vs the reference's
   ``LocalKGStore.read_from_csv``), int arrays (``from_arrays``) and a saved graph (``load``).
 * **single-source operations** -- one-hop expansion, 2- and 3-relation metapath follow (sources
   sampled so the path exists), shortest path between one pair (undirected and directed).
@@ -49,6 +49,7 @@ sys.path.insert(0, HERE)
 
 import synthetic  # noqa: E402
 from machine_info import stamp
+from kgrag.graph import load_graph, read_triples, save_graph
 
 CACHE_DIR = os.path.join(HERE, ".cache")
 TOP_K = 100
@@ -159,12 +160,12 @@ def child_build(kind: str, source: str, sep: str) -> dict:
         edges = graph.num_edges
     elif kind == "ours-file":
         start = time.perf_counter()
-        graph = KnowledgeGraph.from_csv(source, sep=sep, header=False)
+        graph = read_triples(source, sep=sep, header=False)
         seconds = time.perf_counter() - start
         edges = graph.num_edges
     elif kind == "ours-load":
         start = time.perf_counter()
-        graph = KnowledgeGraph.load(source)
+        graph = load_graph(source)
         seconds = time.perf_counter() - start
         edges = graph.num_edges
     elif kind == "ref-file":
@@ -378,7 +379,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.edges and not args.file:
         p.error("give --edges N or --file PATH")
 
-    from kgrag import KnowledgeGraph
     from kgrag.graph.io import sniff_separator
 
     os.makedirs(CACHE_DIR, exist_ok=True)
@@ -405,10 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         result["graph"] = {"source": os.path.relpath(triples_file)}
         kinds = {"ours-file": triples_file}
         saved_tag = "file_" + os.path.basename(triples_file).replace(".", "_")
-    kg = KnowledgeGraph.from_csv(triples_file, sep=sep, header=False)
+    kg = read_triples(triples_file, sep=sep, header=False)
     result["graph"].update(kg.counts())
     saved_dir = os.path.join(CACHE_DIR, f"{saved_tag}.kg")
-    kg.save(saved_dir)
+    save_graph(kg, saved_dir)
     kinds["ours-load"] = saved_dir
     if args.reference:
         kinds["ref-file"] = triples_file

@@ -5,8 +5,8 @@ per node) is saved once with its index. Then, per mode, N worker processes (mult
 ``spawn``, as uvicorn starts its workers) each
 
 1. import kgrag (the ``baseline`` memory of an idle worker),
-2. load the graph -- ``copy``: ``KnowledgeGraph.load(path)`` (today's load: arrays read and the
-   index rebuilt in every process); ``mmap``: ``KnowledgeGraph.load(path, mmap=True)``,
+2. load the graph -- ``copy``: ``load_graph(path)`` (today's load: arrays read and the
+   index rebuilt in every process); ``mmap``: ``load_graph(path, mmap=True)``,
 3. run a small query mix (single-node ``one_hop`` and 2-hop ``follow_path`` from random nodes)
    and touch every array page, as a long-running server eventually does,
 
@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 from machine_info import stamp
+from kgrag.graph import load_graph, save_graph
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "shared"), str(HERE)]
@@ -58,7 +59,7 @@ def build(edges: int, folder: str) -> dict:
     g, _ = synthetic.cached(edges, str(CACHE))
     started = time.perf_counter()
     kg = KnowledgeGraph.from_arrays(g.heads, g.rels, g.tails, g.node_names(), g.relation_names())
-    kg.save(folder)
+    save_graph(kg, folder)
     size = sum(p.stat().st_size for p in Path(folder).iterdir())
     return {"nodes": kg.num_nodes, "edges": kg.num_edges, "build_and_save_seconds":
             round(time.perf_counter() - started, 1), "saved_mb": round(size / 2**20, 1)}
@@ -67,11 +68,10 @@ def build(edges: int, folder: str) -> dict:
 def worker(folder: str, mode: str, seed: int, conn) -> None:
     import numpy as np
 
-    from kgrag import KnowledgeGraph
 
     baseline = rollup()
     started = time.perf_counter()
-    kg = KnowledgeGraph.load(folder, mmap=(mode == "mmap"))
+    kg = load_graph(folder, mmap=(mode == "mmap"))
     load_seconds = time.perf_counter() - started
     rng = np.random.default_rng(seed)
     names = [kg.node_names[i] for i in rng.integers(0, kg.num_nodes, 300)]

@@ -41,6 +41,7 @@ import sys
 import time
 from pathlib import Path
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -131,14 +132,13 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)  # single-query inference: threads only add contention on 2 cores
-    from kgrag import KnowledgeGraph
     from kgrag.embed import CachedEmbedder, default_embedder
     from kgrag.eval.datasets import load_metaqa
     from kgrag.methods.byokg import ByoKGRAG
     from kgrag.methods.byokg.triplets import TripletScorer
 
     t0 = time.perf_counter()
-    kg = KnowledgeGraph.from_csv(DATA / "kb_reconstructed.txt", sep="|")
+    kg = read_triples(DATA / "kb_reconstructed.txt", sep="|")
     embedder = CachedEmbedder(default_embedder(), CACHE, min_texts=500)
     base = ByoKGRAG(kg, embedder=embedder)
     scorer, linker = base.scorer, base.linker.build()

@@ -35,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -83,14 +84,13 @@ def main() -> None:
 
     from graphrag_toolkit.byokg_rag.graph_retrievers import GTraversal, PathRetriever, PathVerbalizer
 
-    from kgrag import KnowledgeGraph
     from kgrag.embed import CachedEmbedder, default_embedder
     from kgrag.eval.datasets import load_metaqa
     from kgrag.methods.byokg import ByoKGRAG
     from kgrag.methods.byokg.context import merge_paths
     from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
 
-    kg = KnowledgeGraph.from_csv(DATA / "kb_reconstructed.txt", sep="|")
+    kg = read_triples(DATA / "kb_reconstructed.txt", sep="|")
     embedder = CachedEmbedder(default_embedder(), CACHE, min_texts=500)
     linker = ByoKGRAG(kg, embedder=embedder).linker.build()
     resolver = RelationResolver(kg.list_relations())

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -81,7 +82,6 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from kgrag import KnowledgeGraph
     from kgrag.embed import CachedEmbedder, default_embedder
     from kgrag.eval.datasets import load_metaqa
     from kgrag.linking import extract_mentions
@@ -89,7 +89,7 @@ def main() -> None:
     from kgrag.methods.byokg.llm_free import scored_walks
     from kgrag.text.names import relation_words
 
-    kg = KnowledgeGraph.from_csv(DATA / "kb_reconstructed.txt", sep="|")
+    kg = read_triples(DATA / "kb_reconstructed.txt", sep="|")
     embedder = CachedEmbedder(default_embedder(), CACHE, min_texts=500)
     base = ByoKGRAG(kg, embedder=embedder)
     scorer, linker = base.scorer, base.linker.build()

@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import sys
+from kgrag.graph import to_falkordb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -28,18 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     from kgrag.data import demo_data_path
     from kgrag.embed import default_embedder
     from kgrag.graph.cypher.vectors import embed_store, node_vector_index
-    from kgrag.graph.io import read_triples
+    from kgrag.graph.io import iter_triples
     from machine_info import stamp
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--k", type=int, nargs="+", default=[1, 3, 16, 64])
     ap.add_argument("--out", default=os.path.join(HERE, "results", "db_vector_recall_movies.json"))
     args = ap.parse_args(argv)
-    kg = KnowledgeGraph.from_triples(read_triples(demo_data_path()))
+    kg = KnowledgeGraph.from_triples(iter_triples(demo_data_path()))
     emb = default_embedder()
     server = FalkorDBServer().start()
     try:
-        store = kg.to_falkordb("127.0.0.1", server.port, graph="recall", progress=False)
+        store = to_falkordb(kg, "127.0.0.1", server.port, graph="recall", progress=False)
         embed_store(store, emb, progress=False)
         stored = node_vector_index(store, emb)
         assert stored is not None

@@ -45,9 +45,9 @@ METHODS = ("simgrag", "byokg", "graphraft")
 
 
 def _questions(tsv: str, n: int, seed: int) -> list[tuple[str, str, str]]:
-    from kgrag.graph.io import read_triples
+    from kgrag.graph.io import iter_triples
 
-    triples = list(read_triples(tsv))
+    triples = list(iter_triples(tsv))
     rng = random.Random(seed)
     return [tuple(triples[rng.randrange(len(triples))]) for _ in range(n)]  # type: ignore[misc]
 
@@ -229,10 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_memory:
             from hash_embedder import HashUnitEmbedder
             from kgrag import KnowledgeGraph
-            from kgrag.graph.io import read_triples
+            from kgrag.graph.io import iter_triples
 
             emb = HashUnitEmbedder(args.dim)
-            kg = KnowledgeGraph.from_triples(read_triples(tsv, sep="\t"))
+            kg = KnowledgeGraph.from_triples(iter_triples(tsv, sep="\t"))
             vectors = emb.embed_documents(kg.node_names)
             store = _open(port)
             for method in METHODS:

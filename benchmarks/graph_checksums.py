@@ -6,7 +6,7 @@ then times, with the files in the page cache (median of ``--repeat`` runs):
 * ``digest_*_s``: SHA-256 of every file the manifest lists, of the name tables and edge
   arrays (what a normal load verifies), of the name tables only (what a mapped load with the
   index verifies: it cross-checks every array element instead),
-* ``load_s`` / ``load_mmap_s``: ``KnowledgeGraph.load`` with verification (format version 2),
+* ``load_s`` / ``load_mmap_s``: ``load_graph`` with verification (format version 2),
 * ``load_unverified_s`` / ``load_mmap_unverified_s``: the same folder with its manifest
   rewritten as version 1 (no checksums: the load only warns), i.e. the load without the digest.
 
@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 from machine_info import stamp  # noqa: E402
+from kgrag.graph import load_graph, save_graph
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "shared"), str(HERE)]
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="kgrag-checksums-"))
     try:
         verified, unverified = root / "v2", root / "v1"
-        out["save_s"] = timed(lambda: kg.save(verified), 1)
+        out["save_s"] = timed(lambda: save_graph(kg, verified), 1)
         shutil.copytree(verified, unverified)
         manifest = json.loads((unverified / "manifest.json").read_text())
         manifest.pop("checksums")
@@ -96,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             out[f"digest_{label}_s"] = timed(lambda chosen=chosen: [file_digest(p) for p in chosen],
                                              args.repeat)
         for label, folder in (("", verified), ("_unverified", unverified)):
-            out[f"load{label}_s"] = timed(lambda folder=folder: KnowledgeGraph.load(folder),
+            out[f"load{label}_s"] = timed(lambda folder=folder: load_graph(folder),
                                           args.repeat)
             out[f"load_mmap{label}_s"] = timed(
-                lambda folder=folder: KnowledgeGraph.load(folder, mmap=True), args.repeat)
+                lambda folder=folder: load_graph(folder, mmap=True), args.repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out["loadavg_end"] = os.getloadavg()

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.graph.memory import normalize_name
@@ -60,11 +61,11 @@ CACHE = ROOT / "benchmarks" / ".cache"
 
 
 def metaqa_kg() -> KnowledgeGraph:
-    return KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|")
+    return read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|")
 
 
 def pathquestion_kg(kb: str) -> KnowledgeGraph:
-    return KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
+    return read_triples(DATA / "pathquestion" / kb, sep="\t", header=False)
 
 
 def datasets(limit: int, seed: int):

@@ -22,10 +22,10 @@ OPS = [
     ("score_all_edges_topk", "score every edge + top-100"),
 ]
 BUILDS = [
-    ("ours-file", "kgrag `KnowledgeGraph.from_csv` (triples file)"),
+    ("ours-file", "kgrag `read_triples` (triples file)"),
     ("ref-file", "reference `LocalKGStore.read_from_csv` (same file)"),
     ("ours-arrays", "kgrag `KnowledgeGraph.from_arrays` (int arrays)"),
-    ("ours-load", "kgrag `KnowledgeGraph.load` (saved graph)"),
+    ("ours-load", "kgrag `load_graph` (saved graph)"),
 ]
 
 

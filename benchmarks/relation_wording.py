@@ -49,6 +49,7 @@ import sys
 import time
 from pathlib import Path
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "pathquestion"
@@ -229,7 +230,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np
 
-    from kgrag import KnowledgeGraph
     from kgrag.embed import CachedEmbedder, default_embedder
     from kgrag.eval.datasets import load_pathquestion
 
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "shared": "yes: ~8 engineers on 2 cores"},
                     "datasets": {}}
     for label, questions, kb in DATASETS:
-        kg = KnowledgeGraph.from_csv(DATA / kb, sep="\t", header=False)
+        kg = read_triples(DATA / kb, sep="\t", header=False)
         examples = [ex for ex in load_pathquestion(DATA / questions, limit=args.limit,
                                                    seed=args.seed)
                     if ex.entities[0] in kg.node_index]

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "shared"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from kgrag.graph import read_triples
 from kgrag.embed import configure_cache, default_embedder
-from kgrag.graph import KnowledgeGraph
 from machine_info import stamp
 
 KB = ROOT.parent / "shared" / "data" / "metaqa" / "kb_reconstructed.txt"
@@ -68,7 +68,7 @@ BUILDERS = {"simgrag": build_simgrag, "ultrag": build_ultrag, "graphraft": build
 
 def main() -> int:
     configure_cache(enabled=False)  # in-process sharing only: the first build embeds
-    kg = KnowledgeGraph.from_csv(str(KB))
+    kg = read_triples(str(KB))
     emb = default_embedder()
     emb.embed_query("load the model first")  # model loading is not part of any build
     order = sys.argv[1:] or list(BUILDERS)

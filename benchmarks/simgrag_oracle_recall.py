@@ -38,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -139,7 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from kgrag import KnowledgeGraph
     from kgrag.embed import default_embedder
     from kgrag.eval.datasets import load_metaqa, load_pathquestion
 
@@ -148,12 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for hop_file, kb_file, label in [("PQ-2H.txt", "2H-kb.txt", "PQ-2H"),
                                      ("PQ-3H.txt", "3H-kb.txt", "PQ-3H")]:
-        kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / kb_file, sep="\t", header=False)
+        kg = read_triples(DATA / "pathquestion" / kb_file, sep="\t", header=False)
         method = build(kg, embedder, args.k, args.k_nodes, args.k_relations)
         examples = load_pathquestion(DATA / "pathquestion" / hop_file, limit=args.limit,
                                      seed=args.seed)
         rows += evaluate_modes(label, kg, examples, method)
-    kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
+    kg = read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
     method = build(kg, embedder, args.k, args.k_nodes, args.k_relations)
     for hop in (1, 2, 3):
         examples = load_metaqa(DATA / "metaqa", hop, limit=args.limit, seed=args.seed)

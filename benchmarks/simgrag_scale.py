@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import stamp
+from kgrag.graph import load_graph as load_saved_graph
+from kgrag.graph import save_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -55,7 +57,7 @@ def load_graph(edges: int, relations: int, seed: int):
 
     saved = CACHE / f"simgrag_synth_{edges}_r{relations}_s{seed}.kg"
     if saved.is_dir():  # sorted and indexed already: loads without re-sorting 10M edges
-        return KnowledgeGraph.load(saved)
+        return load_saved_graph(saved)
     path = CACHE / f"simgrag_synth_{edges}_r{relations}_s{seed}.npz"
     if path.exists():
         graph = synthetic.load_arrays(str(path))
@@ -65,7 +67,7 @@ def load_graph(edges: int, relations: int, seed: int):
     kg = KnowledgeGraph.from_arrays(graph.heads, graph.rels, graph.tails,
                                     synthetic.node_names(graph.num_nodes),
                                     synthetic.relation_names(graph.num_relations))
-    kg.save(saved)
+    save_graph(kg, saved)
     return kg
 
 

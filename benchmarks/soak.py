@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import stamp
+from kgrag.graph import load_graph, read_triples, save_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE = ROOT / "examples" / "serve_fastapi.py"
@@ -62,15 +63,14 @@ def prepare(graph_dir: Path, cache_dir: Path, methods: tuple[str, ...]) -> dict:
     """Save MetaQA's KB as a kgrag graph (with its index) and fill the embedding cache once,
     so the workers start from the cache instead of each embedding 43k names."""
     sys.path[:0] = [str(ROOT / "shared"), str(ROOT), str(SERVICE.parent)]
-    from kgrag import KnowledgeGraph
     from kgrag.embed import default_embedder
 
     import serve_fastapi
 
     started = time.perf_counter()
     if not (graph_dir / "manifest.json").exists():
-        KnowledgeGraph.from_csv(DATA / "kb_reconstructed.txt", sep="|").save(graph_dir)
-    kg = KnowledgeGraph.load(graph_dir, mmap=True)
+        save_graph(read_triples(DATA / "kb_reconstructed.txt", sep="|"), graph_dir)
+    kg = load_graph(graph_dir, mmap=True)
     serve_fastapi.build_methods(kg, methods, default_embedder(), str(cache_dir))
     return {"nodes": kg.num_nodes, "edges": kg.num_edges, "relations": kg.num_relations,
             "prepare_seconds": round(time.perf_counter() - started, 1)}

@@ -27,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.embed import CachedEmbedder, default_embedder
 from kgrag.eval import load_metaqa, load_pathquestion
@@ -129,13 +130,13 @@ def main(argv: list[str] | None = None) -> int:
         return method
 
     for name, questions, kb in PATHQUESTION:
-        kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
+        kg = read_triples(DATA / "pathquestion" / kb, sep="\t", header=False)
         examples = load_pathquestion(DATA / "pathquestion" / questions, limit=args.limit,
                                      seed=args.seed)
         embedder.prime([ex.entities[0].replace("_", " ") for ex in examples if ex.entities])
         runs.append(evaluate(name, make(kg), examples, lambda t: t.replace("_", " ")))
         print(json.dumps(runs[-1]), file=sys.stderr)
-    metaqa_kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
+    metaqa_kg = read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
                                         header=False)
     metaqa = make(metaqa_kg)
     for hop in (1, 2, 3):

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import tie_aware_metrics
@@ -88,13 +89,13 @@ def datasets(limit: int, seed: int, only: list[str] | None):
                                     ("PQ-3H", "PQ-3H.txt", "3H-kb.txt")):
             if only and name not in only:
                 continue
-            kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
+            kg = read_triples(DATA / "pathquestion" / kb, sep="\t", header=False)
             # every question, sampled after the ones whose topic is not in the KB are dropped
             # (see ``incomplete``), so a PathQuestion set still gives ``limit`` questions
             yield name, kg, load_pathquestion(DATA / "pathquestion" / questions, limit=None,
                                               seed=seed)
     if not only or any(n.startswith("MetaQA") for n in only):
-        kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
+        kg = read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
                                      header=False)
         for hop in (1, 2, 3):
             name = f"MetaQA-{hop}hop"
@@ -339,7 +340,7 @@ def latency(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     if args.dataset == "metaqa":
-        kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
+        kg = read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
                                      header=False)
         label = "MetaQA KB"
     else:

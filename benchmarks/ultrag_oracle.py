@@ -30,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import answer_set_metrics, tie_aware_metrics
@@ -113,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = []
     for name, questions, kb in PATHQUESTION:
-        kg = KnowledgeGraph.from_csv(DATA / "pathquestion" / kb, sep="\t", header=False)
+        kg = read_triples(DATA / "pathquestion" / kb, sep="\t", header=False)
         examples = load_pathquestion(DATA / "pathquestion" / questions, limit=args.limit,
                                      seed=args.seed)
         runs.append(evaluate(name, kg, examples))
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "by_type"}), file=sys.stderr)
-    metaqa_kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
+    metaqa_kg = read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|",
                                         header=False)
     for hop in (1, 2, 3):
         examples = load_metaqa(DATA / "metaqa", hop, limit=args.limit, seed=args.seed)

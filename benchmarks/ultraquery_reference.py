@@ -20,6 +20,7 @@ import sys
 import numpy as np
 import torch
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 SHAPES_NOTE = "BetaE nested tuples; relation r < R is forward, r >= R is the inverse of r - R"
 
@@ -93,8 +94,7 @@ def metaqa_sample(kb_path, out_tsv, seed=7):
     the 200 most frequent ``starred_actors`` tails (153 films, 1,617 edges, 1,083 nodes)."""
     import csv
 
-    from kgrag import KnowledgeGraph
-    kg = KnowledgeGraph.from_csv(kb_path, sep="|", header=False)
+    kg = read_triples(kb_path, sep="|", header=False)
     rng = np.random.default_rng(seed)
     star = kg.rels == kg.relation_id("starred_actors")
     star_h, star_t = kg.heads[star], kg.tails[star]
@@ -110,8 +110,7 @@ def metaqa_sample(kb_path, out_tsv, seed=7):
 
 
 def load_kg(path):
-    from kgrag import KnowledgeGraph
-    return KnowledgeGraph.from_csv(path)
+    return read_triples(path)
 
 
 def random_queries(kg, rng, count_per_shape):

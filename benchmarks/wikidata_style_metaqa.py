@@ -25,6 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from machine_info import stamp
+from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -62,7 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from kgrag import KnowledgeGraph
     from kgrag.embed import default_embedder
     from kgrag.eval.datasets import load_metaqa
     from kgrag.eval.embedding import EvalEmbedder
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     load_before = os.getloadavg()
-    kg = KnowledgeGraph.from_csv(DATA / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
+    kg = read_triples(DATA / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
     copy, renaming = wikidata_copy(kg)
     embedder = EvalEmbedder(default_embedder(), CACHE)
     rows, out_dir = [], Path(tempfile.mkdtemp(prefix="wikidata-style-"))

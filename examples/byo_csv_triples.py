@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.embed import default_embedder
 
 from langchain_kgrag import ByoKGRetriever, result_to_documents
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None, embedder=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(argv[0]) if argv else write_sample(Path(tmp))
         question = argv[1] if len(argv) > 1 else SAMPLE_QUESTION
-        kg = KnowledgeGraph.from_csv(path)  # sep / header are detected
+        kg = read_triples(path)  # sep / header are detected
     print(f"{path.name}: {kg.num_nodes} nodes, {kg.num_edges} edges, "
           f"{kg.num_relations} relations")
 

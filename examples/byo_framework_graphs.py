@@ -1,10 +1,10 @@
 """Bring your own graph (3): graphs you already built with LlamaIndex or LangChain.
 
 * A LlamaIndex property graph -- a ``PropertyGraphIndex`` or any ``PropertyGraphStore``
-  (``SimplePropertyGraphStore`` here) -> ``KnowledgeGraph.from_llama_index(...)``. Entity
+  (``SimplePropertyGraphStore`` here) -> ``from_llama_index(...)``. Entity
   labels become node types, ``ChunkNode`` texts and ``triplet_source_id`` become provenance.
 * LangChain ``GraphDocument``\\ s (what ``LLMGraphTransformer`` returns) ->
-  ``KnowledgeGraph.from_graph_documents(...)``. Node types and source documents are kept.
+  ``from_graph_documents(...)``. Node types and source documents are kept.
 
 Both graphs are built here in memory with the frameworks' own classes (no LLM, no server), then
 queried with SimGRAG's LLM-free pattern retrieval; the retrieved triple is traced back to the
@@ -23,6 +23,7 @@ from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relations
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
+from kgrag.graph import from_graph_documents, from_llama_index
 from kgrag import KnowledgeGraph
 from kgrag.embed import default_embedder
 from kgrag.methods.simgrag import SimGRAG
@@ -44,7 +45,7 @@ def llama_index_graph() -> KnowledgeGraph:
         Relation(label="BORN_IN", source_id="Satoshi Kon", target_id="Sapporo",
                  properties={"triplet_source_id": "chunk-1"}),
     ])
-    return KnowledgeGraph.from_llama_index(store)
+    return from_llama_index(store)
 
 
 def langchain_graph() -> KnowledgeGraph:
@@ -55,7 +56,7 @@ def langchain_graph() -> KnowledgeGraph:
     docs = [GraphDocument(nodes=[film, director, city], source=source, relationships=[
         Relationship(source=film, target=director, type="DIRECTED_BY"),
         Relationship(source=director, target=city, type="BORN_IN")])]
-    return KnowledgeGraph.from_graph_documents(docs)
+    return from_graph_documents(docs)
 
 
 def main(embedder=None) -> dict:

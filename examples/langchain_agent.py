@@ -22,7 +22,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from scripted_llms import scripted_chat
 
 from langchain_kgrag import KGToolkit
@@ -63,7 +63,7 @@ def build_agent(tools, model):
 
 
 def main(question: str = QUESTION) -> list:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     tools = KGToolkit.from_graph(kg).get_tools()
     agent = build_agent(tools, scripted_agent_model())  # replace with your own chat model
     state = agent.invoke({"messages": [HumanMessage(question)]}, {"recursion_limit": 10})

@@ -25,7 +25,7 @@ except ImportError:  # LangChain < 1.0 kept it in the main package
     from langchain.retrievers import EnsembleRetriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.context.metadata import unflatten
 from kgrag.embed import default_embedder
 from scripted_llms import scripted_chat
@@ -41,7 +41,7 @@ PATTERN_REPLY = ('{"divided": ["films directed by Satoshi Kon", "films set in To
 
 
 def main(question: str = QUESTION, embedder=None) -> list:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     embedder = embedder or default_embedder()  # or any LangChain Embeddings
     graphraft = GraphRAFTRetriever.from_graph(kg, embedder=embedder, top_k=5)
     simgrag = SimGRAGRetriever.from_graph(

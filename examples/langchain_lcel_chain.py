@@ -25,6 +25,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.context.metadata import unflatten
 from scripted_llms import scripted_chat
@@ -77,7 +78,7 @@ def build_chain(kg: KnowledgeGraph, query_writer, chat_model):
 
 
 def main(question: str = QUESTION) -> dict:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     # Replace with your own chat model (both can be the same model).
     query_writer = scripted_chat(
         '<query>AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by'

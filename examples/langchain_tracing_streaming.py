@@ -32,7 +32,7 @@ from langchain_core.prompts import ChatPromptTemplate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scripted_llms import scripted_chat
 
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.context.metadata import unflatten
 from langchain_kgrag import UltRAGRetriever
 
@@ -76,7 +76,7 @@ class TraceTree(BaseCallbackHandler):
 
 
 def main(question: str = QUESTION) -> dict:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
 
     # 1-2. tracing and per-question usage
     tree = TraceTree()

@@ -26,7 +26,7 @@ from llama_index.core.agent.workflow import ReActAgent, ToolCallResult
 from llama_index.core.tools import RetrieverTool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.embed import default_embedder
 from scripted_llms import scripted_llama
 
@@ -51,7 +51,7 @@ def scripted_react_llm():
 
 
 async def run_agent(question: str, embedder) -> tuple[str, list]:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     search = RetrieverTool.from_defaults(
         retriever=GraphRAFTRetriever.from_graph(kg, embedder=embedder, top_k=5),
         name="movie_graph_search",

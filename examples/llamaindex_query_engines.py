@@ -20,6 +20,7 @@ from pathlib import Path
 from llama_index.core import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.embed import default_embedder
 from scripted_llms import scripted_llama
@@ -85,7 +86,7 @@ def engines(kg: KnowledgeGraph, embedder) -> dict:
 
 
 def main(embedder=None) -> dict:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     embedder = embedder or default_embedder()
     responses = {}
     for name, (engine, question) in engines(kg, embedder).items():

@@ -23,6 +23,7 @@ from llama_index.core.selectors import LLMSingleSelector
 from llama_index.core.tools import QueryEngineTool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.embed import default_embedder
 from scripted_llms import scripted_llama
@@ -66,7 +67,7 @@ def build_router(kg: KnowledgeGraph, embedder) -> RouterQueryEngine:
 
 
 def main(embedder=None) -> dict:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     router = build_router(kg, embedder or default_embedder())
     routed = {}
     for question in (SET_QUESTION, FACT_QUESTION):

@@ -33,7 +33,7 @@ from llama_index.core.postprocessor import SimilarityPostprocessor
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scripted_llms import scripted_llama
 
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from llama_index_kgrag import UltRAGQueryEngine
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
@@ -60,7 +60,7 @@ class EventNames(BaseEventHandler):
 
 
 def main(question: str = QUESTION) -> dict:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     saved = Settings._llm
     llm = scripted_llama(QUERY, ANSWER)
     Settings.llm = llm  # replace with your own LLM

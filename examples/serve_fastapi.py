@@ -3,7 +3,7 @@ memory-mapped graph, a health endpoint, graceful shutdown and atomic graph reloa
 
 Save a graph once, then serve it::
 
-    kgrag ... / KnowledgeGraph.from_csv("triples.tsv").save("graph/")     # or --from-triples
+    kgrag ... / save_graph(read_triples("triples.tsv"), "graph/")     # or --from-triples
     python examples/serve_fastapi.py graph/ --workers 4 --port 8000
     curl -s localhost:8000/health
     curl -s localhost:8000/retrieve -H 'content-type: application/json' \\
@@ -23,7 +23,7 @@ To put an LLM behind it, pass ``llm=`` where the methods are built (:func:`build
 
 **Process model.** ``--workers N`` starts N uvicorn worker processes (uvicorn's supervisor
 restarts a worker that dies). Each worker opens the graph with
-``KnowledgeGraph.load(path, mmap=True)``: the edge arrays and adjacency index are mapped
+``load_graph(path, mmap=True)``: the edge arrays and adjacency index are mapped
 read-only from the saved ``.npy`` files, so the N workers share one copy in the page cache
 instead of holding N private copies (name tables and the embedding model are still per
 process; see docs/benchmarks.md for the numbers).
@@ -86,6 +86,7 @@ from typing import Any, Iterator, Literal
 
 from fastapi import Request, Response
 from pydantic import BaseModel, Field
+from kgrag.graph import load_graph, read_triples, save_graph
 
 log = logging.getLogger("kgrag.serve")
 
@@ -291,7 +292,6 @@ class GraphHolder:
         Returns whether a new bundle was published. A failing load raises and leaves the current
         bundle in place.
         """
-        from kgrag import KnowledgeGraph
 
         with self._reload_lock:
             version = graph_version(self.config.graph)
@@ -299,7 +299,7 @@ class GraphHolder:
             if current is not None and not force and version == current.version:
                 return False
             started = time.perf_counter()
-            graph = KnowledgeGraph.load(self.config.graph, mmap=self.config.mmap)
+            graph = load_graph(self.config.graph, mmap=self.config.mmap)
             methods = build_methods(graph, self.config.methods, self.embedder(),
                                     self.config.cache_dir)
             generation = 1 if current is None else current.generation + 1
@@ -574,9 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     if args.from_triples:
-        from kgrag import KnowledgeGraph
 
-        KnowledgeGraph.from_csv(args.from_triples).save(args.graph)
+        save_graph(read_triples(args.from_triples), args.graph)
     config = ServeConfig(graph=str(Path(args.graph).resolve()),
                          methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
                          mmap=not args.no_mmap, watch_interval=args.watch_interval,

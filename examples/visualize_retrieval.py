@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.embed import default_embedder
 from kgrag.methods.simgrag import SimGRAG
 from kgrag.methods.ultrag import UltRAG
@@ -30,7 +30,7 @@ DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 
 
 def main(out_dir: str = "retrieval_views", embedder=None) -> list[Path]:
-    kg = KnowledgeGraph.from_csv(DATA)
+    kg = read_triples(DATA)
     out = Path(out_dir)
     # SimGRAG with a pattern written by hand (an LLM writes it from the question otherwise)
     simgrag = SimGRAG(kg, embedder=embedder or default_embedder(), top_k=3)

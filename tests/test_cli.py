@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kgrag import KnowledgeGraph, __version__, cli, data
+from kgrag.graph import read_triples, save_graph
+from kgrag import __version__, cli, data
 from kgrag.commands import COMMANDS, Command, demo
 from kgrag.errors import GraphLoadError
 
@@ -96,8 +97,8 @@ def test_info_explicit_separator(capsys, tmp_path):
 
 
 def test_info_on_a_saved_graph(capsys, tmp_path):
-    kg = KnowledgeGraph.from_csv(MOVIES)
-    kg.save(tmp_path / "saved")
+    kg = read_triples(MOVIES)
+    save_graph(kg, tmp_path / "saved")
     status, out, _ = run(capsys, "info", str(tmp_path / "saved"), "--top", "0")
     assert status == 0
     assert f"nodes: {kg.num_nodes}  edges: {kg.num_edges}  relations: {kg.num_relations}" in out
@@ -220,7 +221,7 @@ def test_demo_steps_from_other_modules_run_after_the_core(capsys, monkeypatch):
     assert status == 0
     n = len(demo.demo_steps())
     assert f"== {n}. Extension step" in out
-    edges = KnowledgeGraph.from_csv(MOVIES).num_edges
+    edges = read_triples(MOVIES).num_edges
     assert out.rstrip().endswith(f"extension sees {edges} edges and ['Tokyo Godfathers']")
 
 

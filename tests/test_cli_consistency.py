@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kgrag import KnowledgeGraph, cli
+from kgrag.graph import read_triples
+from kgrag import cli
 from kgrag.context.types import Path as GraphPath
 from kgrag.context.types import RetrievalResult, ScoredEntity, Triple
 from kgrag.embed import SentenceTransformerEmbedder
@@ -222,7 +223,7 @@ def test_ask_graphraft_prints_the_api_order_best_first(capsys, minilm):
     assert scores == sorted(scores, reverse=True)
     from kgrag.commands.ask import retrieve
 
-    kg = KnowledgeGraph.from_csv(MOVIES)
+    kg = read_triples(MOVIES)
     result = retrieve(kg, "Who directed Tokyo Godfathers?", "graphraft", top=20)
     assert [name for name, _ in items] == [i.name for i in result.items[:20]]
 
@@ -262,7 +263,7 @@ def test_a_graph_file_without_triples_warns(content, reason, tmp_path, capsys, c
     path = tmp_path / "g.tsv"
     path.write_text(content, encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="kgrag"):
-        kg = KnowledgeGraph.from_csv(path)
+        kg = read_triples(path)
     assert kg.num_edges == 0
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warned == [f"{path} holds no triples ({reason}): the graph has no edges"]
@@ -276,7 +277,7 @@ def test_skipping_every_line_warns_too(tmp_path, caplog):
     path = tmp_path / "g.tsv"
     path.write_text("a\tb\tc\td\nonly\ttwo\n", encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="kgrag"):
-        KnowledgeGraph.from_csv(path, on_error="skip")
+        read_triples(path, on_error="skip")
     assert any("every line was malformed" in r.getMessage() for r in caplog.records)
 
 
@@ -284,5 +285,5 @@ def test_a_graph_with_triples_does_not_warn(tmp_path, caplog):
     path = tmp_path / "g.tsv"
     path.write_text("head\trelation\ttail\na\tr\tb\n", encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="kgrag"):
-        assert KnowledgeGraph.from_csv(path).num_edges == 1
+        assert read_triples(path).num_edges == 1
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

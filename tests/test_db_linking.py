@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from kgrag import KnowledgeGraph
+from kgrag.graph import to_falkordb
 from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore, redisearch_escape, redisearch_query
 from kgrag.graph.cypher.neo4j import lucene_escape, lucene_query
@@ -52,8 +53,8 @@ def _graph(server, key: str, *, fulltext: bool, vectors: Any = None) -> FalkorDB
 
     raw = FalkorDB(host="127.0.0.1", port=server.port).select_graph(key)
     raw.query("MATCH (n) DETACH DELETE n")
-    store = KnowledgeGraph.from_triples(TRIPLES).to_falkordb(
-        "127.0.0.1", server.port, graph=key, progress=False)
+    store = to_falkordb(KnowledgeGraph.from_triples(TRIPLES), "127.0.0.1", server.port,
+                        graph=key, progress=False)
     if fulltext:
         raw.query("CALL db.idx.fulltext.createNodeIndex('Entity', 'name')")
     if vectors is not None:

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kgrag.graph import to_falkordb
 from kgrag import KnowledgeGraph
 from kgrag.data import demo_data_path
 from kgrag.graph.cypher.vectors import (VectorModelMismatch, embed_store, fetch_node_vectors,
                                     node_vector_index)
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
-from kgrag.graph.io import read_triples
+from kgrag.graph.io import iter_triples
 
 pytestmark = pytest.mark.server
 
@@ -58,7 +59,7 @@ class FailingEmbedder(CountingEmbedder):
 
 @pytest.fixture(scope="module")
 def movies() -> KnowledgeGraph:
-    return KnowledgeGraph.from_triples(read_triples(demo_data_path()))
+    return KnowledgeGraph.from_triples(iter_triples(demo_data_path()))
 
 
 def _store(server: Any, key: str, kg: KnowledgeGraph) -> FalkorDBGraphStore:
@@ -66,7 +67,7 @@ def _store(server: Any, key: str, kg: KnowledgeGraph) -> FalkorDBGraphStore:
 
     FalkorDB(host="127.0.0.1", port=server.port).select_graph(key).query(
         "MATCH (n) DETACH DELETE n")
-    return kg.to_falkordb("127.0.0.1", server.port, graph=key, progress=False)
+    return to_falkordb(kg, "127.0.0.1", server.port, graph=key, progress=False)
 
 
 @pytest.fixture(scope="module")

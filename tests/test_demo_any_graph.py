@@ -3,6 +3,7 @@ bundled demo file is (issue 29, item 11)."""
 
 from __future__ import annotations
 
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph, cli
 from kgrag.commands.demo import is_bundled, run_demo, sample_of
 from kgrag.data import bundled_data_path
@@ -52,4 +53,4 @@ def test_demo_data_path_prints_the_bundled_file(capsys, monkeypatch):
     assert cli.main(["demo", "--data-path"]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed == str(bundled_data_path()) and is_bundled(printed)
-    assert KnowledgeGraph.from_csv(printed).num_edges > 100
+    assert read_triples(printed).num_edges > 100

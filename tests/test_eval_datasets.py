@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.errors import GraphFormatError
 from kgrag.eval import load_jsonl, load_metaqa, load_pathquestion, metaqa_relation_path
 from shared_data import shared_data
@@ -21,7 +21,7 @@ def test_metaqa_relation_paths():
 
 
 def test_metaqa_gold_paths_reach_the_answers():
-    kg = KnowledgeGraph.from_csv(shared_data("metaqa") / "kb_reconstructed.txt")
+    kg = read_triples(shared_data("metaqa") / "kb_reconstructed.txt")
     for hop in (1, 2, 3):
         examples = load_metaqa(shared_data("metaqa"), hop, limit=40, seed=1)
         assert len(examples) == 40
@@ -33,7 +33,7 @@ def test_metaqa_gold_paths_reach_the_answers():
 
 
 def test_pathquestion_paths_and_answers():
-    kg = KnowledgeGraph.from_csv(shared_data("pathquestion") / "3H-kb.txt")
+    kg = read_triples(shared_data("pathquestion") / "3H-kb.txt")
     examples = load_pathquestion(shared_data("pathquestion") / "PQ-3H.txt", limit=50)
     for ex in examples:
         assert len(ex.relation_path) == 3 and len(ex.path_entities) == 4

@@ -21,6 +21,7 @@ import random
 from typing import Any
 
 import pytest
+from kgrag.graph import from_networkx, to_falkordb, to_neo4j
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphDatabaseError, GraphFormatError, KgragError, UnsafeQueryError
 from kgrag.graph.base import GraphStore
@@ -348,7 +349,7 @@ def test_loading_is_idempotent_and_reports(falkordb_server, tmp_path):
         store.load_triples([("a", "r", "b"), ("only two", "fields")], progress=False)
     with pytest.raises(GraphFormatError):
         store.load_triples([("a", "", "b")], progress=False)
-    isolated = KnowledgeGraph.from_networkx(_graph_with_isolated_node())
+    isolated = from_networkx(_graph_with_isolated_node())
     store.load_triples(isolated, progress=False)
     assert store.has_node("lonely")
     store.close()
@@ -581,12 +582,12 @@ def test_to_falkordb_and_to_neo4j_wrappers(falkordb_server):
     kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
                                       ("Paprika", "directed_by", "Satoshi Kon")])
     _reset_falkordb(falkordb_server, "kgrag_wrappers")
-    store = kg.to_falkordb("127.0.0.1", falkordb_server.port, graph="kgrag_wrappers",
+    store = to_falkordb(kg, "127.0.0.1", falkordb_server.port, graph="kgrag_wrappers",
                            progress=False)
     assert store.load_summary.relationships_created == 2
     assert set(store.one_hop(["Satoshi Kon"])) == set(kg.one_hop(["Satoshi Kon"]))
     store.close()
-    bolt = kg.to_neo4j(falkordb_server.bolt_uri, node_label="Wrapped", progress=False,
+    bolt = to_neo4j(kg, falkordb_server.bolt_uri, node_label="Wrapped", progress=False,
                        batch_size=BOLT_BATCH)
     assert bolt.load_summary.nodes_created == 3
     assert set(bolt.one_hop(["Satoshi Kon"])) == set(kg.one_hop(["Satoshi Kon"]))

@@ -10,6 +10,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from kgrag.graph import from_networkx, load_graph, read_triples, save_graph, to_networkx
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError, GraphLoadError, KgragError, UnknownNodeError
 from kgrag.graph.checksums import refresh_checksums
@@ -36,7 +37,7 @@ MOVIES = {
 @pytest.mark.parametrize("sep", ["\t", "|", ",", ";"])
 def test_separator_is_detected(tmp_path, sep):
     body = "\n".join(sep.join(t) for t in sorted(MOVIES)) + "\n"
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "g.txt", body))
+    kg = read_triples(write(tmp_path, "g.txt", body))
     assert triple_set(kg) == MOVIES
     assert kg.counts() == {"nodes": 4, "edges": 3, "relations": 2}
 
@@ -45,7 +46,7 @@ def test_explicit_separator_overrides_detection(tmp_path):
     # The names hold commas, which auto-detection would not pick for a pipe file with no pipes
     # on the first line; an explicit sep reads the file as the author meant.
     path = write(tmp_path, "g.txt", "Smith, John|born_in|Leeds, UK\nLeeds, UK|located_in|England\n")
-    kg = KnowledgeGraph.from_csv(path, sep="|")
+    kg = read_triples(path, sep="|")
     assert triple_set(kg) == {("Smith, John", "born_in", "Leeds, UK"),
                               ("Leeds, UK", "located_in", "England")}
 
@@ -53,53 +54,53 @@ def test_explicit_separator_overrides_detection(tmp_path):
 def test_wrong_explicit_separator_names_the_line(tmp_path):
     path = write(tmp_path, "g.tsv", "a\tr\tb\n")
     with pytest.raises(GraphFormatError) as info:
-        KnowledgeGraph.from_csv(path, sep=",")
+        read_triples(path, sep=",")
     assert info.value.line == 1 and info.value.path == str(path)
 
 
 def test_header_row_is_detected_and_skipped(tmp_path):
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "g.tsv", "head\trelation\ttail\na\tr\tb\n"))
+    kg = read_triples(write(tmp_path, "g.tsv", "head\trelation\ttail\na\tr\tb\n"))
     assert triple_set(kg) == {("a", "r", "b")}
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "g2.csv", "Subject,Predicate,Object\na,r,b\n"))
+    kg = read_triples(write(tmp_path, "g2.csv", "Subject,Predicate,Object\na,r,b\n"))
     assert triple_set(kg) == {("a", "r", "b")}
 
 
 def test_first_row_that_is_data_is_kept(tmp_path):
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "g.tsv", "a\tr\tb\nb\tr\tc\n"))
+    kg = read_triples(write(tmp_path, "g.tsv", "a\tr\tb\nb\tr\tc\n"))
     assert triple_set(kg) == {("a", "r", "b"), ("b", "r", "c")}
 
 
 def test_header_flag_forces_the_choice(tmp_path):
     path = write(tmp_path, "g.tsv", "head\trelation\ttail\na\tr\tb\n")
-    assert triple_set(KnowledgeGraph.from_csv(path, header=False)) == {
+    assert triple_set(read_triples(path, header=False)) == {
         ("head", "relation", "tail"), ("a", "r", "b")}
     odd = write(tmp_path, "odd.tsv", "who\twhat\twhom\na\tr\tb\n")
-    assert triple_set(KnowledgeGraph.from_csv(odd, header=True)) == {("a", "r", "b")}
-    assert ("who", "what", "whom") in triple_set(KnowledgeGraph.from_csv(odd))
+    assert triple_set(read_triples(odd, header=True)) == {("a", "r", "b")}
+    assert ("who", "what", "whom") in triple_set(read_triples(odd))
 
 
 def test_byte_order_mark_does_not_break_header_detection(tmp_path):
     path = write(tmp_path, "excel.tsv", "head\trelation\ttail\na\tr\tb\n", encoding="utf-8-sig")
-    kg = KnowledgeGraph.from_csv(path)
+    kg = read_triples(path)
     assert triple_set(kg) == {("a", "r", "b")}
 
 
 def test_columns_as_indices(tmp_path):
     path = write(tmp_path, "g.tsv", "1\tb\ta\tr\n2\tc\tb\ts\n")  # id, tail, head, relation
-    kg = KnowledgeGraph.from_csv(path, columns=(2, 3, 1))
+    kg = read_triples(path, columns=(2, 3, 1))
     assert triple_set(kg) == {("a", "r", "b"), ("b", "s", "c")}
 
 
 def test_columns_as_header_names(tmp_path):
     path = write(tmp_path, "g.csv", "weight,obj,subj,pred\n0.5,b,a,r\n0.9,c,b,s\n")
-    kg = KnowledgeGraph.from_csv(path, columns=("subj", "pred", "obj"))
+    kg = read_triples(path, columns=("subj", "pred", "obj"))
     assert triple_set(kg) == {("a", "r", "b"), ("b", "s", "c")}
 
 
 def test_unknown_column_name_is_an_error(tmp_path):
     path = write(tmp_path, "g.csv", "x,y,z\na,r,b\n")
     with pytest.raises(GraphFormatError, match="'subject'"):
-        KnowledgeGraph.from_csv(path, columns=("subject", "y", "z"))
+        read_triples(path, columns=("subject", "y", "z"))
 
 
 def test_quoted_csv_fields_keep_their_commas(tmp_path):
@@ -107,7 +108,7 @@ def test_quoted_csv_fields_keep_their_commas(tmp_path):
                  'head,relation,tail\n"Crouching Tiger, Hidden Dragon",directed_by,Ang Lee\n'
                  '"Ang Lee",born_in,"Pingtung County, Taiwan"\n'
                  '"The ""Best"" Film",has_genre,Drama\n')
-    kg = KnowledgeGraph.from_csv(path)
+    kg = read_triples(path)
     assert triple_set(kg) == {
         ("Crouching Tiger, Hidden Dragon", "directed_by", "Ang Lee"),
         ("Ang Lee", "born_in", "Pingtung County, Taiwan"),
@@ -116,12 +117,12 @@ def test_quoted_csv_fields_keep_their_commas(tmp_path):
 
 
 def test_quotes_in_tsv_are_kept_literally(tmp_path):
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "g.tsv", 'Say "Hi"\tr\t"b\n'))
+    kg = read_triples(write(tmp_path, "g.tsv", 'Say "Hi"\tr\t"b\n'))
     assert triple_set(kg) == {('Say "Hi"', "r", '"b')}
 
 
 def test_fields_are_stripped_and_blank_lines_ignored(tmp_path):
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "g.tsv", "\n  a \t r\t b  \n\n\nb\tr\tc\n\n"))
+    kg = read_triples(write(tmp_path, "g.tsv", "\n  a \t r\t b  \n\n\nb\tr\tc\n\n"))
     assert triple_set(kg) == {("a", "r", "b"), ("b", "r", "c")}
 
 
@@ -146,7 +147,7 @@ def test_from_networkx_multidigraph_with_attributes_and_isolated_nodes():
     g.add_edge("Tokyo Godfathers", "Satoshi Kon", relation="directed_by")
     g.add_edge("Tokyo Godfathers", "Satoshi Kon", relation="written_by")  # parallel edge
     g.add_edge("Paprika", "Satoshi Kon", relation="directed_by")
-    kg = KnowledgeGraph.from_networkx(g)
+    kg = from_networkx(g)
     assert triple_set(kg) == {("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
                               ("Tokyo Godfathers", "written_by", "Satoshi Kon"),
                               ("Paprika", "directed_by", "Satoshi Kon")}
@@ -164,7 +165,7 @@ def test_from_networkx_stats_survive_isolated_nodes():
     g.add_edge("a", "b", relation="r")  # the same fact twice
     g.add_edge("b", "b", relation="r")
     g.add_node("alone")
-    kg = KnowledgeGraph.from_networkx(g)
+    kg = from_networkx(g)
     assert kg.num_edges == 2 and kg.num_nodes == 3
     assert kg.stats == {"input_edges": 3, "duplicate_edges": 1, "self_loops": 1,
                         "skipped_records": 0}
@@ -174,7 +175,7 @@ def test_from_networkx_digraph_and_custom_relation_key():
     g = nx.DiGraph()
     g.add_edge("a", "b", label="r")
     g.add_edge("b", "a", label="s")
-    kg = KnowledgeGraph.from_networkx(g, relation_key="label")
+    kg = from_networkx(g, relation_key="label")
     assert triple_set(kg) == {("a", "r", "b"), ("b", "s", "a")}
 
 
@@ -182,7 +183,7 @@ def test_from_networkx_single_string_alias_is_one_alias():
     g = nx.DiGraph()
     g.add_node("United States of America", aliases="USA")
     g.add_edge("New York City", "United States of America", relation="located_in")
-    kg = KnowledgeGraph.from_networkx(g)
+    kg = from_networkx(g)
     assert kg.aliases == {"United States of America": ["USA"]}
 
 
@@ -190,8 +191,8 @@ def test_from_networkx_edge_without_relation_is_an_error():
     g = nx.DiGraph()
     g.add_edge("a", "b")
     with pytest.raises(GraphFormatError, match="relation"):
-        KnowledgeGraph.from_networkx(g)
-    kg = KnowledgeGraph.from_networkx(g, default_relation="related_to")
+        from_networkx(g)
+    kg = from_networkx(g, default_relation="related_to")
     assert triple_set(kg) == {("a", "related_to", "b")}
 
 
@@ -202,14 +203,14 @@ def test_to_networkx_round_trip():
     for h, r, t in MOVIES:
         g.add_edge(h, t, relation=r)
     g.add_edge("Paprika", "Paprika", relation="remake_of")
-    kg = KnowledgeGraph.from_networkx(g)
-    back = kg.to_networkx()
+    kg = from_networkx(g)
+    back = to_networkx(kg)
     assert isinstance(back, nx.MultiDiGraph)
     assert set(back.nodes) == set(g.nodes)
     assert sorted((u, v, d["relation"]) for u, v, d in back.edges(data=True)) == sorted(
         (u, v, d["relation"]) for u, v, d in g.edges(data=True))
     assert back.nodes["Satoshi Kon"] == {"description": "director", "aliases": ["Kon"]}
-    again = KnowledgeGraph.from_networkx(back)
+    again = from_networkx(back)
     assert triple_set(again) == triple_set(kg)
     assert set(again.node_names) == set(kg.node_names)
     assert again.aliases == kg.aliases and again.node_descriptions == kg.node_descriptions
@@ -224,7 +225,7 @@ def test_alias_for_unknown_node_is_an_error():
 def test_malformed_line_names_file_and_line(tmp_path):
     path = write(tmp_path, "bad.tsv", "head\trelation\ttail\na\tr\tb\nonly\ttwo\nc\tr\td\n")
     with pytest.raises(GraphFormatError) as info:
-        KnowledgeGraph.from_csv(path)
+        read_triples(path)
     err = info.value
     assert err.path == str(path) and err.line == 3
     assert f"{path}:3" in str(err)
@@ -233,17 +234,17 @@ def test_malformed_line_names_file_and_line(tmp_path):
 
 def test_too_many_fields_and_empty_fields_are_malformed(tmp_path):
     with pytest.raises(GraphFormatError) as info:
-        KnowledgeGraph.from_csv(write(tmp_path, "a.tsv", "a\tr\tb\na\tr\tb\textra\n"))
+        read_triples(write(tmp_path, "a.tsv", "a\tr\tb\na\tr\tb\textra\n"))
     assert info.value.line == 2
     with pytest.raises(GraphFormatError) as info:
-        KnowledgeGraph.from_csv(write(tmp_path, "b.tsv", "a\tr\tb\n\n\nx\t \ty\n"))
+        read_triples(write(tmp_path, "b.tsv", "a\tr\tb\n\n\nx\t \ty\n"))
     assert info.value.line == 4
 
 
 def test_on_error_skip_skips_and_counts(tmp_path, caplog):
     path = write(tmp_path, "bad.tsv", "a\tr\tb\nonly\ttwo\nc\tr\td\nx\t\ty\ntoo\tmany\tfields\there\n")
     with caplog.at_level("WARNING"):
-        kg = KnowledgeGraph.from_csv(path, on_error="skip")
+        kg = read_triples(path, on_error="skip")
     assert triple_set(kg) == {("a", "r", "b"), ("c", "r", "d")}
     assert kg.stats["skipped_records"] == 3
     assert "skipped 3" in caplog.text
@@ -251,7 +252,7 @@ def test_on_error_skip_skips_and_counts(tmp_path, caplog):
 
 def test_on_error_must_be_known(tmp_path):
     with pytest.raises(ValueError):
-        KnowledgeGraph.from_csv(write(tmp_path, "g.tsv", "a\tr\tb\n"), on_error="ignore")
+        read_triples(write(tmp_path, "g.tsv", "a\tr\tb\n"), on_error="ignore")
     with pytest.raises(ValueError):
         KnowledgeGraph.from_triples([], on_error="ignore")
 
@@ -268,22 +269,22 @@ def test_malformed_record_in_iterable():
 
 def test_unreadable_separator_and_encoding(tmp_path):
     with pytest.raises(GraphFormatError, match="separator"):
-        KnowledgeGraph.from_csv(write(tmp_path, "g.txt", "no separators here\n"))
+        read_triples(write(tmp_path, "g.txt", "no separators here\n"))
     latin = tmp_path / "latin.tsv"
     latin.write_bytes("caf\xe9\tr\tb\n".encode("latin-1"))
     with pytest.raises(GraphFormatError, match="utf-8"):
-        KnowledgeGraph.from_csv(latin)
-    assert KnowledgeGraph.from_csv(latin, encoding="latin-1").has_node("café")
+        read_triples(latin)
+    assert read_triples(latin, encoding="latin-1").has_node("café")
 
 
 def test_missing_file():
     with pytest.raises(FileNotFoundError):
-        KnowledgeGraph.from_csv("/nonexistent/dir/triples.tsv")
+        read_triples("/nonexistent/dir/triples.tsv")
 
 
 @pytest.mark.parametrize("text", ["", "\n\n  \n", "head\trelation\ttail\n"])
 def test_empty_file_gives_a_working_empty_graph(tmp_path, text):
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "empty.tsv", text))
+    kg = read_triples(write(tmp_path, "empty.tsv", text))
     assert kg.counts() == {"nodes": 0, "edges": 0, "relations": 0}
     assert kg.stats["skipped_records"] == 0
     assert kg.one_hop(["x"]) == []
@@ -293,11 +294,11 @@ def test_empty_file_gives_a_working_empty_graph(tmp_path, text):
     assert kg.degree(["x"]) == {}
     assert kg.relation_histogram() == []
     assert "0 entities, 0 edges" in kg.schema_summary()
-    assert nx.number_of_nodes(kg.to_networkx()) == 0
+    assert nx.number_of_nodes(to_networkx(kg)) == 0
 
 
 def test_duplicate_triples_are_stored_once_and_counted(tmp_path):
-    kg = KnowledgeGraph.from_csv(write(tmp_path, "d.tsv", "a\tr\tb\na\tr\tb\nb\tr\tc\na\tr\tb\n"))
+    kg = read_triples(write(tmp_path, "d.tsv", "a\tr\tb\na\tr\tb\nb\tr\tc\na\tr\tb\n"))
     assert kg.num_edges == 2
     assert kg.stats["input_edges"] == 4 and kg.stats["duplicate_edges"] == 2
     assert [t.as_tuple() for t in kg.one_hop(["a"])] == [("a", "r", "b")]
@@ -322,7 +323,7 @@ def test_unicode_names_nfc_and_nfd_are_one_node(tmp_path):
                  f"{decomposed}\tborn_in\tIxelles\n"
                  "東京ゴッドファーザーズ\tdirected_by\t今敏\n"
                  "🎬 Emoji Film\thas_genre\t😂 comedy\n")
-    kg = KnowledgeGraph.from_csv(path)
+    kg = read_triples(path)
     assert kg.num_nodes == 7
     assert kg.node_id(decomposed) == kg.node_id(composed)
     assert composed in kg.node_names and decomposed not in kg.node_names
@@ -334,12 +335,12 @@ def test_unicode_names_nfc_and_nfd_are_one_node(tmp_path):
 def test_very_long_names_round_trip(tmp_path):
     long_head, long_rel = "H" * 10_000, "r" + "é" * 9_999
     path = write(tmp_path, "long.tsv", f"{long_head}\t{long_rel}\tshort\n")
-    kg = KnowledgeGraph.from_csv(path)
+    kg = read_triples(path)
     assert triple_set(kg) == {(long_head, long_rel, "short")}
-    kg.save(tmp_path / "saved")
-    back = KnowledgeGraph.load(tmp_path / "saved")
+    save_graph(kg, tmp_path / "saved")
+    back = load_graph(tmp_path / "saved")
     assert triple_set(back) == {(long_head, long_rel, "short")}
-    assert triple_set(KnowledgeGraph.from_networkx(kg.to_networkx())) == triple_set(kg)
+    assert triple_set(from_networkx(to_networkx(kg))) == triple_set(kg)
 
 
 # ---------------------------------------------------------------------- save / load
@@ -355,8 +356,8 @@ def described_graph() -> KnowledgeGraph:
 
 def test_save_load_round_trip(tmp_path, described_graph):
     kg = described_graph
-    kg.save(tmp_path / "g")
-    back = KnowledgeGraph.load(tmp_path / "g")
+    save_graph(kg, tmp_path / "g")
+    back = load_graph(tmp_path / "g")
     for name in ("heads", "rels", "tails", "out_indptr", "in_order", "in_indptr"):
         np.testing.assert_array_equal(getattr(back, name), getattr(kg, name))
     assert back.heads.dtype == kg.heads.dtype
@@ -368,7 +369,7 @@ def test_save_load_round_trip(tmp_path, described_graph):
 
 
 def test_saved_files_need_no_pickle(tmp_path, described_graph, monkeypatch):
-    described_graph.save(tmp_path / "g")
+    save_graph(described_graph, tmp_path / "g")
     files = sorted(p.name for p in (tmp_path / "g").iterdir())
     assert all(f.endswith((".json", ".npy")) for f in files), files
     for npy in (tmp_path / "g").glob("*.npy"):
@@ -380,23 +381,23 @@ def test_saved_files_need_no_pickle(tmp_path, described_graph, monkeypatch):
     monkeypatch.setattr(pickle, "load", refuse)
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(pickle, "Unpickler", refuse)
-    assert KnowledgeGraph.load(tmp_path / "g").num_edges == described_graph.num_edges
+    assert load_graph(tmp_path / "g").num_edges == described_graph.num_edges
 
 
 def test_object_array_is_refused_not_unpickled(tmp_path, described_graph):
-    described_graph.save(tmp_path / "g")
+    save_graph(described_graph, tmp_path / "g")
     evil = np.array([object(), 1], dtype=object)
     with open(tmp_path / "g" / "rels.npy", "wb") as fh:
         np.save(fh, evil, allow_pickle=True)
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(tmp_path / "g")
+        load_graph(tmp_path / "g")
 
 
 def test_overwriting_an_existing_save(tmp_path, described_graph):
     target = tmp_path / "g"
-    KnowledgeGraph.from_triples([("x", "y", "z")] * 2 + [("z", "y", "w")]).save(target)
-    described_graph.save(target)
-    back = KnowledgeGraph.load(target)
+    save_graph(KnowledgeGraph.from_triples([("x", "y", "z")] * 2 + [("z", "y", "w")]), target)
+    save_graph(described_graph, target)
+    back = load_graph(target)
     assert triple_set(back) == triple_set(described_graph)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]  # no temp / backup left behind
 
@@ -406,49 +407,49 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path, described_graph):
     foreign.mkdir()
     (foreign / "notes.txt").write_text("precious")
     with pytest.raises(GraphLoadError):
-        described_graph.save(foreign)
+        save_graph(described_graph, foreign)
     assert (foreign / "notes.txt").read_text() == "precious"
 
 
 def test_save_into_an_empty_existing_directory(tmp_path, described_graph):
     (tmp_path / "g").mkdir()
-    described_graph.save(tmp_path / "g")
-    assert KnowledgeGraph.load(tmp_path / "g").num_edges == described_graph.num_edges
+    save_graph(described_graph, tmp_path / "g")
+    assert load_graph(tmp_path / "g").num_edges == described_graph.num_edges
 
 
 @pytest.fixture
 def saved(tmp_path, described_graph):
-    described_graph.save(tmp_path / "g")
+    save_graph(described_graph, tmp_path / "g")
     return tmp_path / "g"
 
 
 def test_load_foreign_or_missing_directory(tmp_path):
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(tmp_path / "does-not-exist")
+        load_graph(tmp_path / "does-not-exist")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "data.csv").write_text("a,b,c\n")
     with pytest.raises(GraphLoadError, match="manifest.json"):
-        KnowledgeGraph.load(tmp_path / "other")
+        load_graph(tmp_path / "other")
     (tmp_path / "other" / "manifest.json").write_text(json.dumps({"format": "something-else"}))
     with pytest.raises(GraphLoadError, match="does not hold a kgrag graph"):
-        KnowledgeGraph.load(tmp_path / "other")
+        load_graph(tmp_path / "other")
 
 
 @pytest.mark.parametrize("manifest", ["{not json", "[1, 2]", '"text"', "\xff\xfe"])
 def test_corrupted_manifest(saved, manifest):
     (saved / "manifest.json").write_text(manifest, encoding="latin-1")
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
 
 
 def test_manifest_that_disagrees_with_the_arrays(saved):
     manifest = json.loads((saved / "manifest.json").read_text())
     (saved / "manifest.json").write_text(json.dumps({**manifest, "edges": manifest["edges"] + 1}))
     with pytest.raises(GraphLoadError, match="does not match"):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
     (saved / "manifest.json").write_text(json.dumps({**manifest, "version": 99}))
     with pytest.raises(GraphLoadError, match="version"):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
 
 
 @pytest.mark.parametrize("keep", [0, 5, 60, -2])
@@ -456,7 +457,7 @@ def test_truncated_npy(saved, keep):
     raw = (saved / "tails.npy").read_bytes()
     (saved / "tails.npy").write_bytes(raw[:keep])
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
 
 
 @pytest.mark.parametrize("name", ["manifest.json", "nodes.json", "relations.json", "extras.json",
@@ -464,7 +465,7 @@ def test_truncated_npy(saved, keep):
 def test_missing_saved_file(saved, name):
     (saved / name).unlink()
     with pytest.raises(GraphLoadError, match=name.split(".")[0]):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
 
 
 @pytest.mark.parametrize("edit", [
@@ -482,7 +483,7 @@ def test_inconsistent_tables(saved, edit):
     (saved / name).write_text(json.dumps(content))
     refresh_checksums(saved)  # the structural checks refuse it, not only the checksum
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
 
 
 def test_ids_out_of_range_in_arrays(saved):
@@ -491,8 +492,8 @@ def test_ids_out_of_range_in_arrays(saved):
     np.save(saved / "tails.npy", tails)
     refresh_checksums(saved)
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
     np.save(saved / "tails.npy", tails.astype(np.float64))
     refresh_checksums(saved)
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)

@@ -1,4 +1,4 @@
-"""``KnowledgeGraph.load(path, mmap=True)``: the arrays are mapped read-only from the saved
+"""``load_graph(path, mmap=True)``: the arrays are mapped read-only from the saved
 files, the graph answers exactly as a normal load, damaged files are typed errors, and two
 processes that map one saved graph share its pages."""
 
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kgrag.graph import load_graph, save_graph
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphLoadError
 from kgrag.graph.checksums import refresh_checksums
@@ -59,8 +60,8 @@ def test_a_mapped_load_equals_a_normal_load(tmp_path_factory, rows, index):
     folder = tmp_path_factory.mktemp("g") / "g"
     kg = KnowledgeGraph.from_triples(rows, aliases={rows[0][0]: ["alias"]},
                                      relation_labels={rows[0][1]: "a label"})
-    kg.save(folder, index=index)
-    plain, mapped = KnowledgeGraph.load(folder), KnowledgeGraph.load(folder, mmap=True)
+    save_graph(kg, folder, index=index)
+    plain, mapped = load_graph(folder), load_graph(folder, mmap=True)
     for name in ARRAYS:
         np.testing.assert_array_equal(getattr(mapped, name), getattr(plain, name))
         assert getattr(mapped, name).dtype == getattr(plain, name).dtype
@@ -80,15 +81,15 @@ def test_a_mapped_load_equals_a_normal_load(tmp_path_factory, rows, index):
 
 def test_empty_graph_and_old_saves(tmp_path):
     empty = KnowledgeGraph.from_triples([])
-    empty.save(tmp_path / "empty")
-    assert KnowledgeGraph.load(tmp_path / "empty", mmap=True).counts() == empty.counts()
+    save_graph(empty, tmp_path / "empty")
+    assert load_graph(tmp_path / "empty", mmap=True).counts() == empty.counts()
 
 
 @pytest.fixture
 def saved(tmp_path):
     rows = [(f"n{i}", f"r{i % 3}", f"n{(i * 7 + 1) % 50}") for i in range(200)]
     rows.append(("n5", "r0", "n5"))  # a self-loop
-    KnowledgeGraph.from_triples(rows).save(tmp_path / "g")
+    save_graph(KnowledgeGraph.from_triples(rows), tmp_path / "g")
     return tmp_path / "g"
 
 
@@ -115,7 +116,7 @@ def rewrite(path, mutate):
 def test_damaged_arrays_are_typed_errors(saved, name, mutate, message):
     rewrite(saved / f"{name}.npy", mutate)
     with pytest.raises(GraphLoadError, match=message):
-        KnowledgeGraph.load(saved, mmap=True)
+        load_graph(saved, mmap=True)
 
 
 def test_headers_that_lie_about_the_size_are_refused_before_mapping(saved):
@@ -124,7 +125,7 @@ def test_headers_that_lie_about_the_size_are_refused_before_mapping(saved):
     path.write_bytes(data[:-8])  # truncated: mapping it would fault on the last page
     refresh_checksums(saved)  # past the size check of the manifest, to the header's
     with pytest.raises(GraphLoadError, match="truncated or corrupted"):
-        KnowledgeGraph.load(saved, mmap=True)
+        load_graph(saved, mmap=True)
     # a header claiming 10**11 elements: refused from the file size, nothing allocated
     header = np.lib.format.header_data_from_array_1_0(np.zeros(3, np.int32))
     header["shape"] = (10**11,)
@@ -133,22 +134,22 @@ def test_headers_that_lie_about_the_size_are_refused_before_mapping(saved):
         fh.write(struct.pack("<3i", 0, 1, 2))
     refresh_checksums(saved)
     with pytest.raises(GraphLoadError, match="header promises"):
-        KnowledgeGraph.load(saved, mmap=True)
+        load_graph(saved, mmap=True)
 
 
 def test_a_fifo_is_refused_not_waited_on(saved):
     os.remove(saved / "rels.npy")
     os.mkfifo(saved / "rels.npy")
     with pytest.raises(GraphLoadError, match="not a regular file"):
-        KnowledgeGraph.load(saved, mmap=True)
+        load_graph(saved, mmap=True)
 
 
 def test_saving_over_a_mapped_graph_keeps_the_old_mapping_readable(saved):
-    mapped = KnowledgeGraph.load(saved, mmap=True)
+    mapped = load_graph(saved, mmap=True)
     before = mapped.one_hop(["n5"])
-    KnowledgeGraph.from_triples([("x", "r", "y")]).save(saved)  # renamed into place
+    save_graph(KnowledgeGraph.from_triples([("x", "r", "y")]), saved)  # renamed into place
     assert mapped.one_hop(["n5"]) == before  # the unlinked files stay mapped
-    assert KnowledgeGraph.load(saved, mmap=True).counts() == {"nodes": 2, "edges": 1,
+    assert load_graph(saved, mmap=True).counts() == {"nodes": 2, "edges": 1,
                                                              "relations": 1}
 
 
@@ -175,7 +176,7 @@ def _answers(kg: KnowledgeGraph) -> list:
 
 
 def _child(folder: str, conn) -> None:
-    kg = KnowledgeGraph.load(folder, mmap=True)
+    kg = load_graph(folder, mmap=True)
     int(np.asarray(kg.in_key).sum())  # touch every page
     conn.send((_answers(kg), _mapping_kb(os.path.join(folder, "in_key.npy"))))
     conn.recv()  # keep the mapping until the parent has looked
@@ -189,8 +190,8 @@ def test_two_processes_see_the_same_graph_and_share_its_pages(tmp_path):
     kg = KnowledgeGraph.from_arrays(heads, rng.integers(0, 4, e), tails,
                                     [f"n{i}" for i in range(n)], ["r0", "r1", "r2", "r3"])
     folder = str(tmp_path / "g")
-    kg.save(folder)
-    mapped = KnowledgeGraph.load(folder, mmap=True)
+    save_graph(kg, folder)
+    mapped = load_graph(folder, mmap=True)
     int(np.asarray(mapped.in_key).sum())
     ctx = mp.get_context("spawn")
     parent_end, child_end = ctx.Pipe()
@@ -281,15 +282,15 @@ def test_a_flipped_bit_in_an_npy_header_length_is_a_typed_error(saved, mmap, che
         _as_version_1(saved)
     _flip(saved / "heads.npy", 8, 6)
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved, mmap=mmap)
+        load_graph(saved, mmap=mmap)
 
 
 @pytest.mark.parametrize("name", ["heads", "rels", "tails"])
 def test_edge_order_is_checked_without_mmap_too(tmp_path, name):
     """A damaged edge array that the constructor would sort into a different graph."""
     saved = tmp_path / "g"
-    KnowledgeGraph.from_triples([(f"h{i // 6}", f"r{i // 3 % 2}", f"t{i}")
-                                 for i in range(24)]).save(saved)
+    save_graph(KnowledgeGraph.from_triples([(f"h{i // 6}", f"r{i // 3 % 2}", f"t{i}")
+                                 for i in range(24)]), saved)
     _as_version_1(saved)  # no checksum: the structural check alone must refuse it
     arr = np.load(saved / f"{name}.npy")
     i, j = (5, 6) if name == "heads" else (6, 11)  # ids stay in range, the order breaks
@@ -298,7 +299,7 @@ def test_edge_order_is_checked_without_mmap_too(tmp_path, name):
     np.save(saved / f"{name}.npy", arr)
     for mmap in (False, True):
         with pytest.raises(GraphLoadError, match="not sorted"):
-            KnowledgeGraph.load(saved, mmap=mmap)
+            load_graph(saved, mmap=mmap)
 
 
 @pytest.mark.parametrize("mmap", [False, True])
@@ -308,7 +309,7 @@ def test_a_flipped_character_is_refused_by_the_checksum(tmp_path, name, mmap):
     kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon"),
                                       ("Tokyo Godfathers", "directed_by", "Satoshi Kon")],
                                      node_descriptions={"Paprika": "a 2006 film"})
-    kg.save(tmp_path / "g")
+    save_graph(kg, tmp_path / "g")
     path = tmp_path / "g" / name
     data = path.read_bytes()
     # a letter of a name / description (same length, still valid JSON), or the last data byte
@@ -316,20 +317,20 @@ def test_a_flipped_character_is_refused_by_the_checksum(tmp_path, name, mmap):
         else data.rfind(b"directed") + 1 if b"directed" in data else len(data) - 1
     _flip(path, position, 0)
     if not mmap and name in ("in_key.npy", "adj_rows.npy"):  # not read: the same graph loads
-        assert list(KnowledgeGraph.load(tmp_path / "g").triples()) == list(kg.triples())
+        assert list(load_graph(tmp_path / "g").triples()) == list(kg.triples())
         return
     # a mapped load checks every array element against the saved index instead of a digest
     message = None if mmap and name.endswith(".npy") else "checksum"
     with pytest.raises(GraphLoadError, match=message):
-        KnowledgeGraph.load(tmp_path / "g", mmap=mmap)
+        load_graph(tmp_path / "g", mmap=mmap)
 
 
 def test_old_saves_without_checksums_load_with_a_warning(saved, caplog):
-    want = KnowledgeGraph.load(saved)
+    want = load_graph(saved)
     _as_version_1(saved)
     with caplog.at_level("WARNING"):
         for mmap in (False, True):
-            assert list(KnowledgeGraph.load(saved, mmap=mmap).triples()) == list(want.triples())
+            assert list(load_graph(saved, mmap=mmap).triples()) == list(want.triples())
     assert "without checksums" in caplog.text
 
 
@@ -340,20 +341,20 @@ def test_a_checksum_missing_for_a_file_the_load_reads_is_refused(saved):
     del manifest["checksums"]["nodes.json"]
     (saved / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(GraphLoadError, match="no checksum"):
-        KnowledgeGraph.load(saved)
+        load_graph(saved)
 
 
 # ---------------------------------------------------------------------------- issue 30, item 11
 def _served(tmp_path):
     """A mapped graph (checked on every call) and a second saved graph with the same shape."""
     rows = [(f"n{i}", f"r{i % 3}", f"n{(i * 7 + 1) % 50}") for i in range(200)]
-    KnowledgeGraph.from_triples(rows).save(tmp_path / "served")
+    save_graph(KnowledgeGraph.from_triples(rows), tmp_path / "served")
     other = [(f"n{i}", f"r{(i + 1) % 3}", f"n{(i * 7 + 1) % 50}") for i in range(200)]
-    KnowledgeGraph.from_triples(other).save(tmp_path / "new")
+    save_graph(KnowledgeGraph.from_triples(other), tmp_path / "new")
     saved_at = time.time() - 60  # saved a minute ago (timestamps are coarser than the test)
     for name in os.listdir(tmp_path / "served"):
         os.utime(tmp_path / "served" / name, (saved_at, saved_at))
-    mapped = KnowledgeGraph.load(tmp_path / "served", mmap=True)
+    mapped = load_graph(tmp_path / "served", mmap=True)
     mapped._mapped_files.interval = 0
     return mapped, tmp_path / "served", tmp_path / "new"
 
@@ -371,7 +372,7 @@ def test_a_same_size_rewrite_in_place_is_detected_not_answered(tmp_path):
     before = mapped.one_hop(["n5"])
     assert (served / "rels.npy").stat().st_size == (new / "rels.npy").stat().st_size
     _copy_in_place(new, served, ["rels.npy", "out_key.npy", "in_key.npy", "adj_rows.npy"])
-    assert KnowledgeGraph.load(new).one_hop(["n5"]) != before  # the answers would differ
+    assert load_graph(new).one_hop(["n5"]) != before  # the answers would differ
     for query in (lambda: mapped.one_hop(["n5"]), lambda: mapped.follow_path(["n5"], "r2"),
                   lambda: mapped.neighbors_ids(np.array([5])), lambda: list(mapped.triples())):
         with pytest.raises(GraphLoadError, match="rewritten in place"):
@@ -389,7 +390,7 @@ def test_a_rewrite_that_restores_the_mtime_is_detected(tmp_path):
 
 def _truncate_and_query(folder: str, conn) -> None:
     """Child process: map, truncate a mapped file, query (SIGBUS before the check existed)."""
-    kg = KnowledgeGraph.load(folder, mmap=True)
+    kg = load_graph(folder, mmap=True)
     kg._mapped_files.interval = 0
     os.truncate(os.path.join(folder, "adj_rows.npy"), 0)  # every page beyond the end
     try:

@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kgrag.graph import from_networkx, load_graph, read_triples, save_graph, to_networkx
 from kgrag import KnowledgeGraph, PathStep
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -51,7 +52,7 @@ def test_storage_invariants(triples):
         assert all(kg.tails[e] == v for e in in_block)
     assert sorted(kg.in_order.tolist()) == list(range(kg.num_edges))
     # networkx round trip
-    assert sorted(t.as_tuple() for t in KnowledgeGraph.from_networkx(kg.to_networkx()).triples()) \
+    assert sorted(t.as_tuple() for t in from_networkx(to_networkx(kg)).triples()) \
         == unique
 
 
@@ -72,7 +73,7 @@ def test_one_hop_matches_brute_force(triples, nodes, direction, relations):
 @given(triple_lists, directions)
 def test_degree_matches_networkx(triples, direction):
     kg, _ = build(triples)
-    g = kg.to_networkx()
+    g = to_networkx(kg)
     nx_degree = {"out": g.out_degree, "in": g.in_degree, "both": g.degree}[direction]
     assert kg.degree(kg.node_names, direction=direction) == {n: nx_degree(n) for n in g.nodes}
 
@@ -231,8 +232,8 @@ def test_k_hop_subgraph_max_edges(triples, seeds, hops, max_edges):
 def test_arrays_survive_save_and_load(tmp_path_factory, triples):
     kg, _ = build(triples)
     directory = tmp_path_factory.mktemp("g")
-    kg.save(directory / "graph")
-    back = KnowledgeGraph.load(directory / "graph")
+    save_graph(kg, directory / "graph")
+    back = load_graph(directory / "graph")
     for name in ("heads", "rels", "tails", "out_indptr", "in_indptr", "in_order"):
         np.testing.assert_array_equal(getattr(back, name), getattr(kg, name))
     assert back.node_names == kg.node_names and back.relation_names == kg.relation_names
@@ -257,7 +258,7 @@ names = st.text(
        st.sampled_from(["\t", "|", ",", ";"]), st.booleans())
 def test_reading_a_file_equals_building_from_the_triples(tmp_path_factory, triples, sep,
                                                          detect_sep):
-    """Whatever reader from_csv uses, the file gives the same graph as the triples themselves."""
+    """Whatever reader read_triples uses, the file gives the same graph as the triples themselves."""
     import csv
 
     if sep in ("\t", "|"):  # unquoted formats cannot hold their separator
@@ -273,7 +274,7 @@ def test_reading_a_file_equals_building_from_the_triples(tmp_path_factory, tripl
         else:
             fh.write(sep.join(["head", "relation", "tail"]) + "\n")
             fh.writelines(sep.join(t) + "\n" for t in triples)
-    from_file = KnowledgeGraph.from_csv(path, sep=None if detect_sep else sep)
+    from_file = read_triples(path, sep=None if detect_sep else sep)
     expected = KnowledgeGraph.from_triples(triples)
     assert from_file.node_names == expected.node_names
     assert from_file.relation_names == expected.relation_names

@@ -8,6 +8,7 @@ from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relations
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
+from kgrag.graph import load_graph, save_graph
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError
 from kgrag.graph import as_graph_store
@@ -92,7 +93,7 @@ def _property_graph_index():
 def test_property_graph_index_with_a_scripted_extractor():
     index, llm = _property_graph_index()
     assert len(llm.prompts) == 2
-    kg = KnowledgeGraph.from_llama_index(index)
+    kg = from_llama_index(index)
     # LlamaIndex's default triplet parser capitalises each item ("Satoshi kon")
     assert sorted(t.as_tuple() for t in kg.triples()) == [
         ("Paprika", "Directed by", "Satoshi kon"), ("Satoshi kon", "Born in", "Sapporo")]
@@ -126,7 +127,7 @@ def _graph_documents() -> list[GraphDocument]:
 
 def test_graph_documents_round_trip():
     docs = _graph_documents()
-    kg = KnowledgeGraph.from_graph_documents(docs)
+    kg = from_graph_documents(docs)
     assert sorted(t.as_tuple() for t in kg.triples()) == [
         ("Paprika", "DIRECTED_BY", "Satoshi Kon"), ("Satoshi Kon", "BORN_IN", "Sapporo")]
     assert kg.has_node("Madhouse")
@@ -152,16 +153,16 @@ def test_graph_documents_errors_and_single_document():
 
 
 def test_annotations_survive_save_and_load(tmp_path):
-    kg = KnowledgeGraph.from_graph_documents(_graph_documents())
-    kg.save(tmp_path / "g")
-    back = KnowledgeGraph.load(tmp_path / "g")
+    kg = from_graph_documents(_graph_documents())
+    save_graph(kg, tmp_path / "g")
+    back = load_graph(tmp_path / "g")
     assert back.annotations == kg.annotations
 
 
 def test_simgrag_retrieves_over_a_langchain_graph(minilm):
     from kgrag.methods.simgrag import SimGRAG
 
-    kg = KnowledgeGraph.from_graph_documents(_graph_documents())
+    kg = from_graph_documents(_graph_documents())
     sim = SimGRAG(kg, embedder=minilm)
     result = sim.retrieve_pattern([("Satoshi Kon", "born in", "UNKNOWN city 1")])
     assert result.items[0].triples[0].tail == "Sapporo"
@@ -171,7 +172,7 @@ def test_simgrag_uses_the_sources_node_types(minilm):
     """A pattern naming no entity gets its candidates from the graph documents' node types."""
     from kgrag.methods.simgrag import SimGRAG
 
-    kg = KnowledgeGraph.from_graph_documents(_graph_documents())
+    kg = from_graph_documents(_graph_documents())
     sim = SimGRAG(kg, embedder=minilm, type_top_k=1)
     assert sorted(sim.candidates.type_names) == ["City", "Company", "Movie", "Person"]
     result = sim.retrieve_pattern([("UNKNOWN movie 1", "directed by", "UNKNOWN person 1")])

@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 import pytest
+from kgrag.graph import load_graph, read_triples, save_graph
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError, GraphLoadError, KgragError
 from kgrag.graph.checksums import refresh_checksums
@@ -26,7 +27,7 @@ TRIPLES = [("Paprika", "directed_by", "Satoshi Kon"), ("Tokyo Godfathers", "dire
 @pytest.fixture
 def saved_graph(tmp_path):
     kg = KnowledgeGraph.from_triples(TRIPLES, aliases={"Satoshi Kon": ["Kon"]})
-    kg.save(tmp_path / "g")
+    save_graph(kg, tmp_path / "g")
     return tmp_path / "g"
 
 
@@ -49,7 +50,7 @@ def test_deeply_nested_json_in_a_saved_graph_is_typed(saved_graph, name):
     if name != "manifest.json":
         refresh_checksums(saved_graph)
     with pytest.raises(GraphLoadError):
-        KnowledgeGraph.load(saved_graph)
+        load_graph(saved_graph)
 
 
 @pytest.mark.parametrize("mmap", [False, True])
@@ -57,7 +58,7 @@ def test_deeply_nested_json_in_a_saved_graph_is_typed(saved_graph, name):
 def test_aliases_of_the_wrong_type_are_typed(saved_graph, aliases, mmap):
     _rewrite_json(saved_graph / "extras.json", lambda d: {**d, "aliases": aliases})
     with pytest.raises(GraphLoadError, match="aliases"):
-        KnowledgeGraph.load(saved_graph, mmap=mmap)
+        load_graph(saved_graph, mmap=mmap)
 
 
 def test_aliases_as_a_list_in_the_constructor_are_typed():
@@ -72,14 +73,14 @@ def test_aliases_as_a_list_in_the_constructor_are_typed():
 def test_non_string_or_empty_names_are_refused(saved_graph, bad, table):
     _rewrite_json(saved_graph / table, lambda names: [bad] + names[1:])
     with pytest.raises(GraphLoadError, match=table):
-        KnowledgeGraph.load(saved_graph)
+        load_graph(saved_graph)
 
 
 def test_npy_header_lying_about_its_shape_is_refused_before_allocating(saved_graph):
     _lying_npy(saved_graph / "heads.npy", 10**11)
     refresh_checksums(saved_graph)
     with pytest.raises(GraphLoadError, match="header promises"):
-        KnowledgeGraph.load(saved_graph)
+        load_graph(saved_graph)
 
 
 def _load_in_thread(fn):
@@ -102,7 +103,7 @@ def _load_in_thread(fn):
 def test_manifest_that_is_a_fifo_is_refused_without_hanging(saved_graph):
     (saved_graph / "manifest.json").unlink()
     os.mkfifo(saved_graph / "manifest.json")
-    hung, error = _load_in_thread(lambda: KnowledgeGraph.load(saved_graph))
+    hung, error = _load_in_thread(lambda: load_graph(saved_graph))
     try:
         assert not hung, "loading a FIFO manifest hangs"
         assert isinstance(error, GraphLoadError) and "regular file" in str(error)
@@ -167,19 +168,19 @@ def test_linker_owner_npy_lying_header(saved_linker):
 # ---------------------------------------------------------------------- triples files
 def test_from_csv_on_a_directory_is_typed(tmp_path):
     with pytest.raises(GraphFormatError, match="directory"):
-        KnowledgeGraph.from_csv(tmp_path)
+        read_triples(tmp_path)
 
 
 def test_from_csv_on_a_missing_file_is_typed_and_still_a_file_not_found_error(tmp_path):
     with pytest.raises(GraphFormatError) as info:
-        KnowledgeGraph.from_csv(tmp_path / "none.tsv")
+        read_triples(tmp_path / "none.tsv")
     assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, KgragError)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_from_csv_on_a_fifo_is_refused(tmp_path):
     os.mkfifo(tmp_path / "pipe.tsv")
-    hung, error = _load_in_thread(lambda: KnowledgeGraph.from_csv(tmp_path / "pipe.tsv"))
+    hung, error = _load_in_thread(lambda: read_triples(tmp_path / "pipe.tsv"))
     assert not hung and isinstance(error, GraphFormatError)
 
 
@@ -199,13 +200,13 @@ def test_header_detection_rule(tmp_path, text, edges, header_row, plain):
         text = text.replace("\n", "\r\n")  # a carriage return sends it to the line reader
     path = tmp_path / ("g.csv" if "," in text else "g.tsv")
     path.write_bytes(text.encode())
-    kg = KnowledgeGraph.from_csv(path)
+    kg = read_triples(path)
     assert kg.num_edges == edges and kg.stats["header_row"] == header_row
     assert kg.header_rule.startswith("auto:")
-    forced = KnowledgeGraph.from_csv(path, header=True)
+    forced = read_triples(path, header=True)
     assert forced.num_edges == edges - (1 - header_row) and forced.stats["header_row"] == 1
     assert "header=True" in forced.header_rule
-    kept = KnowledgeGraph.from_csv(path, header=False)
+    kept = read_triples(path, header=False)
     assert kept.num_edges == edges + header_row and kept.stats["header_row"] == 0
 
 
@@ -233,10 +234,10 @@ def test_a_stray_quote_does_not_swallow_lines(tmp_path, sep, ending, close_at, c
     path = _csv_with_stray_quote(tmp_path / "g.csv", sep, close_at, ending)
     last = 56 if close_at else 60
     with pytest.raises(GraphFormatError, match="quoted field opened on line 6") as info:
-        KnowledgeGraph.from_csv(path, on_error="raise")
+        read_triples(path, on_error="raise")
     assert info.value.line == 6 and f"to line {last}" in str(info.value)
     with caplog.at_level("WARNING"):
-        kg = KnowledgeGraph.from_csv(path, on_error="skip")
+        kg = read_triples(path, on_error="skip")
     swallowed = last - 6 + 1
     assert kg.stats["skipped_records"] == swallowed
     assert kg.num_edges == 60 - swallowed
@@ -248,7 +249,7 @@ def test_an_intended_line_break_in_a_quoted_name_is_refused_too(tmp_path):
     path = tmp_path / "g.csv"
     path.write_text('c,r,d\n"two\nlines",r,b\n', encoding="utf-8")
     with pytest.raises(GraphFormatError, match="line break"):
-        KnowledgeGraph.from_csv(path)
+        read_triples(path)
 
 
 # ---------------------------------------------------------------------- issue 30, item 11a
@@ -258,6 +259,6 @@ def test_non_utf8_text_names_the_line_and_the_encoding_option(tmp_path, suffix):
     path = tmp_path / f"g{suffix}"
     path.write_bytes(f"a{sep}r{sep}b\n".encode() * 30 + f"caf\u00e9{sep}r{sep}b\n".encode("latin-1"))
     with pytest.raises(GraphFormatError, match="encoding=") as info:
-        KnowledgeGraph.from_csv(path)
+        read_triples(path)
     assert info.value.line == 31
-    assert KnowledgeGraph.from_csv(path, encoding="latin-1").has_node("café")
+    assert read_triples(path, encoding="latin-1").has_node("café")

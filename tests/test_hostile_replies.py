@@ -13,6 +13,7 @@ import importlib.resources
 
 import numpy as np
 import pytest
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.errors import LLMOutputError
 from kgrag.llm.parsing import (
@@ -35,7 +36,7 @@ DEEP = '{"triples": ' + "[" * 60000 + "]" * 60000 + "}"
 
 @pytest.fixture(scope="module")
 def movies() -> KnowledgeGraph:
-    return KnowledgeGraph.from_csv(str(importlib.resources.files("kgrag") / "data" / "movies.tsv"))
+    return read_triples(str(importlib.resources.files("kgrag") / "data" / "movies.tsv"))
 
 
 # ------------------------------------------------------------------------ 1. deep nesting
@@ -196,7 +197,7 @@ def test_an_open_pattern_reply_is_refused_up_front_and_the_reason_fed_back(minil
 
     from llm_fakes import ScriptedLlamaLLM
 
-    kg = KnowledgeGraph.from_csv(demo_data_path())
+    kg = read_triples(demo_data_path())
     assert kg.num_nodes == 198
     reply = repr({"divided": ["a"], "triples": _open_pattern()})
     llm = ScriptedLlamaLLM(replies=[reply] * 2, prompts=[])

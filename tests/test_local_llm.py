@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from kgrag.graph import read_triples
 from kgrag.errors import ConfigurationError
 from kgrag.llm import as_llm, llm_call_options
 from kgrag.llm.local import (
@@ -152,9 +153,8 @@ def _check_adapter(model):
 def _answer_through_frameworks(chat=None, llama=None):
     """A method's answer through langchain_kgrag's chain (invoke, stream, ainvoke) and
     llama_index_kgrag's query engine (query, aquery): every path reaches the real model."""
-    from kgrag import KnowledgeGraph
 
-    kg = KnowledgeGraph.from_csv(MOVIES, sep="\t")
+    kg = read_triples(MOVIES, sep="\t")
     question = "Who directed Paprika?"
     if chat is not None:
         from langchain_kgrag import ByoKGRetriever

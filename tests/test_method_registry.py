@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.commands import COMMANDS, Command
 from kgrag.context.types import Answer, RetrievalResult, Usage
 from kgrag.methods.base import KGMethod
@@ -107,7 +107,7 @@ def toy(monkeypatch):
 
 @pytest.fixture(scope="module")
 def kg():
-    return KnowledgeGraph.from_csv(MOVIES)
+    return read_triples(MOVIES)
 
 
 QUESTION = "Who directed Tokyo Godfathers?"

@@ -9,6 +9,7 @@ import pytest
 from ketrag_fakes import HashingEmbedder
 from llama_index.core.prompts import PromptTemplate
 
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.errors import EmptyGraphWarning
 from kgrag.methods.graphraft import GraphRAFT
@@ -39,10 +40,10 @@ def test_a_graph_file_without_triples_warns_through_warnings(tmp_path):
     path = tmp_path / "empty.tsv"
     path.write_text("head\trelation\ttail\n")
     with pytest.warns(EmptyGraphWarning, match="holds no triples"):
-        kg = KnowledgeGraph.from_csv(path)
+        kg = read_triples(path)
     assert kg.num_edges == 0
     full = tmp_path / "full.tsv"
     full.write_text("head\trelation\ttail\na\tr\tb\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmptyGraphWarning)
-        KnowledgeGraph.from_csv(full)
+        read_triples(full)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from kgrag.graph import from_networkx, load_graph, save_graph, to_networkx
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.embed.relations import RelationTextVectors
@@ -106,13 +107,13 @@ def test_relation_labels_from_a_mapping_a_file_and_networkx(tmp_path):
     kg = KnowledgeGraph.from_triples(triples, relation_labels=labels)
     assert kg.relation_labels == {"P57": ["director", "directed by"],
                                   "P364": ["original language"]}
-    kg.save(tmp_path / "g")
-    assert KnowledgeGraph.load(tmp_path / "g").relation_labels == kg.relation_labels
+    save_graph(kg, tmp_path / "g")
+    assert load_graph(tmp_path / "g").relation_labels == kg.relation_labels
     g = nx.MultiDiGraph()
     g.add_edge("Paprika", "Satoshi Kon", relation="P57", label="director")
-    from_nx = KnowledgeGraph.from_networkx(g)
+    from_nx = from_networkx(g)
     assert from_nx.relation_labels == {"P57": ["director"]}
-    assert KnowledgeGraph.from_networkx(from_nx.to_networkx()).relation_labels == {
+    assert from_networkx(to_networkx(from_nx)).relation_labels == {
         "P57": ["director"]}
     with pytest.raises(UnknownRelationError):
         KnowledgeGraph.from_triples(triples, relation_labels={"P1": "x"})

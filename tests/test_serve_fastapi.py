@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from kgrag.graph import load_graph, save_graph
 from kgrag import KnowledgeGraph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def save_movies(folder: Path, *, extra: bool = False) -> None:
     triples = [tuple(line.split("\t")) for line in MOVIES.read_text("utf-8").splitlines()[1:]]
     if extra:
         triples.append(("Tokyo Godfathers", "directed_by", NEW_DIRECTOR))
-    KnowledgeGraph.from_triples(triples).save(folder)
+    save_graph(KnowledgeGraph.from_triples(triples), folder)
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +162,7 @@ def test_methods_are_built_before_the_first_request(serve, minilm, tmp_path):
     from fastapi.testclient import TestClient
 
     save_movies(tmp_path / "g")
-    graph = KnowledgeGraph.load(tmp_path / "g")
+    graph = load_graph(tmp_path / "g")
     embedder = CountingEmbedder(minilm)
     config = serve.ServeConfig(graph=str(tmp_path / "g"), methods=("byokg", "graphraft"),
                                watch_interval=0)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import (
     NeuralFuzzyExecutor,
@@ -29,7 +30,7 @@ MOVIES = Path(__file__).resolve().parents[1] / "shared" / "kgrag" / "data" / "mo
 
 @pytest.fixture(scope="module")
 def movies() -> KnowledgeGraph:
-    return KnowledgeGraph.from_csv(MOVIES)
+    return read_triples(MOVIES)
 
 
 @pytest.fixture(scope="module")

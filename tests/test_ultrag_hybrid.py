@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import UltRAG
 from kgrag.methods.ultrag.hybrid import EXACT_TIER, HybridGraphExecutor, exact_first
@@ -25,7 +26,7 @@ SET_IN_JAMAICA = '"Jamaica" -> set_in_inv'
 
 @pytest.fixture(scope="module")
 def movies() -> KnowledgeGraph:
-    return KnowledgeGraph.from_csv(MOVIES)
+    return read_triples(MOVIES)
 
 
 @pytest.fixture(scope="module")

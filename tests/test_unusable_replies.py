@@ -15,6 +15,7 @@ import asyncio
 import logging
 
 import pytest
+from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.data import demo_data_path
 from kgrag.errors import LLMCallError, LLMOutputError
@@ -39,7 +40,7 @@ KETRAG_BUILD = dict(budget=1.0, chunk_size=30, splits=1, progress=False, max_wor
 
 @pytest.fixture(scope="module")
 def movies() -> KnowledgeGraph:
-    return KnowledgeGraph.from_csv(demo_data_path())
+    return read_triples(demo_data_path())
 
 
 def fake(framework: str, replies: list[str]):

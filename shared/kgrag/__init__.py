@@ -16,7 +16,15 @@ from kgrag.context.types import (
     Usage,
 )
 from kgrag.errors import KgragError
-from kgrag.graph import GraphStore, KnowledgeGraph, PathStep, parse_relation_path
+from kgrag.graph import (
+    GraphStore,
+    KnowledgeGraph,
+    PathStep,
+    load_graph,
+    parse_relation_path,
+    read_triples,
+    save_graph,
+)
 
 from kgrag._version import __version__ as __version__
 
@@ -33,5 +41,8 @@ __all__ = [
     "Subgraph",
     "Triple",
     "Usage",
+    "load_graph",
     "parse_relation_path",
+    "read_triples",
+    "save_graph",
 ]

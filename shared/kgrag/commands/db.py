@@ -43,14 +43,14 @@ def _open_store(args: argparse.Namespace) -> Any:
 
 
 def _cmd_load_db(args: argparse.Namespace) -> int:
-    from kgrag.graph.memory import KnowledgeGraph
+    from kgrag.graph.storage import load_graph
 
     if args.batch_size < 1:
         raise KgragError("--batch-size must be at least 1")
     _check_backend(args)
     if not os.path.exists(args.graph):
         raise FileNotFoundError(f"no graph at {args.graph}")
-    source: Any = KnowledgeGraph.load(args.graph) if os.path.isdir(args.graph) else args.graph
+    source: Any = load_graph(args.graph) if os.path.isdir(args.graph) else args.graph
     read_options = {}
     if args.sep and not os.path.isdir(args.graph):
         read_options["sep"] = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep)

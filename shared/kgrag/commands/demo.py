@@ -25,6 +25,7 @@ from kgrag._version import __version__
 import kgrag.commands
 from kgrag.commands.common import add_command
 from kgrag.data import bundled_data_path, demo_data_path
+from kgrag.graph.conversions import read_triples
 from kgrag.graph.memory import KnowledgeGraph
 
 
@@ -247,7 +248,7 @@ def run_demo(out: Callable[[str], None] = print, *, data_path: str | Path | None
     graph, :func:`generic_steps` on any other graph, whose names they take from it); returns
     the context."""
     path = Path(data_path) if data_path is not None else demo_data_path()
-    ctx = DemoContext(kg=KnowledgeGraph.from_csv(path), data_path=path, out=out)
+    ctx = DemoContext(kg=read_triples(path), data_path=path, out=out)
     if steps is None and not is_bundled(path):
         sample = sample_of(ctx.kg)
         if sample is None:

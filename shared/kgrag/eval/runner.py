@@ -57,16 +57,16 @@ class DatasetSpec:
 
 
 def _metaqa_graph(root: Path) -> Any:
-    from kgrag.graph.memory import KnowledgeGraph
+    from kgrag.graph.conversions import read_triples
 
-    return KnowledgeGraph.from_csv(root / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
+    return read_triples(root / "metaqa" / "kb_reconstructed.txt", sep="|", header=False)
 
 
 def _pq_graph(kb: str) -> Callable[[Path], Any]:
     def load(root: Path) -> Any:
-        from kgrag.graph.memory import KnowledgeGraph
+        from kgrag.graph.conversions import read_triples
 
-        return KnowledgeGraph.from_csv(root / "pathquestion" / kb, sep="\t", header=False)
+        return read_triples(root / "pathquestion" / kb, sep="\t", header=False)
     return load
 
 

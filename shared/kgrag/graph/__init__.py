@@ -1,4 +1,13 @@
-"""Knowledge graphs: the GraphStore protocol and its backends (in memory by default)."""
+"""Knowledge graphs: the GraphStore protocol, its backends (in memory by default), and I/O.
+
+Building and converting graphs are free functions, in the style of networkx's ``read_edgelist``:
+
+    kg = read_triples("movies.tsv")              # or KnowledgeGraph.from_triples([...])
+    save_graph(kg, "movies_kg"); kg = load_graph("movies_kg", mmap=True)
+    kg = from_networkx(g); g = to_networkx(kg)
+    kg = from_llama_index(property_graph_index); kg = from_graph_documents(graph_documents)
+    store = to_falkordb(kg, "localhost", graph="movies")   # or to_neo4j(kg, uri, user, pw)
+"""
 
 from kgrag.graph.base import (
     CypherRunner,
@@ -11,12 +20,16 @@ from kgrag.graph.base import (
     runs_cypher,
 )
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
-from kgrag.graph.cypher.falkordb import FalkorDBGraphStore  # database clients are imported lazily
-from kgrag.graph.cypher.neo4j import Neo4jGraphStore
-from kgrag.graph.sources import langchain as _langchain_source  # noqa: F401 (registers)
-from kgrag.graph.sources import llama_index as _llama_index_source  # noqa: F401 (registers)
+from kgrag.graph.conversions import from_networkx, read_triples, to_networkx
+from kgrag.graph.storage import load_graph, save_graph
+from kgrag.graph.cypher.falkordb import FalkorDBGraphStore, to_falkordb  # clients: lazily
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore, to_neo4j
+from kgrag.graph.sources.langchain import from_graph_documents
+from kgrag.graph.sources.llama_index import from_llama_index
 from kgrag.graph.sources.coerce import as_graph_store
 
-__all__ = ["CypherRunner", "CypherStore", "Direction", "FalkorDBGraphStore", "GraphStore", "KnowledgeGraph", "Neo4jGraphStore",
-           "PathStep", "as_graph_store", "is_cypher_store", "normalize_name", "parse_relation_path",
-           "runs_cypher"]
+__all__ = ["CypherRunner", "CypherStore", "Direction", "FalkorDBGraphStore", "GraphStore",
+           "KnowledgeGraph", "Neo4jGraphStore", "PathStep", "as_graph_store",
+           "from_graph_documents", "from_llama_index", "from_networkx", "is_cypher_store",
+           "load_graph", "normalize_name", "parse_relation_path", "read_triples", "runs_cypher",
+           "save_graph", "to_falkordb", "to_neo4j", "to_networkx"]

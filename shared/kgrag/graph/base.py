@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass
 from typing import (
     Any,
-    Callable,
     Iterable,
     Iterator,
     Literal,
@@ -28,7 +27,6 @@ from typing import (
 )
 
 from kgrag.context.types import Path, Triple
-from kgrag.errors import GraphDatabaseError
 from kgrag.graph.annotations import GraphAnnotations
 
 Direction = Literal["out", "in", "both"]
@@ -37,32 +35,6 @@ DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
 #: Suffixes / prefixes that mark a reversed relation in a written relation path.
 INVERSE_SUFFIXES: tuple[str, ...] = ("_inv", "_inverse", "_reverse")
 INVERSE_PREFIXES: tuple[str, ...] = ("~", "^")
-
-
-#: Conversions between the in-memory graph and the layers built on it, by name: database
-#: writers (``"to_neo4j"``, ``"to_falkordb"``: copy a graph into a database, return a store over
-#: it) and framework readers (``"from_llama_index"``, ``"from_graph_documents"``). Each module
-#: registers its own when imported (``kgrag.graph`` imports them all), so
-#: ``KnowledgeGraph.to_neo4j`` & co. reach them without the storage module importing the modules
-#: built on top of it, which import it (that would close an import cycle).
-_CONVERTERS: dict[str, Callable[..., Any]] = {}
-
-
-def register_converter(name: str, function: Callable[..., Any]) -> None:
-    """Make ``function`` the graph conversion called ``name`` (see :func:`converter`)."""
-    _CONVERTERS[name] = function
-
-
-def converter(name: str) -> Callable[..., Any]:
-    """The registered conversion ``name``; a :class:`GraphDatabaseError` naming the known ones
-    when there is none."""
-    try:
-        return _CONVERTERS[name]
-    except KeyError:
-        raise GraphDatabaseError(
-            f"no graph conversion {name!r} is registered (known: "
-            f"{sorted(_CONVERTERS) or 'none'}); import kgrag.graph to register the built-in "
-            "ones") from None
 
 
 def check_direction(direction: str) -> Direction:

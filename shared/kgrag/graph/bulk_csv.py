@@ -1,6 +1,6 @@
 """Fast reading of plain triples files: whole blocks at a time, names decoded once per distinct value.
 
-:meth:`KnowledgeGraph.from_csv` first tries :func:`read_plain_triples`. It handles the common case
+:func:`~kgrag.graph.conversions.read_triples` first tries :func:`read_plain_triples`. It handles the common case
 -- UTF-8 text, exactly three fields per line, no quoting, no carriage returns, no blank lines
 except at the end -- with byte-level numpy checks and C-level ``bytes.split``; each distinct name
 is decoded and normalised once instead of once per occurrence. Anything else (a malformed or

@@ -1,9 +1,9 @@
-"""Building an in-memory graph from files and networkx, and exporting it: the I/O conveniences
-behind :meth:`KnowledgeGraph.from_csv <kgrag.graph.memory.KnowledgeGraph.from_csv>`,
-``from_networkx``, ``to_networkx``, ``save`` and ``load``.
+"""Building an in-memory graph from a triples file or a networkx graph, and exporting it to
+networkx: free functions in the style of networkx's ``read_edgelist``.
 
-Each function takes the graph class (``cls``) or instance it works on, so this module does not
-import :mod:`kgrag.graph.memory` and the class can delegate here without an import cycle.
+    kg = read_triples("movies.tsv")          # CSV / TSV / pipe-separated
+    kg = from_networkx(g)                    # the relation in each edge's "relation"
+    g = to_networkx(kg)
 """
 
 from __future__ import annotations
@@ -12,23 +12,24 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from kgrag.errors import GraphFormatError
 from kgrag.graph.bulk_csv import read_plain_triples
-from kgrag.graph.io import load_graph, read_triples, save_graph
+from kgrag.graph.io import iter_triples
+from kgrag.graph.memory import KnowledgeGraph
 from kgrag.text.names import normalize_name
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
-    from kgrag.graph.memory import KnowledgeGraph
-
-__all__ = ["graph_from_csv", "graph_from_networkx", "graph_to_networkx", "load_graph",
-           "save_graph"]
+__all__ = ["from_networkx", "read_triples", "to_networkx"]
 
 
-def graph_from_csv(cls: type[KnowledgeGraph], path: Any, *, sep: str | None = None,
-                   columns: Sequence[int | str] | None = None, header: bool | None = None,
-                   on_error: str = "raise", encoding: str = "utf-8",
-                   **kwargs: Any) -> KnowledgeGraph:
-    """Load triples from a CSV / TSV / pipe-separated file. See :mod:`kgrag.graph.io`.
+def read_triples(path: Any, *, sep: str | None = None,
+                 columns: Sequence[int | str] | None = None, header: bool | None = None,
+                 on_error: str = "raise", encoding: str = "utf-8",
+                 **kwargs: Any) -> KnowledgeGraph:
+    """The graph of the triples in a CSV / TSV / pipe-separated file (see
+    :class:`kgrag.graph.io.TripleReader` for ``sep``, ``columns``, ``header``, ``on_error``);
+    ``kwargs`` go to :class:`~kgrag.graph.memory.KnowledgeGraph` (``node_descriptions``,
+    ``aliases``, ``relation_labels`` ...).
 
     Plain files (three unquoted fields per line) are read block-wise by
     :mod:`kgrag.graph.bulk_csv`; anything else goes through the line-by-line reader, which
@@ -37,17 +38,17 @@ def graph_from_csv(cls: type[KnowledgeGraph], path: Any, *, sep: str | None = No
     kept in ``kg.stats["header_row"]`` (0 or 1) and ``kg.header_rule``.
     """
     # the reader checks the arguments and that the file exists, for both paths
-    triples = read_triples(path, sep=sep, columns=columns, header=header, on_error=on_error,
+    triples = iter_triples(path, sep=sep, columns=columns, header=header, on_error=on_error,
                            encoding=encoding)
     if columns is None:
         plain = read_plain_triples(triples.path, sep=sep, header=header, encoding=encoding)
         if plain is not None:
             names, relation_names, heads, rels, tails = plain
-            kg = cls(names, relation_names, heads, rels, tails, **kwargs)
+            kg = KnowledgeGraph(names, relation_names, heads, rels, tails, **kwargs)
             kg.stats["skipped_records"] = 0
             next(iter(triples), None)  # the same header decision, for the record
             return _with_header_rule(kg, triples)
-    kg = cls.from_triples(triples, on_error="raise", source=str(path), **kwargs)
+    kg = KnowledgeGraph.from_triples(triples, on_error="raise", source=str(path), **kwargs)
     kg.stats["skipped_records"] = triples.skipped
     return _with_header_rule(kg, triples)
 
@@ -59,9 +60,9 @@ def _with_header_rule(kg: KnowledgeGraph, triples: Any) -> KnowledgeGraph:
     return kg
 
 
-def graph_from_networkx(cls: type[KnowledgeGraph], graph: nx.Graph, *,
-                        relation_key: str = "relation", default_relation: str | None = None,
-                        label_key: str = "label", **kwargs: Any) -> KnowledgeGraph:
+def from_networkx(graph: nx.Graph, *, relation_key: str = "relation",
+                  default_relation: str | None = None, label_key: str = "label",
+                  **kwargs: Any) -> KnowledgeGraph:
     """Build from a networkx (Multi)DiGraph whose edges carry the relation in ``relation_key``.
 
     Node attributes ``description`` and ``aliases`` are picked up; an edge attribute
@@ -93,22 +94,22 @@ def graph_from_networkx(cls: type[KnowledgeGraph], graph: nx.Graph, *,
                if d.get("aliases")}
     kwargs.setdefault("node_descriptions", descriptions)
     kwargs.setdefault("aliases", aliases)
-    kg = cls.from_triples(edges(), **kwargs)
+    kg = KnowledgeGraph.from_triples(edges(), **kwargs)
     if labels and "relation_labels" not in kwargs:
         kg.relation_labels = {r: names for r, names in labels.items() if r in kg.relation_index}
     isolated = [normalize_name(n) for n in graph.nodes if normalize_name(n) not in kg.node_index]
     if isolated:  # keep isolated nodes: they can still be linked and described
         edges_only = kg
-        kg = cls(kg.node_names + isolated, kg.relation_names, kg.heads, kg.rels, kg.tails,
-                 node_descriptions=kg.node_descriptions,
-                 relation_descriptions=kg.relation_descriptions, aliases=kg.aliases,
-                 relation_labels=kg.relation_labels, annotations=kg.annotations,
-                 _sorted_unique=True)
+        kg = KnowledgeGraph(kg.node_names + isolated, kg.relation_names, kg.heads, kg.rels,
+                            kg.tails, node_descriptions=kg.node_descriptions,
+                            relation_descriptions=kg.relation_descriptions, aliases=kg.aliases,
+                            relation_labels=kg.relation_labels, annotations=kg.annotations,
+                            _sorted_unique=True)
         kg.stats = dict(edges_only.stats)  # the input counts, not those of the rebuild
     return kg
 
 
-def graph_to_networkx(kg: KnowledgeGraph) -> nx.MultiDiGraph:
+def to_networkx(kg: KnowledgeGraph) -> nx.MultiDiGraph:
     """Export as a ``networkx.MultiDiGraph`` with the relation on each edge's ``relation``."""
     import networkx as nx
 

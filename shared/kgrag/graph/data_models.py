@@ -7,7 +7,7 @@ The frameworks each write one layout:
 ========================== ============== ========== =============================================
 preset                     entity label   name key   written by
 ========================== ============== ========== =============================================
-``kgrag``                  ``Entity``     ``name``   ``KnowledgeGraph.to_neo4j`` / ``to_falkordb``
+``kgrag``                  ``Entity``     ``name``   ``to_neo4j`` / ``to_falkordb``
 ``langchain``              ``__Entity__`` ``id``     ``Neo4jGraph.add_graph_documents(...,
                                                      baseEntityLabel=True)``
 ``langchain_typed``        (any)          ``id``     ``add_graph_documents`` without

@@ -1,12 +1,13 @@
-"""Opening a graph named by a path: a triples file or a directory written by ``save``."""
+"""Opening a graph named by a path: a triples file or a directory written by ``save_graph``."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 
-
+from kgrag.graph.conversions import read_triples
 from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.storage import load_graph
 
 __all__ = ["open_graph"]
 
@@ -16,19 +17,20 @@ def open_graph(path: str, *, sep: str | None = None, on_error: str = "raise",
                columns: Sequence[int | str] | None = None) -> KnowledgeGraph:
     """A :class:`~kgrag.graph.memory.KnowledgeGraph` from a triples file or a saved directory.
 
-    A directory is read with :meth:`KnowledgeGraph.load` (``sep``/``on_error`` do not apply);
-    anything else as a delimited triples file with :meth:`KnowledgeGraph.from_csv`
+    A directory is read with :func:`~kgrag.graph.storage.load_graph` (``sep``/``on_error`` do
+    not apply); anything else as a delimited triples file with
+    :func:`~kgrag.graph.conversions.read_triples`
     (``columns``: the head, relation and tail columns, as indices or header names).
     ``relation_labels``: a label file (:func:`kgrag.graph.io.read_relation_labels`) added to
     the graph's labels.
     """
     if os.path.isdir(path):
-        kg = KnowledgeGraph.load(path)
+        kg = load_graph(path)
     elif not os.path.exists(path):
         raise FileNotFoundError(f"no graph at {path} (expected a triples file or a saved graph "
                                 "directory)")
     else:
-        kg = KnowledgeGraph.from_csv(path, sep=sep, on_error=on_error, columns=columns)
+        kg = read_triples(path, sep=sep, on_error=on_error, columns=columns)
     if relation_labels:
         from kgrag.errors import UnknownRelationError
         from kgrag.graph.io import read_relation_labels

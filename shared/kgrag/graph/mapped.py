@@ -1,6 +1,6 @@
 """Opening a saved graph memory-mapped, so that many processes share one copy of its arrays.
 
-``KnowledgeGraph.load(path, mmap=True)`` maps the edge arrays (``heads``, ``rels``, ``tails``)
+``load_graph(path, mmap=True)`` maps the edge arrays (``heads``, ``rels``, ``tails``)
 and, when the save holds them, the adjacency index (``out_indptr``, ``out_key``, ``in_indptr``,
 ``in_order``, ``in_key``, ``adj_ptr``, ``adj_rows``) read-only from the ``.npy`` files instead of
 reading them into private memory. The pages belong to the operating system's page cache, so N

@@ -14,8 +14,10 @@ Storage (``E`` edges, ``N`` nodes, ``R`` relations):
 Every operation works on arrays of ids (``*_ids`` methods, in :mod:`kgrag.graph.traversal`);
 the name-level methods of the :class:`~kgrag.graph.base.GraphStore` protocol here are thin
 wrappers that intern names and build result objects only at the end. Reading and writing files,
-networkx and databases live in :mod:`kgrag.graph.conversions`, :mod:`kgrag.graph.io` and the
-database backends; the methods of the same names here delegate to them.
+networkx and databases are free functions of the modules built on this one
+(:func:`~kgrag.graph.conversions.read_triples`, :func:`~kgrag.graph.conversions.from_networkx`,
+:func:`~kgrag.graph.storage.save_graph` / :func:`~kgrag.graph.storage.load_graph`,
+:func:`~kgrag.graph.cypher.neo4j.to_neo4j` ...), all exported by :mod:`kgrag.graph`.
 """
 
 from __future__ import annotations
@@ -25,19 +27,12 @@ import os
 import threading
 import unicodedata
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from kgrag.context.types import Path, Triple, _path_from_names, _triples_from_rows
 from kgrag.errors import GraphFormatError, UnknownNodeError, UnknownRelationError
-from kgrag.graph.conversions import (
-    graph_from_csv,
-    graph_from_networkx,
-    graph_to_networkx,
-    load_graph,
-    save_graph,
-)
 from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.arrays import (
     _INT64_LIMIT,
@@ -50,14 +45,10 @@ from kgrag.graph.base import (
     Direction,
     PathStep,
     check_direction,
-    converter,
     parse_relation_path,
 )
 from kgrag.graph.traversal import ArrayTraversal
 from kgrag.text.names import normalize_name
-
-if TYPE_CHECKING:  # pragma: no cover
-    import networkx as nx
 
 __all__ = ["INDEX_DTYPE", "KnowledgeGraph", "expand_ranges", "normalize_name"]
 
@@ -70,8 +61,9 @@ _nfc = unicodedata.normalize
 class KnowledgeGraph(ArrayTraversal):
     """A directed, relation-labelled multigraph held in memory (the default GraphStore).
 
-    Build it with :meth:`from_triples`, :meth:`from_csv`, :meth:`from_networkx` or
-    :meth:`from_arrays`; save and load it with :meth:`save` / :meth:`load`.
+    Build it with :meth:`from_triples` or :meth:`from_arrays`, or with the free functions of
+    :mod:`kgrag.graph` (``read_triples(path)``, ``from_networkx(g)``, ``load_graph(folder)``);
+    save it with ``save_graph(kg, folder)``.
 
     Duplicate triples are stored once; self-loops are kept (they are facts), and ``stats`` says
     how many of each were seen. Names are normalised with :func:`normalize_name`.
@@ -82,7 +74,8 @@ class KnowledgeGraph(ArrayTraversal):
     """
 
     supports_cypher = False
-    #: how :meth:`from_csv` decided whether the first row was a header (set by it)
+    #: how :func:`~kgrag.graph.conversions.read_triples` decided whether the first row was a
+    #: header (set by it)
     header_rule: str
     #: the files of a memory-mapped load (:class:`kgrag.graph.mapped.MappedFiles`), else None
     _mapped_files: Any = None
@@ -311,74 +304,6 @@ class KnowledgeGraph(ArrayTraversal):
         )
         kg.stats["skipped_records"] = skipped
         return kg
-
-    # ------------------------------------------------------------------ conversions (delegated)
-    @classmethod
-    def from_csv(cls, path: Any, *, sep: str | None = None, columns: Sequence[int | str] | None = None,
-                 header: bool | None = None, on_error: str = "raise", encoding: str = "utf-8",
-                 **kwargs: Any) -> "KnowledgeGraph":
-        """Load triples from a CSV / TSV / pipe-separated file; see
-        :func:`kgrag.graph.conversions.graph_from_csv`."""
-        return graph_from_csv(cls, path, sep=sep, columns=columns, header=header,
-                              on_error=on_error, encoding=encoding, **kwargs)
-
-    @classmethod
-    def from_networkx(cls, graph: "nx.Graph", *, relation_key: str = "relation",
-                      default_relation: str | None = None, label_key: str = "label",
-                      **kwargs: Any) -> "KnowledgeGraph":
-        """Build from a networkx (Multi)DiGraph whose edges carry the relation in ``relation_key``
-        (and its words in ``label_key``); see :func:`kgrag.graph.conversions.graph_from_networkx`."""
-        return graph_from_networkx(cls, graph, relation_key=relation_key,
-                                   default_relation=default_relation, label_key=label_key,
-                                   **kwargs)
-
-    @classmethod
-    def from_llama_index(cls, source: Any, **kwargs: Any) -> "KnowledgeGraph":
-        """Build from a LlamaIndex ``PropertyGraphIndex`` or any ``PropertyGraphStore``, keeping
-        node types, properties, descriptions and chunk provenance
-        (:func:`kgrag.graph.sources.llama_index.from_llama_index`)."""
-        return converter("from_llama_index")(source, cls=cls, **kwargs)
-
-    @classmethod
-    def from_graph_documents(cls, graph_documents: Any, **kwargs: Any) -> "KnowledgeGraph":
-        """Build from LangChain ``GraphDocument``\\ s (e.g. ``LLMGraphTransformer``'s output),
-        keeping node types, properties and source documents
-        (:func:`kgrag.graph.sources.langchain.from_graph_documents`)."""
-        return converter("from_graph_documents")(graph_documents, cls=cls, **kwargs)
-
-    def to_networkx(self) -> "nx.MultiDiGraph":
-        """Export as a ``networkx.MultiDiGraph`` with the relation on each edge's ``relation``."""
-        return graph_to_networkx(self)
-
-    def to_neo4j(self, target: Any, username: str | None = None, password: str | None = None,
-                 **options: Any) -> Any:
-        """Write this graph into Neo4j (batched, idempotent MERGE) and return a
-        :class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` over it. ``target``: a Bolt URI, a
-        ``langchain_neo4j.Neo4jGraph`` or a ``neo4j.Driver``; see
-        :func:`kgrag.graph.cypher.neo4j.to_neo4j` for the options."""
-        return converter("to_neo4j")(self, target, username, password, **options)
-
-    def to_falkordb(self, target: Any = "localhost", port: int = 6379, **options: Any) -> Any:
-        """Write this graph into FalkorDB (batched, idempotent MERGE) and return a
-        :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore` over it. ``target``: a host name or
-        a ``falkordb.Graph``; see :func:`kgrag.graph.cypher.falkordb.to_falkordb` for the options."""
-        return converter("to_falkordb")(self, target, port, **options)
-
-    def save(self, directory: Any, *, index: bool = True) -> None:
-        """Write a JSON manifest, names as JSON and edges as ``.npy`` (no pickle); with
-        ``index``, the adjacency index too, so ``load(..., mmap=True)`` can share it. See
-        :func:`kgrag.graph.io.save_graph`."""
-        save_graph(self, directory, index=index)
-
-    @classmethod
-    def load(cls, directory: Any, *, mmap: bool = False) -> "KnowledgeGraph":
-        """Load a directory written by :meth:`save`; raises :class:`~kgrag.errors.GraphLoadError`.
-
-        ``mmap=True`` maps the edge arrays and the adjacency index read-only from the saved
-        ``.npy`` files instead of reading them (after checking them), so processes that load
-        the same folder share one copy in the page cache (see :mod:`kgrag.graph.mapped`).
-        """
-        return load_graph(cls, directory, mmap=mmap)
 
     def check_files(self) -> None:
         """For a graph loaded with ``mmap=True``: raise :class:`~kgrag.errors.GraphLoadError`

@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from kgrag.errors import GraphDatabaseError, QueryTimeoutError
 from kgrag.graph.backends import ConnectionOptions
-from kgrag.graph.base import TripleSource, register_converter
+from kgrag.graph.base import TripleSource
 from kgrag.graph.cypher.load import load_triples
 from kgrag.graph.cypher.params import plain_parameters
 from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
@@ -442,5 +442,3 @@ def connect(options: ConnectionOptions) -> FalkorDBGraphStore:
     return FalkorDBGraphStore.from_url(options.host, options.port, graph=options.graph,
                                        password=options.password, **options.mapping)
 
-
-register_converter("to_falkordb", to_falkordb)

@@ -53,9 +53,9 @@ def _triples_of(source: Any, read_options: dict[str, Any]) -> tuple[Iterable[Seq
     if isinstance(source, TripleSource):
         return ((t.head, t.relation, t.tail) for t in source.triples()), source.num_edges
     if isinstance(source, (str, os.PathLike)):
-        from kgrag.graph.io import read_triples
+        from kgrag.graph.io import iter_triples
 
-        return read_triples(source, **read_options), None
+        return iter_triples(source, **read_options), None
     try:
         total = len(source)
     except TypeError:
@@ -95,7 +95,7 @@ def load_triples(
     """MERGE the triples of ``source`` into ``store``'s database; return a :class:`LoadSummary`.
 
     ``source``: a :class:`~kgrag.graph.memory.KnowledgeGraph` (its isolated nodes are written
-    too), a path to a triples file (read with :func:`kgrag.graph.io.read_triples`;
+    too), a path to a triples file (read with :func:`kgrag.graph.io.iter_triples`;
     ``read_options`` such as ``sep=`` / ``columns=`` / ``header=`` are passed on), or an
     iterable of ``(head, relation, tail)``. Names are normalised like in memory. A malformed
     record raises :class:`~kgrag.errors.GraphFormatError` (batches before it are kept).

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutError
 from kgrag.graph.backends import ConnectionOptions
-from kgrag.graph.base import TripleSource, register_converter
+from kgrag.graph.base import TripleSource
 from kgrag.graph.cypher import params as cypher_params
 from kgrag.graph.cypher.load import load_triples
 from kgrag.graph.cypher.result_budget import BudgetedSocket
@@ -523,5 +523,3 @@ def connect(options: ConnectionOptions) -> Neo4jGraphStore:
     return Neo4jGraphStore.from_uri(options.uri, options.username, options.password,
                                     database=options.database, **options.mapping)
 
-
-register_converter("to_neo4j", to_neo4j)

@@ -6,7 +6,7 @@
 * :func:`~kgrag.graph.sources.langchain.from_graph_documents` -- LangChain ``GraphDocument``\\ s
   (what ``LLMGraphTransformer`` returns).
 
-Both are reached as ``KnowledgeGraph.from_llama_index`` / ``KnowledgeGraph.from_graph_documents``.
+Both are exported by :mod:`kgrag.graph`.
 Neither module imports its framework at import time; the framework's classes are only touched
 when a graph is converted. Node types, properties, descriptions and the source chunks each node
 and triple came from are kept (:class:`~kgrag.graph.annotations.GraphAnnotations`).

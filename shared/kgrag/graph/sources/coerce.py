@@ -9,10 +9,10 @@ can be passed as they are instead of failing later with an ``AttributeError`` on
 * a ``GraphStore`` (``KnowledgeGraph``, ``Neo4jGraphStore``, ``FalkorDBGraphStore``, your own),
   or a store implementing part of the protocol (it has ``list_relations``) -> itself;
 * a LlamaIndex ``PropertyGraphIndex`` or ``PropertyGraphStore`` ->
-  ``KnowledgeGraph.from_llama_index``;
+  ``from_llama_index``;
 * a ``GraphDocument`` or a non-empty list / tuple of them (anything with ``.nodes`` and
-  ``.relationships``) -> ``KnowledgeGraph.from_graph_documents``;
-* a networkx graph -> ``KnowledgeGraph.from_networkx`` (relation in each edge's ``relation``);
+  ``.relationships``) -> ``from_graph_documents``;
+* a networkx graph -> ``from_networkx`` (relation in each edge's ``relation``);
 * anything else -> :class:`~kgrag.errors.GraphFormatError` naming the loaders.
 
 Framework classes are recognised by the names and modules of their class hierarchy, so this
@@ -26,13 +26,15 @@ from typing import Any
 
 from kgrag.errors import GraphFormatError
 from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.conversions import from_networkx
+from kgrag.graph.sources.langchain import from_graph_documents
+from kgrag.graph.sources.llama_index import from_llama_index
 
 __all__ = ["as_graph_store"]
 
-LOADERS = ("KnowledgeGraph.from_triples / from_csv / load, KnowledgeGraph.from_networkx, "
-           "KnowledgeGraph.from_llama_index (a PropertyGraphIndex or PropertyGraphStore), "
-           "KnowledgeGraph.from_graph_documents (LangChain GraphDocuments), or a database store "
+LOADERS = ("KnowledgeGraph.from_triples, kgrag.graph.read_triples / load_graph / from_networkx, "
+           "kgrag.graph.from_llama_index (a PropertyGraphIndex or PropertyGraphStore), "
+           "kgrag.graph.from_graph_documents (LangChain GraphDocuments), or a database store "
            "(Neo4jGraphStore, FalkorDBGraphStore)")
 
 
@@ -51,6 +53,7 @@ def as_graph_store(graph: Any) -> GraphStore:
     """``graph`` as a :class:`~kgrag.graph.base.GraphStore`, converting the frameworks' graphs
     (module docs); a :class:`~kgrag.errors.GraphFormatError` for anything that is not a graph.
 
+    >>> from kgrag.graph import KnowledgeGraph
     >>> kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon")])
     >>> as_graph_store(kg) is kg
     True
@@ -58,13 +61,13 @@ def as_graph_store(graph: Any) -> GraphStore:
     if isinstance(graph, GraphStore) or callable(getattr(graph, "list_relations", None)):
         return graph  # type: ignore[no-any-return]
     if _is_a(graph, "llama_index", ("PropertyGraphIndex", "PropertyGraphStore")):
-        return KnowledgeGraph.from_llama_index(graph)
+        return from_llama_index(graph)
     if _is_graph_document(graph) or (
             isinstance(graph, Sequence) and not isinstance(graph, (str, bytes)) and graph
             and all(_is_graph_document(item) for item in graph)):
-        return KnowledgeGraph.from_graph_documents(graph)
+        return from_graph_documents(graph)
     if _is_a(graph, "networkx", ("Graph",)):
-        return KnowledgeGraph.from_networkx(graph)
+        return from_networkx(graph)
     raise GraphFormatError(
         f"cannot use a {type(graph).__name__} as a graph; build one with {LOADERS}. Method "
         "constructors (e.g. ByoKGRAG(graph)) take a GraphStore; Method.from_graph(...) and the "

@@ -24,7 +24,6 @@ from typing import Any
 
 from kgrag.errors import GraphFormatError
 from kgrag.graph.annotations import GraphAnnotations, json_value
-from kgrag.graph.base import register_converter
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.graph.sources import build_graph
 
@@ -97,5 +96,3 @@ def from_graph_documents(graph_documents: Iterable[Any], *, cls: Any = Knowledge
     kg.stats["graph_documents"] = count
     return kg
 
-
-register_converter("from_graph_documents", from_graph_documents)

@@ -35,7 +35,6 @@ from typing import Any
 
 from kgrag.errors import GraphFormatError
 from kgrag.graph.annotations import GraphAnnotations, json_value
-from kgrag.graph.base import register_converter
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.graph.sources import build_graph
 
@@ -147,5 +146,3 @@ def from_llama_index(source: Any, *, cls: Any = KnowledgeGraph, include_chunks: 
     kg.stats["chunks"] = len(chunk_ids)
     return kg
 
-
-register_converter("from_llama_index", from_llama_index)

@@ -29,6 +29,7 @@ import numpy as np
 
 from kgrag.errors import GraphLoadError
 from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.storage import load_graph, save_graph
 from kgrag.methods.ketrag.extraction import ChunkExtraction
 
 #: Longest merged description kept (about 400 tokens).
@@ -84,7 +85,7 @@ class Skeleton:
 
     def save(self, directory: str | Path) -> None:
         root = Path(directory)
-        self.graph.save(root / "graph")
+        save_graph(self.graph, root / "graph")
         np.save(root / "edge_weights.npy", np.asarray(self.edge_weights, np.float64),
                 allow_pickle=False)
         (root / "skeleton.json").write_text(json.dumps({
@@ -97,7 +98,7 @@ class Skeleton:
     @classmethod
     def load(cls, directory: str | Path) -> Skeleton:
         root = Path(directory)
-        graph = KnowledgeGraph.load(root / "graph")
+        graph = load_graph(root / "graph")
         try:
             data = json.loads((root / "skeleton.json").read_text(encoding="utf-8"))
             weights = np.load(root / "edge_weights.npy", allow_pickle=False)
