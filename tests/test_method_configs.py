@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ketrag_fakes import HashingEmbedder
 
-from kgrag import KnowledgeGraph
+from kgrag import read_triples
 from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.config import MethodConfig
 from kgrag.methods.graphraft.config import GraphRAFTConfig
@@ -64,7 +64,7 @@ def test_the_unusable_reply_policy_is_a_field_of_every_config(cls):
 @pytest.fixture(scope="module")
 def methods():
     """One instance of every registered graph method, with its knobs set by keyword."""
-    kg = KnowledgeGraph.from_csv(MOVIES)
+    kg = read_triples(MOVIES)
     emb = HashingEmbedder()
     built = {}
     for name in method_names("graph"):
