@@ -200,13 +200,17 @@ def fixtures(per_step: int = 20) -> None:
                     {"dataset": dataset, "question": rec["question"], "reply": reply["reply"],
                      "usable_then": reply["usable"]})
     for (method, step), replies in sorted(by_key.items()):
-        seen: set[str] = set()
-        unique = [r for r in replies if not (r["reply"] in seen or seen.add(r["reply"]))]
-        stride = max(1, len(unique) // per_step)
-        kept = unique[::stride][:per_step]
         path = FIXTURES / f"{method}__{step}.json"
+        # replies a person already labelled (``expect``) stay; new ones fill up to per_step
+        labelled = [e for e in (json.loads(path.read_text(encoding="utf-8"))
+                                if path.exists() else []) if "expect" in e]
+        seen = {e["reply"] for e in labelled}
+        unique = [r for r in replies if not (r["reply"] in seen or seen.add(r["reply"]))]
+        stride = max(1, len(unique) // max(1, per_step - len(labelled)))
+        kept = labelled + unique[::stride][:max(0, per_step - len(labelled))]
         path.write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"{path.relative_to(ROOT)}: {len(kept)} of {len(unique)} distinct replies")
+        print(f"{path.relative_to(ROOT)}: {len(kept)} ({len(labelled)} labelled) of "
+              f"{len(unique) + len(labelled)} distinct replies")
 
 
 def _cell(value: Any, digits: int = 1) -> str:

@@ -159,12 +159,14 @@ def mentioned_in(question: str, names: Iterable[str]) -> list[str]:
     An entity-extraction step (the question's entities, not the model's associations) keeps
     only these: a small model that answers "Guillermo del Toro" or "blah blah" instead of
     copying "Paprika" out of the question must not steer retrieval with it. A name made only
-    of stopwords ("the", "it") is never a mention."""
+    of stopwords ("the", "it") is never a mention, nor is the whole question copied back ("The
+    film The Chapman Report starred which actors?") when it has more than one content word."""
     asked = set(content_words(question))
     kept = []
     for name in names:
-        words = content_words(name)
-        if words and all(w in asked for w in words):
+        words = set(content_words(name))
+        echo = len(asked) > 1 and words == asked  # the question copied back is not a mention
+        if words and words <= asked and not echo:
             kept.append(name)
     return kept
 

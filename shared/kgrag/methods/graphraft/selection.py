@@ -42,22 +42,51 @@ class ConstrainedDecodingSelector:
         return [i for i, _ in ranked]
 
 
+#: a list marker opening a line ("1. ", "2) ", "- "): numbering, not a choice
+_LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*\u2022])\s+")
+#: words a line of choices may hold besides the numbers ("queries 3 and 1")
+_CHOICE_WORDS = re.compile(r"(?i)\b(?:and|or|then|query|queries|number|numbers)\b")
+
+
+def _is_choice_line(body: str) -> bool:
+    return not re.search(r"[^\W\d_]{2,}", _CHOICE_WORDS.sub(" ", body))
+
+
 def parse_choice(reply: str, n_candidates: int, m: int) -> list[int]:
     """Validated 0-based indices from a reply like ``"3, 1"``; raises LLMOutputError if none.
 
-    A digit run longer than ``n_candidates`` has digits cannot name a candidate and is skipped
-    without converting it (Python refuses ``int()`` of more than 4,300 digits).
+    Read as a person reads it: a list marker opening a line (``"1. 3, 2"``) is numbering,
+    not a choice; lines of numbers are read in order, and the first line of prose after a
+    choice ends the reply -- a small model that echoes the instruction ("3, 1 / Reply with the
+    numbers of the 5 most useful queries (for example: 2, 4)") chose 3 and 1, not 5, 2 and 4.
+    A reply of prose only ("Query 3 is best, then 1") gives the numbers of its first line
+    that has any. A digit run longer than ``n_candidates`` has digits cannot name a candidate
+    and is skipped without converting it (Python refuses ``int()`` of more than 4,300 digits).
     """
     picked: list[int] = []
     width = len(str(max(n_candidates, 1)))
-    for token in re.findall(r"\d+", reply or "")[: 10 * max(m, 1)]:
-        digits = token.lstrip("0") or "0"
-        if len(digits) > width:
+    seen_tokens = 0
+    for line in (reply or "").splitlines():
+        body = _LIST_MARKER.sub("", line, count=1)
+        tokens = re.findall(r"\d+", body)
+        if not tokens:
             continue
-        index = int(digits) - 1
-        if 0 <= index < n_candidates and index not in picked:
-            picked.append(index)
-        if len(picked) == m:
+        prose = not _is_choice_line(body)
+        if prose and picked:
+            break
+        for token in tokens:
+            seen_tokens += 1
+            if seen_tokens > 10 * max(m, 1):
+                break
+            digits = token.lstrip("0") or "0"
+            if len(digits) > width:
+                continue
+            index = int(digits) - 1
+            if 0 <= index < n_candidates and index not in picked:
+                picked.append(index)
+            if len(picked) == m:
+                return picked
+        if prose:
             break
     if not picked:
         raise LLMOutputError(

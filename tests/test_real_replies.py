@@ -1,0 +1,162 @@
+"""Raw replies of a real small model (SmolLM2-135M-Instruct, greedy, kgrag's own prompts)
+replayed through every step's parser, with the outcome decided by reading each reply.
+
+``tests/data/llm_replies/<method>__<step>.json`` holds up to 20 replies per LLM step, kept by
+``benchmarks/real_llm_e2e.py --fixtures`` from the end-to-end runs (docs/results.md, "A real
+model end to end"). Each entry's ``expect`` was written by a person reading the reply:
+``"usable"`` -- a reader sees the intended answer in it (so the parser must return something,
+and ``"has"`` lists items the parsed value must contain) -- or ``"junk"`` -- nothing a reader
+would act on (so the parser must refuse it, :class:`~kgrag.errors.LLMOutputError`, or return
+nothing). A parser that accepted junk would let a weak model steer retrieval with noise; one
+that refused a readable reply would waste a re-ask and fall back for nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from kgrag.errors import LLMOutputError
+
+FIXTURES = Path(__file__).parent / "data" / "llm_replies"
+
+
+def _byokg_linker(reply: str) -> list[str]:
+    from kgrag.methods.byokg.parsing import parse_linker_reply
+
+    out = parse_linker_reply(reply)
+    return [*out.entities, *out.paths, *out.answers] + ([out.query] if out.query else [])
+
+
+def _byokg_next(reply: str) -> list[str]:
+    from kgrag.methods.byokg.parsing import parse_next_entities
+
+    entities, finish = parse_next_entities(reply)
+    return entities + (["FINISH"] if finish else [])
+
+
+def _byokg_relations(reply: str) -> list[str]:
+    # the candidates were the prompt's; any relation-shaped item written in the tag counts here
+    from kgrag.methods.byokg.parsing import tagged_items
+
+    return tagged_items(reply, "selected", aliases=("select",))
+
+
+def _byokg_answer(reply: str) -> list[str]:
+    from kgrag.llm.steps import require_text
+    from kgrag.methods.byokg.parsing import parse_answers
+
+    return parse_answers(require_text(reply)) or [require_text(reply).strip()]
+
+
+def _graphraft_entities(reply: str, question: str) -> list[str]:
+    from kgrag.methods.graphraft.pipeline import parse_entity_reply
+
+    return parse_entity_reply(reply, question=question)
+
+
+def _graphraft_select(reply: str) -> list[str]:
+    from kgrag.methods.graphraft.selection import parse_choice
+
+    return [str(i + 1) for i in parse_choice(reply, 100, 5)]
+
+
+def _simgrag_pattern(reply: str) -> list[str]:
+    from kgrag.methods.simgrag.pattern import parse_pattern_reply
+
+    return [" ".join(t) for t in parse_pattern_reply(reply).triples]
+
+
+def _ultrag_query(reply: str) -> list[str]:
+    from kgrag.errors import KgragError
+    from kgrag.methods.ultrag.pipeline import extract_query_text
+    from kgrag.methods.ultrag.query import parse_query
+
+    text = extract_query_text(reply)
+    try:
+        parse_query(text)
+    except KgragError as exc:
+        raise LLMOutputError(str(exc)) from exc
+    return [text]
+
+
+def _text_answer(reply: str) -> list[str]:
+    from kgrag.llm.steps import require_text
+
+    return [require_text(reply).strip()]
+
+
+PARSERS: dict[str, Callable[[str], list[str]]] = {
+    "byokg__kg_linker": _byokg_linker,
+    "byokg__select_relations": _byokg_relations,
+    "byokg__select_entities": _byokg_next,
+    "byokg__answer": _byokg_answer,
+    "graphraft__entities": _graphraft_entities,
+    "graphraft__select": _graphraft_select,
+    "graphraft__answer": _text_answer,
+    "simgrag__pattern": _simgrag_pattern,
+    "simgrag__answer": _text_answer,
+    "ultrag__query": _ultrag_query,
+    "ultrag__answer": _text_answer,
+    "ketrag__answer": _text_answer,
+}
+
+
+#: Free-text answer steps take any non-empty reply as the answer (``require_text``): nothing
+#: checks that the answer is grounded in the retrieved context, so the small model's prose
+#: about something else ("The Evening Star is a celestial phenomenon ...") is accepted. Those
+#: replies are kept with a reader's "junk" and fail strictly here until an answer-grounding
+#: check refuses them (issue 24, point 4; docs/results.md says what it costs today).
+UNGROUNDED_ANSWER = pytest.mark.xfail(
+    strict=True, reason="answer steps accept ungrounded prose (no grounding check yet)")
+
+
+#: steps whose parser reads the reply against the question
+NEEDS_QUESTION = {"graphraft__entities"}
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for path in sorted(FIXTURES.glob("*.json")):
+        for i, entry in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+            if "expect" not in entry:
+                continue
+            marks = ([UNGROUNDED_ANSWER] if path.stem.endswith("__answer")
+                     and entry["expect"] == "junk" else [])
+            cases.append(pytest.param(path.stem, entry, id=f"{path.stem}[{i}]", marks=marks))
+    return cases
+
+
+CASES = _cases()
+
+
+def test_fixtures_cover_steps_with_parsers():
+    stems = {path.stem for path in FIXTURES.glob("*.json")}
+    assert stems, "no raw-reply fixtures"
+    assert stems <= set(PARSERS), stems - set(PARSERS)
+    for path in FIXTURES.glob("*.json"):
+        entries = json.loads(path.read_text(encoding="utf-8"))
+        assert 1 <= len(entries) <= 20 and all("expect" in e for e in entries), path.name
+
+
+@pytest.mark.parametrize("step, entry", CASES)
+def test_parser_outcome_matches_a_readers(step, entry):
+    expect = entry["expect"]
+    try:
+        parser = PARSERS[step]
+        parsed = (parser(entry["reply"], entry["question"]) if step in NEEDS_QUESTION
+                  else parser(entry["reply"]))
+    except LLMOutputError:
+        parsed = []
+    if expect == "junk":
+        assert not parsed, (entry["reply"][:300], parsed)
+        return
+    assert expect == "usable" or isinstance(expect, dict), expect
+    assert parsed, entry["reply"][:300]
+    wanted = expect.get("has", []) if isinstance(expect, dict) else []
+    flat = " | ".join(parsed).casefold()
+    for item in wanted:
+        assert item.casefold() in flat, (item, parsed)
