@@ -22,10 +22,14 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kgrag.context.types import Answer, RetrievalResult
-from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.methods.base import KGMethod
-from kgrag.methods.registry import TOOL_QUESTION_DESCRIPTION, MethodSpec, get_method
+from kgrag.methods.registry import (
+    TOOL_QUESTION_DESCRIPTION,
+    MethodSpec,
+    get_method,
+    wrapped_method,
+)
 from langchain_kgrag.conversions import result_to_documents
 
 
@@ -86,11 +90,8 @@ class KGRetriever(BaseRetriever):
     @classmethod
     def method_spec(cls) -> MethodSpec:
         """The registry entry of the wrapped method."""
-        if cls.method_name is None:
-            raise TypeError(f"{cls.__name__} wraps no registered method: use a method's "
-                            "retriever (SimGRAGRetriever, ...) or retriever_for(name), or pass "
-                            "method= a built kgrag method")
-        return get_method(cls.method_name)
+        return wrapped_method(cls, "use a method's retriever (SimGRAGRetriever, ...) or "
+                              "retriever_for(name), or pass method= a built kgrag method")
 
     @classmethod
     def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
@@ -100,8 +101,6 @@ class KGRetriever(BaseRetriever):
         method does not take itself). ``graph`` is any ``GraphStore``, or a LlamaIndex property
         graph, LangChain ``GraphDocument`` s or a networkx graph (converted by
         :func:`kgrag.graph.as_graph_store`)."""
-        if cls.method_spec().builds_from == "graph":
-            graph = as_graph_store(graph)
         return cls._build("from_graph", graph, llm, embedder, params)
 
     @classmethod
@@ -122,12 +121,9 @@ class KGRetriever(BaseRetriever):
     def _build(cls, factory: str, source: Any, llm: Any, embedder: Any,
                params: dict[str, Any]) -> Any:
         keywords = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if v is not None}
-        method_cls = cls.method_spec().method_class()
-        build = getattr(method_cls, factory, None)
-        if build is None:
-            raise TypeError(f"{method_cls.__name__} has no {factory}()")
+        spec = cls.method_spec()
         own = cls.adapter_fields(params)
-        return cls(method=build(source, **keywords, **params), **own)
+        return cls(method=spec.build_with(factory, source, **keywords, **params), **own)
 
     # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(

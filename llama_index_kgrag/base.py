@@ -48,7 +48,6 @@ from pydantic import BaseModel, Field
 
 from kgrag.context.metadata import item_id
 from kgrag.context.types import Answer, RetrievalResult
-from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import llm_call_options
 from kgrag.llm.streaming import TagStripper
 from kgrag.methods.base import KGMethod, check_question
@@ -57,6 +56,7 @@ from kgrag.methods.registry import (
     TOOL_QUESTION_DESCRIPTION,
     MethodSpec,
     get_method,
+    wrapped_method,
 )
 from llama_index_kgrag.conversions import result_to_nodes
 from llama_index_kgrag.settings import with_settings
@@ -153,11 +153,9 @@ class _FromRegistry:
     @classmethod
     def method_spec(cls) -> MethodSpec:
         """The registry entry of the wrapped method."""
-        if cls.method_name is None:
-            raise TypeError(f"{cls.__name__} wraps no registered method: use a method's class "
-                            "(SimGRAGRetriever, ...), retriever_for(name) / "
-                            "query_engine_for(name), or pass a built kgrag method")
-        return get_method(cls.method_name)
+        return wrapped_method(cls, "use a method's class (SimGRAGRetriever, ...), "
+                              "retriever_for(name) / query_engine_for(name), or pass a built "
+                              "kgrag method")
 
     @classmethod
     def from_graph(cls, graph: Any, *, llm: Any = None, embedder: Any = None,
@@ -166,8 +164,6 @@ class _FromRegistry:
         ``GraphStore``, or a LlamaIndex ``PropertyGraphIndex`` / ``PropertyGraphStore``,
         LangChain ``GraphDocument`` s or a networkx graph (converted by
         :func:`kgrag.graph.as_graph_store`)."""
-        if cls.method_spec().builds_from == "graph":
-            graph = as_graph_store(graph)
         return cls._build("from_graph", graph, llm, embedder, params)
 
     @classmethod
@@ -185,13 +181,11 @@ class _FromRegistry:
     @classmethod
     def _build(cls, factory: str, source: Any, llm: Any, embedder: Any,
                params: dict[str, Any]) -> Any:
-        keywords = {"llm": llm, "embedder": embedder}
-        method_cls = cls.method_spec().method_class()
-        build = getattr(method_cls, factory, None)
-        if build is None:
-            raise TypeError(f"{method_cls.__name__} has no {factory}()")
+        spec = cls.method_spec()
         own = cls._own_kwargs(params)
-        return cls._wrap(build(source, **with_settings(**keywords), **params), own)
+        method = spec.build_with(factory, source, **with_settings(llm=llm, embedder=embedder),
+                                 **params)
+        return cls._wrap(method, own)
 
     @classmethod
     def _own_kwargs(cls, params: dict[str, Any]) -> dict[str, Any]:

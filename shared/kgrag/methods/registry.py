@@ -134,6 +134,21 @@ class MethodSpec:
         factory = cls.from_graph if self.builds_from == "graph" else cls.from_documents
         return factory(source, llm=llm, embedder=embedder, **params)
 
+    def build_with(self, factory: str, source: Any, **keywords: Any) -> KGMethod:
+        """The method made by its ``factory`` -- ``"from_graph"`` (a framework graph converted
+        first, :func:`~kgrag.graph.sources.coerce.as_graph_store`), ``"from_documents"`` or
+        ``"load"`` -- with ``keywords``: what both adapters' factories call. ``TypeError`` when
+        the method has no such factory."""
+        cls = self.method_class()
+        build = getattr(cls, factory, None)
+        if build is None:
+            raise TypeError(f"{cls.__name__} has no {factory}()")
+        if factory == "from_graph" and self.builds_from == "graph":
+            from kgrag.graph.sources.coerce import as_graph_store
+
+            source = as_graph_store(source)
+        return build(source, **keywords)
+
 
 #: name -> spec, in the order the CLI, the demo and the docs list them
 METHODS: dict[str, MethodSpec] = {}
@@ -154,6 +169,15 @@ def register_method(spec: MethodSpec, *, replace: bool = False) -> MethodSpec:
 def unregister_method(name: str) -> None:
     """Remove a method (tests register toy methods and remove them again)."""
     METHODS.pop(name, None)
+
+
+def wrapped_method(wrapper: type, hint: str) -> MethodSpec:
+    """The spec of the method an adapter class wraps (its ``method_name``); a ``TypeError``
+    ending with ``hint`` (what to use instead) for a class that wraps none."""
+    name = getattr(wrapper, "method_name", None)
+    if name is None:
+        raise TypeError(f"{wrapper.__name__} wraps no registered method: {hint}")
+    return get_method(name)
 
 
 def get_method(name: str) -> MethodSpec:

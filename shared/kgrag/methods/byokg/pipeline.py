@@ -165,10 +165,6 @@ class ByoKGRAG(KGMethod):
                 self._scorer = TripletScorer.from_graph(self.graph, self.embedder)
         return self._scorer
 
-    def _needs_scorer(self) -> bool:
-        return self.llm is None or self.config.text_top_k > 0 or (
-            self.config.triplet_retrieval == "scoring" and self.reranker is None)
-
     @property
     def linker(self) -> Any:
         """The entity linker (built on first use; shares the scorer's node vectors if it can)."""
