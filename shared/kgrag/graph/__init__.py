@@ -14,6 +14,7 @@ from kgrag.graph.base import (
     CypherStore,
     Direction,
     GraphStore,
+    IdIndexedGraph,
     PathStep,
     is_cypher_store,
     parse_relation_path,
@@ -29,7 +30,7 @@ from kgrag.graph.sources.llama_index import from_llama_index
 from kgrag.graph.sources.coerce import as_graph_store
 
 __all__ = ["CypherRunner", "CypherStore", "Direction", "FalkorDBGraphStore", "GraphStore",
-           "KnowledgeGraph", "Neo4jGraphStore", "PathStep", "as_graph_store",
+           "IdIndexedGraph", "KnowledgeGraph", "Neo4jGraphStore", "PathStep", "as_graph_store",
            "from_graph_documents", "from_llama_index", "from_networkx", "is_cypher_store",
            "load_graph", "normalize_name", "parse_relation_path", "read_triples", "runs_cypher",
            "save_graph", "to_falkordb", "to_neo4j", "to_networkx"]

@@ -26,6 +26,8 @@ from typing import (
     runtime_checkable,
 )
 
+import numpy as np
+
 from kgrag.context.types import Path, Triple
 from kgrag.graph.annotations import GraphAnnotations
 
@@ -228,6 +230,71 @@ class CypherStore(GraphStore, CypherRunner, Protocol):
 
     def vector_search(self, index: Any, vector: Sequence[float], k: int
                       ) -> list[tuple[str, float]]: ...
+
+
+@runtime_checkable
+class IdIndexedGraph(GraphStore, Protocol):
+    """A :class:`GraphStore` that also answers by integer ids over CSR arrays: what the methods'
+    fast paths need (the in-memory :class:`~kgrag.graph.memory.KnowledgeGraph` is one).
+
+    Nodes and relations are numbered ``0..n-1`` (``node_names[i]`` / ``node_index[name]``);
+    edge ``e`` is ``(heads[e], rels[e], tails[e])``, sorted by head with ``out_indptr`` as the
+    CSR offsets and ``in_order`` / ``in_indptr`` the same by tail. Methods test
+    ``isinstance(store, IdIndexedGraph)`` and fall back to the name-level protocol otherwise,
+    so a new store with these members gets the fast paths with no change to a method.
+    """
+
+    node_names: list[str]
+    relation_names: list[str]
+    node_index: dict[str, int]
+    relation_index: dict[str, int]
+    node_descriptions: dict[str, str]
+    heads: np.ndarray
+    rels: np.ndarray
+    tails: np.ndarray
+    out_indptr: np.ndarray
+    in_order: np.ndarray
+    in_indptr: np.ndarray
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    @property
+    def num_edges(self) -> int: ...
+
+    @property
+    def num_relations(self) -> int: ...
+
+    def node_id(self, name: str) -> int: ...
+
+    def relation_id(self, name: str) -> int: ...
+
+    def node_ids(self, names: Iterable[str], *, missing: str = "ignore") -> np.ndarray: ...
+
+    def edge_triples(self, edge_ids: Iterable[int]) -> list[Triple]: ...
+
+    def degree_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray: ...
+
+    def edges_ids(self, nodes: np.ndarray, direction: Direction = "both",
+                  relations: Iterable[str | int] | None = None) -> np.ndarray: ...
+
+    def neighbors_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray: ...
+
+    def incident_ids(self, nodes: np.ndarray, *, self_loops_once: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def follow_path_ids(self, sources: np.ndarray, steps: Sequence[tuple[int, Direction]], *,
+                        fan_out: int | None = None, max_paths: int | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    # the two array primitives the methods' kernels build on (see kgrag.graph.traversal)
+    def _edges_one_direction(self, nodes: np.ndarray, reverse: bool,
+                             rel_ids: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(edge ids, owner index into ``nodes``) of the edges leaving (``reverse``: entering)
+        ``nodes``, optionally only of relation ids ``rel_ids``."""
+
+    def _make_path(self, nodes: np.ndarray, edges: np.ndarray, forward: np.ndarray) -> Path:
+        """The :class:`~kgrag.context.types.Path` of a walk given by ids."""
 
 
 def runs_cypher(graph: object) -> TypeGuard[CypherRunner]:

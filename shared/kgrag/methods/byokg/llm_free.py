@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Path, ScoredEntity, Triple
-from kgrag.graph.base import GraphStore
+from kgrag.graph.base import GraphStore, IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph
 
 #: Bound on enumerated walks (hub entities such as a genre reach tens of thousands).
@@ -53,7 +53,7 @@ class LLMFreeResult:
     candidates: list[ScoredEntity] = field(default_factory=list)
 
 
-def scored_walks(kg: KnowledgeGraph, seeds: np.ndarray, rel_sim: np.ndarray, hops: int = 2
+def scored_walks(kg: IdIndexedGraph, seeds: np.ndarray, rel_sim: np.ndarray, hops: int = 2
                  ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
     """All walks of 1..``hops`` edges from ``seeds``; returns per-length node/edge/forward arrays
     stacked into one list of walks plus each walk's score (mean relation similarity)."""
@@ -133,7 +133,7 @@ def llm_free_retrieve(
     for m in sorted(mentions, key=lambda m: -m.start):
         masked = masked[:m.start] + masked[m.end:]
     rvec = scorer.query_vector(masked) if masked.strip() and masked != question else qvec
-    if isinstance(graph, KnowledgeGraph):
+    if isinstance(graph, IdIndexedGraph):
         kg, rel_sim = graph, scorer.relation_similarities(rvec)
     else:
         local = graph.k_hop_subgraph(list(seen), hops=hops)

@@ -41,10 +41,10 @@ from kgrag.graph.base import (
     INVERSE_PREFIXES,
     INVERSE_SUFFIXES,
     Direction,
+    IdIndexedGraph,
     PathStep,
     check_direction,
 )
-from kgrag.graph.memory import KnowledgeGraph
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.base import GraphStore
@@ -148,7 +148,7 @@ def _backtracks(path: Path) -> bool:
                for i in range(len(r) - 1))
 
 
-def _walks_kg(kg: KnowledgeGraph, sources: Sequence[str], steps: Sequence[PathStep],
+def _walks_kg(kg: IdIndexedGraph, sources: Sequence[str], steps: Sequence[PathStep],
               max_paths: int) -> list[Path]:
     """Fast path on the in-memory graph: vectorised walks, backtrack filter, dedupe, cap."""
     rank: dict[int, int] = {}
@@ -213,7 +213,7 @@ def _walks_store(store: GraphStore, sources: Sequence[str], steps: Sequence[Path
 
 def _walks(store: GraphStore, sources: Sequence[str], steps: Sequence[PathStep],
            max_paths: int) -> list[Path]:
-    if isinstance(store, KnowledgeGraph):
+    if isinstance(store, IdIndexedGraph):
         return _walks_kg(store, sources, steps, max_paths)
     return _walks_store(store, sources, steps, max_paths)
 

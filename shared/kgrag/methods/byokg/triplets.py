@@ -21,7 +21,7 @@ import numpy as np
 from kgrag.context.types import Triple
 from kgrag.embed.relations import RelationTextVectors
 from kgrag.embed.similarity import matvec
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import IdIndexedGraph
 from kgrag.llm.steps import LLMRequest, Steps
 from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
@@ -60,7 +60,7 @@ class TripletScorer:
             relation_vectors = RelationTextVectors(rows, np.arange(len(rows) + 1))
         self.relation_vectors: RelationTextVectors | None = relation_vectors
         self._memo: dict[str, np.ndarray] = {}
-        if isinstance(graph, KnowledgeGraph):
+        if isinstance(graph, IdIndexedGraph):
             if node_vectors is None or relation_vectors is None:
                 raise ValueError("use TripletScorer.from_graph to embed the graph's names")
             if (node_vectors.shape[0] != graph.num_nodes
@@ -74,7 +74,7 @@ class TripletScorer:
             from kgrag.embed import CachedEmbedder
 
             embedder = CachedEmbedder(embedder, cache_dir)
-        if not isinstance(graph, KnowledgeGraph):
+        if not isinstance(graph, IdIndexedGraph):
             return cls(graph, embedder, hops=hops)
         from kgrag.embed.graph_vectors import graph_name_vectors
 
@@ -88,9 +88,9 @@ class TripletScorer:
     def query_vector(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), np.float32)
 
-    def _in_memory(self) -> tuple[KnowledgeGraph, np.ndarray]:
+    def _in_memory(self) -> tuple[IdIndexedGraph, np.ndarray]:
         """The in-memory graph and its node vectors (both set together, see ``__init__``)."""
-        if not isinstance(self.graph, KnowledgeGraph) or self.node_vectors is None:
+        if not isinstance(self.graph, IdIndexedGraph) or self.node_vectors is None:
             raise TypeError("edge-id scoring needs an in-memory KnowledgeGraph with its node "
                             "vectors (TripletScorer.from_graph)")
         return self.graph, self.node_vectors
@@ -145,7 +145,7 @@ class TripletScorer:
         """Scores of arbitrary triples (names embedded on demand and memoised)."""
         if not triples:
             return np.zeros(0, np.float32)
-        if isinstance(self.graph, KnowledgeGraph):
+        if isinstance(self.graph, IdIndexedGraph):
             kg, node_vectors = self._in_memory()
             h = np.fromiter((kg.node_index[t.head] for t in triples), np.int64, len(triples))
             r = np.fromiter((kg.relation_index[t.relation] for t in triples), np.int64,
@@ -168,7 +168,7 @@ class TripletScorer:
         if k <= 0:
             return []
         qvec = self.query_vector(question) if isinstance(question, str) else question
-        if isinstance(self.graph, KnowledgeGraph):
+        if isinstance(self.graph, IdIndexedGraph):
             scores = self.edge_scores(qvec)
             k = min(k, len(scores))
             if k == 0:

@@ -30,8 +30,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from kgrag.errors import UnknownNodeError, UnknownRelationError
-from kgrag.graph.base import CypherStore, GraphStore, is_cypher_store
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import CypherStore, GraphStore, IdIndexedGraph, is_cypher_store
 from kgrag.methods.graphraft.enumeration import Candidate, canonical_order, enumerate_candidates
 from kgrag.methods.graphraft.patterns import FAMILIES, Family, PathPattern, _quote_identifier
 
@@ -61,7 +60,7 @@ class GraphRAFTBackend(Protocol):
 class MemoryBackend:
     """Candidates enumerated and executed on a :class:`KnowledgeGraph` (numpy, integer ids)."""
 
-    def __init__(self, graph: KnowledgeGraph, *, max_frontier: int = 50_000) -> None:
+    def __init__(self, graph: IdIndexedGraph, *, max_frontier: int = 50_000) -> None:
         self.graph = graph
         self.max_frontier = max_frontier
 
@@ -323,7 +322,7 @@ def as_backend(graph: GraphStore | GraphRAFTBackend, **kwargs: Any) -> GraphRAFT
     """The backend for ``graph``: numpy on a :class:`KnowledgeGraph`, the paper's aggregating
     queries on a Cypher store, ``one_hop`` calls on any other :class:`GraphStore`; a backend
     is returned as it is."""
-    if isinstance(graph, KnowledgeGraph):
+    if isinstance(graph, IdIndexedGraph):
         return MemoryBackend(graph, **kwargs)
     if isinstance(graph, (MemoryBackend, CypherBackend, StoreBackend)):
         return graph

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import IdIndexedGraph
 from kgrag.methods.graphraft.patterns import FAMILIES, PathPattern
 
 
@@ -33,7 +33,7 @@ class Candidate:
         return self.pattern.text()
 
 
-def _undirected_edges(kg: KnowledgeGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _undirected_edges(kg: IdIndexedGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(owner index into ``nodes``, relation id, other end) of every edge touching ``nodes``."""
     e_out, o_out = kg._edges_one_direction(nodes, False, None)
     e_in, o_in = kg._edges_one_direction(nodes, True, None)
@@ -59,7 +59,7 @@ def _group_counts(keys: np.ndarray, targets: np.ndarray, gold: np.ndarray | None
 
 
 def enumerate_candidates(
-    kg: KnowledgeGraph,
+    kg: IdIndexedGraph,
     entities: Sequence[str],
     *,
     families: Iterable[str] = FAMILIES,

@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import IdIndexedGraph
 
 Family = Literal["1hop", "2hop", "2path"]
 FAMILIES: tuple[str, ...] = ("1hop", "2hop", "2path")
@@ -153,7 +153,7 @@ class PathPattern:
             return f"{self.source} {r[0]} _ {r[1]} ?"
         return f"{self.source} {r[0]} ? {r[1]} {self.target}"
 
-    def execute_ids(self, kg: KnowledgeGraph) -> np.ndarray:
+    def execute_ids(self, kg: IdIndexedGraph) -> np.ndarray:
         """Sorted distinct node ids this query returns on ``kg`` (empty if a name is unknown)."""
         try:
             src = kg.node_id(self.source)
@@ -175,11 +175,11 @@ class PathPattern:
         # x2 must touch both entities: neighbours of src via r1 that are neighbours of tgt via r2
         return np.intersect1d(first, _undirected_neighbours(kg, np.array([tgt]), rel_ids[1]))
 
-    def execute(self, kg: KnowledgeGraph) -> list[str]:
+    def execute(self, kg: IdIndexedGraph) -> list[str]:
         return [kg.node_names[i] for i in self.execute_ids(kg).tolist()]
 
 
-def _undirected_neighbours(kg: KnowledgeGraph, nodes: np.ndarray, rel: int) -> np.ndarray:
+def _undirected_neighbours(kg: IdIndexedGraph, nodes: np.ndarray, rel: int) -> np.ndarray:
     """Sorted distinct nodes joined to ``nodes`` by relation ``rel`` in either direction."""
     nodes = np.asarray(nodes, dtype=np.int64)
     if len(nodes) == 0:

@@ -44,8 +44,7 @@ import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, ScoredEntity, Usage
 from kgrag.errors import LLMOutputError, QueryBudgetError, QueryTimeoutError
-from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import GraphStore, IdIndexedGraph
 from kgrag.llm.base import optional_llm
 from kgrag.llm.parsing import mentioned_in, split_items
 from kgrag.llm.steps import Offload, Steps, answer_steps, ask_and_parse, in_thread, run_sync
@@ -257,7 +256,7 @@ class GraphRAFT(KGMethod):
         """
         if not names:
             return np.empty(0, np.float32)
-        if isinstance(self.graph, KnowledgeGraph):
+        if isinstance(self.graph, IdIndexedGraph):
             index = self.graph.node_index
             ids = [index.get(n) for n in names]
             if None not in ids:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
-from kgrag.graph.base import GraphStore
+from kgrag.graph.base import GraphStore, IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import optional_llm
 from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_sync
@@ -124,7 +124,7 @@ class SimGRAG(KGMethod):
             # an example pack's task unless one was asked for ("qa" is the default)
             cfg = self.configure(cfg, {"task": pack.task})
         self.graph = graph
-        self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
+        self.kg: IdIndexedGraph | None = graph if isinstance(graph, IdIndexedGraph) else None
         self.llm = optional_llm(llm)
         self.embedder = as_embedder(embedder)
         self._set_examples(pack, pattern_examples, answer_examples)
@@ -298,7 +298,7 @@ class SimGRAG(KGMethod):
 
     # ------------------------------------------------------------------ database stores
     def _local_graph(self, edges: list[tuple[int, int]],
-                     node_c: list[CandidateSet | None]) -> KnowledgeGraph | None:
+                     node_c: list[CandidateSet | None]) -> IdIndexedGraph | None:
         """The neighbourhood of the root's candidates that holds every match (store path).
 
         Every pattern node lies within the root's eccentricity ``e`` in the pattern, so every
@@ -342,7 +342,7 @@ class SimGRAG(KGMethod):
 
     # ------------------------------------------------------------------ results
     @staticmethod
-    def _subgraph(sub, match: Match, kg: KnowledgeGraph, comp_index: int) -> Subgraph:
+    def _subgraph(sub, match: Match, kg: IdIndexedGraph, comp_index: int) -> Subgraph:
         nodes, triples = sub
         # stored direction, in pattern-triple order, each graph edge once (a reusing match may
         # map two pattern triples onto one edge: the mapping shows it, the facts do not repeat)

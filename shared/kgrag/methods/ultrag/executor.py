@@ -34,7 +34,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import IdIndexedGraph
+from kgrag.graph.memory import KnowledgeGraph  # noqa: F401 (the doctests use it)
 from kgrag.methods.ultrag.query import (
     Entity,
     Intersection,
@@ -136,11 +137,11 @@ class RelationMatrices:
     relation's matrix is built on first use.
     """
 
-    _cache: ClassVar[weakref.WeakKeyDictionary[KnowledgeGraph, RelationMatrices]] = \
+    _cache: ClassVar[weakref.WeakKeyDictionary[IdIndexedGraph, RelationMatrices]] = \
         weakref.WeakKeyDictionary()
     _cache_lock = threading.Lock()
 
-    def __init__(self, kg: KnowledgeGraph) -> None:
+    def __init__(self, kg: IdIndexedGraph) -> None:
         self.num_nodes = kg.num_nodes
         self.num_relations = kg.num_relations
         self._heads = kg.heads
@@ -152,7 +153,7 @@ class RelationMatrices:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_graph(cls, kg: KnowledgeGraph) -> RelationMatrices:
+    def for_graph(cls, kg: IdIndexedGraph) -> RelationMatrices:
         with cls._cache_lock:
             found = cls._cache.get(kg)
             if found is None:
@@ -255,7 +256,7 @@ class FuzzySet:
 class SparseRelationProjector:
     """Exact relation projection on per-relation CSR matrices (symbolic, no learning)."""
 
-    def __init__(self, kg: KnowledgeGraph, mode: str = "max") -> None:
+    def __init__(self, kg: IdIndexedGraph, mode: str = "max") -> None:
         if mode not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {mode!r}")
         self.mode = mode
@@ -671,7 +672,7 @@ class SymbolicFuzzyExecutor(FuzzyQueryExecutor):
 
     num_nodes: int  # always over node ids (an ArraySets algebra)
 
-    def __init__(self, kg: KnowledgeGraph, *, projection: str = "max", logic: str = "product",
+    def __init__(self, kg: IdIndexedGraph, *, projection: str = "max", logic: str = "product",
                  threshold: float = 0.0, soft_and: bool = False,
                  vocabulary: GraphVocabulary | None = None) -> None:
         super().__init__(SparseRelationProjector(kg, projection),

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from kgrag.context.types import ScoredEntity
-from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.base import GraphStore, IdIndexedGraph
+from kgrag.graph.memory import normalize_name
 from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.methods.ultrag.config import UltRAGConfig
 from kgrag.methods.ultrag.executor import (
@@ -70,7 +70,7 @@ ArrayLeaf = tuple[np.ndarray, np.ndarray]
 #: a leaf's fuzzy set on a GraphStore: entity name -> membership
 NameLeaf = dict[str, float]
 #: builds the executor of one (sub)graph
-ExecutorFactory = Callable[[KnowledgeGraph], QueryExecutor]
+ExecutorFactory = Callable[[IdIndexedGraph], QueryExecutor]
 
 LeafT = TypeVar("LeafT")
 NodeT = TypeVar("NodeT")
@@ -219,7 +219,7 @@ class MemoryGraphExecutor(GraphExecutor[ArrayLeaf, int]):
     whole-graph executor itself (a custom :class:`QueryExecutor` instance).
     """
 
-    def __init__(self, kg: KnowledgeGraph, cfg: UltRAGConfig, kind: str,
+    def __init__(self, kg: IdIndexedGraph, cfg: UltRAGConfig, kind: str,
                  factory: ExecutorFactory | None, subgraph_k: int | None,
                  executor: QueryExecutor | None = None,
                  vocabulary: GraphVocabulary | None = None) -> None:
@@ -503,7 +503,7 @@ def _by_name(exact: Execution, neural: Execution
 # ------------------------------------------------------------------------------ set-up
 def executor_factory(executor: str, cfg: UltRAGConfig, weights: Any) -> ExecutorFactory:
     """The executor of one (sub)graph for ``"symbolic"`` / ``"neural"``, with ``cfg``'s options."""
-    def vocabulary(kg: KnowledgeGraph) -> GraphVocabulary:
+    def vocabulary(kg: IdIndexedGraph) -> GraphVocabulary:
         return GraphVocabulary.from_graph(kg, relation_backoff=cfg.relation_backoff)
 
     if executor == "symbolic":
@@ -537,7 +537,7 @@ def graph_executor(graph: GraphStore, executor: str | QueryExecutor | ExecutorFa
     if executor == "hybrid":
         return _hybrid(graph, cfg, weights)
     subgraph_k = cfg.subgraph_k
-    if isinstance(graph, KnowledgeGraph):
+    if isinstance(graph, IdIndexedGraph):
         if executor == "neural" and graph.num_nodes > cfg.full_graph_max_nodes:
             subgraph_k = PAPER_TOP_K if subgraph_k is None else subgraph_k
         if isinstance(executor, str):
@@ -567,7 +567,7 @@ def graph_executor(graph: GraphStore, executor: str | QueryExecutor | ExecutorFa
 def _hybrid(graph: GraphStore, cfg: UltRAGConfig, weights: Any) -> GraphExecutor[Any, Any]:
     """The exact-first executor: symbolic on the whole graph, neural where it has no answer."""
     neural = graph_executor(graph, "neural", cfg, weights)
-    if isinstance(graph, KnowledgeGraph):
+    if isinstance(graph, IdIndexedGraph):
         exact: GraphExecutor[Any, Any] = MemoryGraphExecutor(
             graph, cfg, "symbolic", executor_factory("symbolic", cfg, weights), None,
             vocabulary=neural.vocabulary)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kgrag.context.types import ScoredEntity
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import IdIndexedGraph
 from kgrag.methods.ultrag.executor import FUZZY_DTYPE
 from kgrag.methods.ultrag.graph_executors import EXACT_TIER as EXACT_TIER
 from kgrag.methods.ultrag.graph_executors import Execution
@@ -48,7 +48,7 @@ class FrequencyPrior:
     at ``v`` (start at ``v`` for ``r_inv``). The baseline a neural guess must beat: ranking
     every entity by it needs no query at all. Built per relation on first use."""
 
-    def __init__(self, kg: KnowledgeGraph, vocabulary: GraphVocabulary) -> None:
+    def __init__(self, kg: IdIndexedGraph, vocabulary: GraphVocabulary) -> None:
         self.kg = kg
         self.vocabulary = vocabulary
         self._cache: dict[tuple[int, bool], np.ndarray] = {}

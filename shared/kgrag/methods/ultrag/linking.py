@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.context.types import ScoredEntity
-from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import GraphStore, IdIndexedGraph
 
 PAPER_SIGMA = 0.1
 DEFAULT_LINK_K = 10
@@ -107,13 +106,13 @@ class SoftmaxLeafLinker:
         return out
 
     def _known(self, name: str) -> bool:
-        if isinstance(self.kg, KnowledgeGraph):
+        if isinstance(self.kg, IdIndexedGraph):
             return name in self.kg.node_index
         return True  # a store's linker lists its own names
 
     def _order(self, name: str) -> Any:
         """Tie order: node id in memory, the name on a store."""
-        return self.kg.node_index[name] if isinstance(self.kg, KnowledgeGraph) else name
+        return self.kg.node_index[name] if isinstance(self.kg, IdIndexedGraph) else name
 
     def fuzzy_dicts(self, mentions: Sequence[str]) -> list[tuple[dict[str, float],
                                                                list[ScoredEntity]]]:
@@ -124,7 +123,7 @@ class SoftmaxLeafLinker:
     def fuzzy_sets(self, mentions: Sequence[str]) -> list[tuple[np.ndarray, list[ScoredEntity]]]:
         """Per mention, ``(membership vector over all nodes, the scored entities)``."""
         kg = self.kg
-        if not isinstance(kg, KnowledgeGraph):
+        if not isinstance(kg, IdIndexedGraph):
             raise TypeError("membership vectors need an in-memory KnowledgeGraph; on a "
                             "GraphStore use fuzzy_dicts()")
         result = []

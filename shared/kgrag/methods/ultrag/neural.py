@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kgrag.graph.base import GraphStore
+from kgrag.graph.base import GraphStore, IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.methods.ultrag.executor import FUZZY_DTYPE, FuzzyQueryExecutor
 from kgrag.methods.ultrag.seppr import PAPER_ALPHA, PAPER_STEPS, seppr_nodes
@@ -70,11 +70,11 @@ class UltraQueryProjector:
     batch_size: most projections per forward pass.
     """
 
-    _prepared: ClassVar[weakref.WeakKeyDictionary[KnowledgeGraph, PreparedGraph]] = \
+    _prepared: ClassVar[weakref.WeakKeyDictionary[IdIndexedGraph, PreparedGraph]] = \
         weakref.WeakKeyDictionary()
     _prepared_lock = threading.Lock()
 
-    def __init__(self, kg: KnowledgeGraph, *, weights: str | Path | UltraQueryModel | None = None,
+    def __init__(self, kg: IdIndexedGraph, *, weights: str | Path | UltraQueryModel | None = None,
                  threads: int | None = None, threshold: float = 0.0,
                  batch_size: int = DEFAULT_BATCH) -> None:
         if threads is not None and threads < 1:
@@ -135,7 +135,7 @@ class NeuralFuzzyExecutor(FuzzyQueryExecutor):
 
     num_nodes: int  # always over node ids (an ArraySets algebra)
 
-    def __init__(self, kg: KnowledgeGraph, *, weights: str | Path | UltraQueryModel | None = None,
+    def __init__(self, kg: IdIndexedGraph, *, weights: str | Path | UltraQueryModel | None = None,
                  logic: str = "product", threshold: float = 0.0, soft_and: bool = False,
                  threads: int | None = None, batch_size: int = DEFAULT_BATCH,
                  vocabulary: GraphVocabulary | None = None) -> None:
@@ -152,7 +152,7 @@ class NeuralFuzzyExecutor(FuzzyQueryExecutor):
 def store_subgraph(store: GraphStore, relation_names: Sequence[str], seeds: Mapping[str, float], *,
                    hops: int = 2, max_edges: int = 200_000, k: int = 30_000,
                    alpha: float = PAPER_ALPHA, steps: int = PAPER_STEPS
-                   ) -> tuple[KnowledgeGraph, dict[str, float]]:
+                   ) -> tuple[IdIndexedGraph, dict[str, float]]:
     """The graph a neural query runs on over a database, and its leaf seeds by name.
 
     Fetches the ``hops``-hop neighbourhood of the seed entities from the store (one bounded BFS

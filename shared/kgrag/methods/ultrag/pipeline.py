@@ -34,8 +34,8 @@ import numpy as np
 
 from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
-from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import GraphStore, IdIndexedGraph
+from kgrag.graph.memory import KnowledgeGraph  # noqa: F401 (the doctests use it)
 from kgrag.llm import extract_tag, optional_llm
 from kgrag.llm.base import no_llm_message
 from kgrag.llm.prompts import PromptSet
@@ -188,7 +188,7 @@ class UltRAG(KGMethod):
         self.graph_executor: GraphExecutor[Any, Any] = graph_executor(
             graph, DEFAULT_EXECUTOR if executor is None else executor, cfg, weights)
         #: the in-memory graph (``None`` on a GraphStore) and the store every method talks to
-        self.kg: KnowledgeGraph | None = graph if isinstance(graph, KnowledgeGraph) else None
+        self.kg: IdIndexedGraph | None = graph if isinstance(graph, IdIndexedGraph) else None
         self.store = graph
         self.llm = optional_llm(llm)
         self.prompts = PromptSet(PROMPTS, prompts, method="UltRAG")
@@ -514,7 +514,7 @@ class UltRAG(KGMethod):
         return Answer(question, answers, text, retrieval)
 
 
-def execute(graph: KnowledgeGraph, query: Query | str, *, top_k: int = PAPER_ARBITRATION_TOP_K,
+def execute(graph: IdIndexedGraph, query: Query | str, *, top_k: int = PAPER_ARBITRATION_TOP_K,
             **options: Any) -> list[ScoredEntity]:
     """Run a query on ``graph`` without an LLM (leaves by id or name; quoted mentions exact).
 

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kgrag.graph.base import IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.methods.ultrag.executor import QueryExecutor, one_hot
 from kgrag.methods.ultrag.query import parse_query
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
 #: builds the neural executor of one (reduced) graph
-NeuralFactory = Callable[[KnowledgeGraph], QueryExecutor]
+NeuralFactory = Callable[[IdIndexedGraph], QueryExecutor]
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def expected_reciprocal_rank(scores: np.ndarray, target: int, exclude: np.ndarra
     return float(np.mean([1.0 / (above + 1 + j) for j in range(tied + 1)]))
 
 
-def check_relations(kg: KnowledgeGraph, neural: NeuralFactory, *,
+def check_relations(kg: IdIndexedGraph, neural: NeuralFactory, *,
                     relations: Sequence[str] | None = None, per_relation: int = 20,
                     directions: Sequence[bool] = (False, True), seed: int = 0
                     ) -> list[RelationCheck]:

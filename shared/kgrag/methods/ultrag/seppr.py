@@ -35,18 +35,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from kgrag.graph.arrays import expand_ranges
+from kgrag.graph.base import IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph
 
 PAPER_ALPHA = 0.85
 PAPER_STEPS = 5
 PAPER_TOP_K = 30_000
 
-_transition_cache: weakref.WeakKeyDictionary[KnowledgeGraph, dict[bool, tuple]] = \
+_transition_cache: weakref.WeakKeyDictionary[IdIndexedGraph, dict[bool, tuple]] = \
     weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
-def _adjacency(kg: KnowledgeGraph, symmetric: bool) -> tuple[object, object, np.ndarray]:
+def _adjacency(kg: IdIndexedGraph, symmetric: bool) -> tuple[object, object, np.ndarray]:
     """``(A^T, A, degree)`` as canonical CSR (sorted columns, parallel edges summed) for the
     propagation step, cached per graph and direction (``A`` is ``A^T`` itself when symmetric).
 
@@ -126,7 +127,7 @@ def seed_vector(num_nodes: int, seeds: Sequence[int] | Mapping[int, float] | np.
     return x0 / total
 
 
-def seppr_scores(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] | np.ndarray, *,
+def seppr_scores(kg: IdIndexedGraph, seeds: Sequence[int] | Mapping[int, float] | np.ndarray, *,
                  alpha: float = PAPER_ALPHA, steps: int = PAPER_STEPS,
                  symmetric: bool = True) -> np.ndarray:
     """The PPR vector ``x`` after ``steps`` iterations of Algorithm 2 (float64, length N)."""
@@ -152,7 +153,7 @@ def seppr_scores(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] 
     return x
 
 
-def seppr_nodes(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] | np.ndarray, *,
+def seppr_nodes(kg: IdIndexedGraph, seeds: Sequence[int] | Mapping[int, float] | np.ndarray, *,
                 k: int = PAPER_TOP_K, alpha: float = PAPER_ALPHA, steps: int = PAPER_STEPS,
                 symmetric: bool = True) -> np.ndarray:
     """The ``k`` highest-scoring node ids (score descending, ties by id), as in Algorithm 2.
@@ -170,7 +171,7 @@ def seppr_nodes(kg: KnowledgeGraph, seeds: Sequence[int] | Mapping[int, float] |
     return order[:k].astype(np.int64)
 
 
-def induced_subgraph(kg: KnowledgeGraph, nodes: np.ndarray) -> KnowledgeGraph:
+def induced_subgraph(kg: IdIndexedGraph, nodes: np.ndarray) -> KnowledgeGraph:
     """The subgraph on ``nodes`` with every edge between them; local id ``i`` is ``nodes[i]``.
 
     Relation names (and so relation ids) are kept identical to ``kg``'s, so a query bound to the

@@ -26,9 +26,10 @@ the entity linker.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.base import IdIndexedGraph
+from kgrag.graph.memory import KnowledgeGraph, normalize_name  # noqa: F401 (doctests)
 from kgrag.linking.relation_names import RelationTextIndex
 from kgrag.text.suggest import close_matches, did_you_mean
 from kgrag.methods.ultrag.query import (
@@ -63,7 +64,7 @@ class GraphVocabulary:
 
     def __init__(self, relation_names: Sequence[str], node_names: Sequence[str],
                  node_index: dict[str, int] | None = None,
-                 aliases: dict[str, list[str]] | None = None, *,
+                 aliases: Mapping[str, Sequence[str]] | None = None, *,
                  relation_backoff: float | None = None,
                  relation_texts: RelationTextIndex | None = None) -> None:
         self.relation_names = list(relation_names)
@@ -89,7 +90,7 @@ class GraphVocabulary:
                     self._alias_index.setdefault(alias, node)
 
     @classmethod
-    def from_graph(cls, kg: KnowledgeGraph, **options: float | None) -> GraphVocabulary:
+    def from_graph(cls, kg: IdIndexedGraph, **options: float | None) -> GraphVocabulary:
         return cls(kg.relation_names, kg.node_names, kg.node_index, kg.aliases,
                    relation_texts=RelationTextIndex.from_graph(kg), **options)
 
