@@ -313,12 +313,18 @@ def test_every_method_signature_follows_the_contract():
 
 def test_store_protocols_decide_what_a_method_does(kg):
     """ByoKG's query step needs only a CypherRunner; GraphRAFT's database backend needs the
-    whole CypherStore (mapping, bulk lookups); the in-memory graph is neither."""
+    whole CypherStore (mapping, bulk lookups), any other store gets its one_hop backend; the
+    in-memory graph is neither."""
     from byokg_fixtures import DelegatingStore
 
     from kgrag.graph.base import CypherRunner, CypherStore, is_cypher_store, runs_cypher
     from kgrag.methods.byokg.query import execute_query
-    from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, as_backend
+    from kgrag.methods.graphraft.backend import (
+        CypherBackend,
+        MemoryBackend,
+        StoreBackend,
+        as_backend,
+    )
 
     runner = DelegatingStore(kg, cypher_rows=[[{"n": 1}]])
     assert runs_cypher(runner) and isinstance(runner, CypherRunner)
@@ -329,8 +335,7 @@ def test_store_protocols_decide_what_a_method_does(kg):
     assert "cannot run openCypher" in execute_query(no_cypher, "MATCH (n) RETURN n").error
     with pytest.raises(TypeError, match="not a Cypher database store"):
         CypherBackend(runner)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="GraphRAFT runs on"):
-        as_backend(runner)
+    assert isinstance(as_backend(runner), StoreBackend)  # runs Cypher, but no CypherStore
     assert isinstance(as_backend(kg), MemoryBackend) and as_backend(kg).graph is kg
 
 
