@@ -29,10 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from kgrag.graph import to_falkordb
-from kgrag import KnowledgeGraph
-from kgrag.linking.database import linker_for_store
 from machine_info import stamp
+
+from kgrag import KnowledgeGraph
+from kgrag.graph import to_falkordb
+from kgrag.linking.database import linker_for_store
 
 KB = os.path.join(ROOT, "..", "shared", "data", "metaqa", "kb_reconstructed.txt")
 

@@ -49,6 +49,7 @@ sys.path.insert(0, HERE)
 
 import synthetic  # noqa: E402
 from machine_info import stamp
+
 from kgrag.graph import load_graph, read_triples, save_graph
 
 CACHE_DIR = os.path.join(HERE, ".cache")

@@ -37,12 +37,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import synthetic  # noqa: E402
+from machine_info import stamp
 
 from kgrag import KnowledgeGraph  # noqa: E402
-from kgrag.graph.cypher.store import name_ordered  # noqa: E402
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore  # noqa: E402
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore  # noqa: E402
-from machine_info import stamp
+from kgrag.graph.cypher.store import name_ordered  # noqa: E402
 
 CACHE_DIR = os.path.join(HERE, ".cache")
 

@@ -37,9 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "metaqa"
 sys.path.insert(0, str(ROOT / "shared"))
 
+from machine_info import stamp
+
 from kgrag.linking import EntityLinker, extract_mentions, name_key
 from kgrag.linking.fuzzy import coverage_wratio
-from machine_info import stamp
 
 
 def kb_names() -> list[str]:

@@ -26,7 +26,9 @@ import os
 import sys
 import time
 from pathlib import Path
+
 from machine_info import stamp
+
 from kgrag.graph import load_graph, save_graph
 
 HERE = Path(__file__).resolve().parent

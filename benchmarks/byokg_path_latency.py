@@ -34,7 +34,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
 from machine_info import stamp
+
 from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +84,11 @@ def main() -> None:
     torch.set_num_threads(1)
     from importlib.metadata import version
 
-    from graphrag_toolkit.byokg_rag.graph_retrievers import GTraversal, PathRetriever, PathVerbalizer
+    from graphrag_toolkit.byokg_rag.graph_retrievers import (
+        GTraversal,
+        PathRetriever,
+        PathVerbalizer,
+    )
 
     from kgrag.embed import CachedEmbedder, default_embedder
     from kgrag.eval.datasets import load_metaqa

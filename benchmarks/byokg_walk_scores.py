@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import stamp
+
 from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]

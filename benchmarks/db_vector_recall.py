@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import sys
+
 from kgrag.graph import to_falkordb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,12 +26,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from db_server import FalkorDBServer
+    from machine_info import stamp
+
     from kgrag import KnowledgeGraph
     from kgrag.data import demo_data_path
     from kgrag.embed import default_embedder
     from kgrag.graph.cypher.vectors import embed_store, node_vector_index
     from kgrag.graph.io import iter_triples
-    from machine_info import stamp
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--k", type=int, nargs="+", default=[1, 3, 16, 64])

@@ -62,6 +62,7 @@ def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[
     """One method in this process: cold start, per-question latency, peak RSS, its results."""
     import numpy as np
     from hash_embedder import HashUnitEmbedder
+
     from kgrag.text.names import relation_words
 
     emb = HashUnitEmbedder(dim)
@@ -114,6 +115,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
                vectors: Any, emb: Any, store: Any) -> dict[str, Any]:
     """Compare a child's results with the in-memory computation on the same graph."""
     import numpy as np
+
     from kgrag.text.names import relation_words
 
     if method == "simgrag":
@@ -228,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[method] = json.loads(proc.stdout.strip().splitlines()[-1])
         if not args.skip_memory:
             from hash_embedder import HashUnitEmbedder
+
             from kgrag import KnowledgeGraph
             from kgrag.graph.io import iter_triples
 

@@ -59,10 +59,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench_linking import kb_names, synthetic_names
+from machine_info import stamp
+
 from kgrag.embed import SentenceTransformerEmbedder
 from kgrag.embed.bf16_backend import max_cosine_error
 from kgrag.embed.onnx_backend import OnnxSentenceEncoder
-from machine_info import stamp
 
 
 def previous_path(model, texts: list[str], batch_size: int = 64) -> np.ndarray:

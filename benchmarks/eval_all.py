@@ -23,6 +23,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+
 from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,9 +38,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "shared"))
 
+from machine_info import stamp  # noqa: E402
+
 from kgrag.eval.metrics import hits_at_k  # noqa: E402
 from kgrag.finetune.pairs import EVAL_LIMIT, EVAL_SEED, SYSTEM, heldout_examples  # noqa: E402
-from machine_info import stamp  # noqa: E402
 
 SETTINGS = ("finetuned", "base", "finetuned-per-token", "base-per-token", "embedding", "base-chat",
             "oracle")

@@ -26,7 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from machine_info import stamp  # noqa: E402
+
 from kgrag.graph import load_graph, save_graph
 
 HERE = Path(__file__).resolve().parent

@@ -45,14 +45,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from machine_info import stamp
 
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
+from kgrag.graph import read_triples
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.graphraft.backend import MemoryBackend
 from kgrag.methods.graphraft.enumeration import best_label
-from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

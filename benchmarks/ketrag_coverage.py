@@ -42,13 +42,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine_info import stamp
+
 from kgrag.embed import CachedEmbedder, default_embedder
 from kgrag.eval.metrics import answer_recall
 from kgrag.methods.ketrag import build_index
 from kgrag.methods.ketrag.baselines import knng_rag, text_rag
 from kgrag.methods.ketrag.retrieval import retrieve_context
 from kgrag.text import default_tokenizer
-from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

@@ -31,8 +31,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from ketrag_coverage import load_hotpotqa
 from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder
-from kgrag.methods.ketrag import build_index
 from machine_info import stamp
+
+from kgrag.methods.ketrag import build_index
 
 CACHE = ROOT / "benchmarks" / ".cache" / "ketrag_cost"
 RESULTS = ROOT / "benchmarks" / "results" / "ketrag_index_cost.json"

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from machine_info import machine_info  # noqa: E402
+
 from kgrag.llm.local import local_chat_model, resolve_local_model  # noqa: E402
 
 PROMPTS = [

@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hostile_inputs import FAMILIES, PARSERS  # noqa: E402
+from machine_info import stamp
 
 from kgrag.errors import KgragError  # noqa: E402
-from machine_info import stamp
 
 SMALL, LARGE = 20_000, 200_000
 TARGET_RATIO = 15.0

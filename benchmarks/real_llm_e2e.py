@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from machine_info import machine_info  # noqa: E402
+
 from kgrag.eval.runner import applicable, evaluate  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "real_llm_e2e.json"

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+
 from machine_info import stamp  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -24,9 +24,10 @@ sys.path.insert(0, str(ROOT / "shared"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from kgrag.graph import read_triples
-from kgrag.embed import configure_cache, default_embedder
 from machine_info import stamp
+
+from kgrag.embed import configure_cache, default_embedder
+from kgrag.graph import read_triples
 
 KB = ROOT.parent / "shared" / "data" / "metaqa" / "kb_reconstructed.txt"
 

@@ -37,7 +37,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
 from machine_info import stamp
+
 from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import stamp
+
 from kgrag.graph import load_graph as load_saved_graph
 from kgrag.graph import save_graph
 

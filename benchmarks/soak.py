@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import stamp
+
 from kgrag.graph import load_graph, read_triples, save_graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,9 +64,9 @@ def prepare(graph_dir: Path, cache_dir: Path, methods: tuple[str, ...]) -> dict:
     """Save MetaQA's KB as a kgrag graph (with its index) and fill the embedding cache once,
     so the workers start from the cache instead of each embedding 43k names."""
     sys.path[:0] = [str(ROOT / "shared"), str(ROOT), str(SERVICE.parent)]
-    from kgrag.embed import default_embedder
-
     import serve_fastapi
+
+    from kgrag.embed import default_embedder
 
     started = time.perf_counter()
     if not (graph_dir / "manifest.json").exists():

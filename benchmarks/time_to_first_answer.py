@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parents[1]

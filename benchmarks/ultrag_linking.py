@@ -27,15 +27,16 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from kgrag.graph import read_triples
+from machine_info import stamp
+
 from kgrag import KnowledgeGraph
 from kgrag.embed import CachedEmbedder, default_embedder
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import tie_aware_metrics
+from kgrag.graph import read_triples
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.ultrag import UltRAG
 from kgrag.methods.ultrag.query import quote
-from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

@@ -38,14 +38,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
+from machine_info import stamp
+
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import tie_aware_metrics
+from kgrag.graph import read_triples
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.ultrag import SymbolicFuzzyExecutor, UltRAG, parse_query
 from kgrag.methods.ultrag.executor import one_hot
-from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

@@ -30,14 +30,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from kgrag.graph import read_triples
+from machine_info import stamp
+
 from kgrag import KnowledgeGraph
 from kgrag.eval import load_metaqa, load_pathquestion
 from kgrag.eval.ranking import answer_set_metrics, tie_aware_metrics
+from kgrag.graph import read_triples
 from kgrag.graph.memory import normalize_name
 from kgrag.methods.ultrag import MarginArbitrator, SymbolicFuzzyExecutor, parse_query
 from kgrag.methods.ultrag.executor import one_hot, top_k
-from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

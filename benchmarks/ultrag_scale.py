@@ -39,10 +39,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic
+from machine_info import stamp
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import SymbolicFuzzyExecutor, parse_query
 from kgrag.methods.ultrag.executor import RelationMatrices, top_k
-from machine_info import stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache"

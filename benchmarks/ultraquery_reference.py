@@ -20,6 +20,7 @@ import sys
 import numpy as np
 import torch
 from machine_info import stamp
+
 from kgrag.graph import read_triples
 
 SHAPES_NOTE = "BetaE nested tuples; relation r < R is forward, r >= R is the inverse of r - R"

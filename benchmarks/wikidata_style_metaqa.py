@@ -24,7 +24,9 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+
 from machine_info import stamp
+
 from kgrag.graph import read_triples
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,9 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kgrag.graph import read_triples
 from kgrag.embed import default_embedder
-
+from kgrag.graph import read_triples
 from langchain_kgrag import ByoKGRetriever, result_to_documents
 
 SAMPLE_CSV = """head,relation,tail

@@ -24,9 +24,9 @@ from pathlib import Path
 from langchain_core.documents import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.embed import default_embedder
 from scripted_llms import scripted_chat
 
+from kgrag.embed import default_embedder
 from langchain_kgrag import KETRAGRetriever
 
 SAMPLE_DOCS = {

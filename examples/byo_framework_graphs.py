@@ -23,9 +23,9 @@ from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relations
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
-from kgrag.graph import from_graph_documents, from_llama_index
 from kgrag import KnowledgeGraph
 from kgrag.embed import default_embedder
+from kgrag.graph import from_graph_documents, from_llama_index
 from kgrag.methods.simgrag import SimGRAG
 
 

@@ -22,9 +22,9 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
 from scripted_llms import scripted_chat
 
+from kgrag.graph import read_triples
 from langchain_kgrag import KGToolkit
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -25,11 +25,11 @@ except ImportError:  # LangChain < 1.0 kept it in the main package
     from langchain.retrievers import EnsembleRetriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
-from kgrag.context.metadata import unflatten
-from kgrag.embed import default_embedder
 from scripted_llms import scripted_chat
 
+from kgrag.context.metadata import unflatten
+from kgrag.embed import default_embedder
+from kgrag.graph import read_triples
 from langchain_kgrag import GraphRAFTRetriever, SimGRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -25,11 +25,11 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
-from kgrag import KnowledgeGraph
-from kgrag.context.metadata import unflatten
 from scripted_llms import scripted_chat
 
+from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
+from kgrag.graph import read_triples
 from langchain_kgrag import UltRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -32,8 +32,8 @@ from langchain_core.prompts import ChatPromptTemplate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scripted_llms import scripted_chat
 
-from kgrag.graph import read_triples
 from kgrag.context.metadata import unflatten
+from kgrag.graph import read_triples
 from langchain_kgrag import UltRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

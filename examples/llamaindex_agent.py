@@ -26,10 +26,10 @@ from llama_index.core.agent.workflow import ReActAgent, ToolCallResult
 from llama_index.core.tools import RetrieverTool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
-from kgrag.embed import default_embedder
 from scripted_llms import scripted_llama
 
+from kgrag.embed import default_embedder
+from kgrag.graph import read_triples
 from llama_index_kgrag import GraphRAFTRetriever, graph_tools
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -20,11 +20,11 @@ from pathlib import Path
 from llama_index.core import Document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
-from kgrag import KnowledgeGraph
-from kgrag.embed import default_embedder
 from scripted_llms import scripted_llama
 
+from kgrag import KnowledgeGraph
+from kgrag.embed import default_embedder
+from kgrag.graph import read_triples
 from llama_index_kgrag import (
     ByoKGQueryEngine,
     GraphRAFTQueryEngine,

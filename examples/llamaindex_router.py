@@ -23,11 +23,11 @@ from llama_index.core.selectors import LLMSingleSelector
 from llama_index.core.tools import QueryEngineTool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.graph import read_triples
-from kgrag import KnowledgeGraph
-from kgrag.embed import default_embedder
 from scripted_llms import scripted_llama
 
+from kgrag import KnowledgeGraph
+from kgrag.embed import default_embedder
+from kgrag.graph import read_triples
 from llama_index_kgrag import SimGRAGQueryEngine, UltRAGQueryEngine
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -35,10 +35,10 @@ from pathlib import Path
 from langchain_neo4j import Neo4jGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kgrag.context.metadata import unflatten
-from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 from scripted_llms import scripted_chat
 
+from kgrag.context.metadata import unflatten
+from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 from langchain_kgrag import KGToolkit, UltRAGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"

@@ -86,6 +86,7 @@ from typing import Any, Iterator, Literal
 
 from fastapi import Request, Response
 from pydantic import BaseModel, Field
+
 from kgrag.graph import load_graph, read_triples, save_graph
 
 log = logging.getLogger("kgrag.serve")

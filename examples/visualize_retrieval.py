@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kgrag.graph import read_triples
 from kgrag.embed import default_embedder
+from kgrag.graph import read_triples
 from kgrag.methods.simgrag import SimGRAG
 from kgrag.methods.ultrag import UltRAG
 from kgrag.viz import render_html, render_png

@@ -24,7 +24,6 @@ from kgrag.methods.ultrag.tools import (
     QUERY_TOOL_NAME,
     run_query_tool,
 )
-
 from llama_index_kgrag.base import KGQueryEngine, KGRetriever
 
 if TYPE_CHECKING:  # pragma: no cover

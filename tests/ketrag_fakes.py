@@ -17,6 +17,11 @@ import threading
 from typing import Any
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from llm_fakes import ScriptedLlamaLLM
+
 from kgrag.methods.ketrag.prompts import (
     ANSWER_MARKER,
     GLEANING_MARKER,
@@ -25,10 +30,6 @@ from kgrag.methods.ketrag.prompts import (
     TEXT_START,
 )
 from kgrag.text.sentences import split_sentences
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from llm_fakes import ScriptedLlamaLLM
 
 _NOT_NAMES = {"The", "It", "He", "She", "They", "A", "An", "In", "This", "Which", "What", "Who",
               "Where", "When", "Its", "His", "Her", "There", "Data", "Question", "Answer"}

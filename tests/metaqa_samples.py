@@ -9,7 +9,6 @@ from collections import defaultdict
 from shared_data import shared_data
 
 
-
 def metaqa_films(n_triples: int, seed: int, *, forbidden: str = "'\"\\") -> list[tuple[str, str, str]]:
     """All triples of randomly chosen MetaQA films until ``n_triples`` (connected via hubs).
 

@@ -16,7 +16,8 @@ from kgrag.context.metadata import unflatten
 from kgrag.context.types import Answer, Path
 from kgrag.methods.base import KGMethod
 from langchain_kgrag import KGRetriever as LCRetriever
-from llama_index_kgrag import KGQueryEngine, KGRetriever as LIRetriever
+from llama_index_kgrag import KGQueryEngine
+from llama_index_kgrag import KGRetriever as LIRetriever
 
 
 class NeighbourMethod(KGMethod):

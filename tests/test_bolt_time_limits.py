@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from kgrag.errors import QueryTimeoutError
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore

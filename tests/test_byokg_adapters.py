@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
-from kgrag.methods.byokg import ByoKGRAG
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
@@ -14,6 +13,7 @@ from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetrieve
 from llama_index.core.tools import QueryEngineTool
 from llm_fakes import ScriptedLlamaLLM
 
+from kgrag.methods.byokg import ByoKGRAG
 from langchain_kgrag.byokg import ByoKGRetriever as LCByoKGRetriever
 from langchain_kgrag.byokg import KGToolkit
 from llama_index_kgrag.byokg import ByoKGQueryEngine, graph_tools

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from byokg_fixtures import WORLD_SERIES, DelegatingStore, world_graph
 from kgrag import KnowledgeGraph, Triple
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import UnsafeQueryError
@@ -314,11 +314,11 @@ def test_capped_paths_round_robin_over_direction_patterns():
 
 
 def test_cli_command_and_demo_step(capsys):
-    from kgrag.cli import main
-    from kgrag.commands.demo import run_demo
-    from kgrag.commands.byokg import demo_steps
-
     from pathlib import Path
+
+    from kgrag.cli import main
+    from kgrag.commands.byokg import demo_steps
+    from kgrag.commands.demo import run_demo
 
     movies = str(Path(__file__).resolve().parents[1] / "examples" / "data" / "movies.tsv")
     status = main(["byokg", movies, "Where was the director of Tokyo Godfathers born?",

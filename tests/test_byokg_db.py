@@ -8,9 +8,9 @@ retrieves the answer; a write query is refused before it reaches the database.
 from __future__ import annotations
 
 import pytest
+from byokg_fixtures import PromptLog, world_graph
 from langchain_core.language_models import FakeListChatModel
 
-from byokg_fixtures import PromptLog, world_graph
 from kgrag.methods.byokg import ByoKGRAG
 
 pytestmark = pytest.mark.server

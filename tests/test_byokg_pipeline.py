@@ -6,15 +6,15 @@ import asyncio
 import random
 
 import pytest
+from byokg_fixtures import WORLD_SERIES, DelegatingStore, PromptLog, world_graph
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from byokg_fixtures import WORLD_SERIES, DelegatingStore, PromptLog, world_graph
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.llm import as_llm
+from kgrag.llm.steps import CallLog, run_sync
 from kgrag.methods.byokg import ByoKGRAG, retrieved_entities
 from kgrag.methods.byokg.prompts import NO_CONTEXT
-from kgrag.llm.steps import CallLog, run_sync
 from kgrag.methods.byokg.triplets import agentic_traversal
 
 KASTEN_Q = "In what years did Stan Kasten's organization win the World Series?"

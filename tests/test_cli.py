@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graph import read_triples, save_graph
 from kgrag import __version__, cli, data
 from kgrag.commands import COMMANDS, Command, demo
 from kgrag.errors import GraphLoadError
+from kgrag.graph import read_triples, save_graph
 
 REPO = Path(__file__).resolve().parents[1]
 MOVIES = REPO / "examples" / "data" / "movies.tsv"

@@ -6,6 +6,7 @@ import argparse
 import os
 
 import pytest
+
 from kgrag import cli
 from kgrag.embed import SentenceTransformerEmbedder
 from kgrag.embed.store import cache_enabled, cache_root

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graph import read_triples
 from kgrag import cli
+from kgrag.commands import COMMANDS, Command
 from kgrag.context.types import Path as GraphPath
 from kgrag.context.types import RetrievalResult, ScoredEntity, Triple
 from kgrag.embed import SentenceTransformerEmbedder
-from kgrag.commands import COMMANDS, Command
+from kgrag.graph import read_triples
 from kgrag.methods.registry import method_names
 
 REPO = Path(__file__).resolve().parents[1]

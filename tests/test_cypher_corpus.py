@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kgrag.errors import GraphDatabaseError, QueryBudgetError, QueryTimeoutError, UnsafeQueryError
 from kgrag.graph.cypher.budget import prepare_untrusted_query
 from kgrag.graph.cypher.safety import check_read_only
@@ -112,6 +113,7 @@ def server(falkordb_server):
 @pytest.fixture(scope="module")
 def stores(server):
     from db_server import patch_neo4j_goodbye
+
     from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
     from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from kgrag import KnowledgeGraph
 from kgrag.graph import to_falkordb
-from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore, redisearch_escape, redisearch_query
 from kgrag.graph.cypher.neo4j import lucene_escape, lucene_query
 from kgrag.linking import EntityLinker, extract_mentions
+from kgrag.linking.database import DatabaseEntityLinker, linker_for_store
 
 pytestmark = pytest.mark.server
 
@@ -151,6 +152,7 @@ def test_fallback_to_local_index_when_absent(plain, indexed):
 def test_neo4j_store_over_falkordb_bolt_falls_back_to_local(falkordb_server):
     """FalkorDB's Bolt endpoint has no ``SHOW INDEXES``: detection finds nothing, no error."""
     from falkordb import FalkorDB
+
     from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 
     raw = FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("falkordb")

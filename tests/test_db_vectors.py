@@ -12,12 +12,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kgrag.graph import to_falkordb
+
 from kgrag import KnowledgeGraph
 from kgrag.data import demo_data_path
-from kgrag.graph.cypher.vectors import (VectorModelMismatch, embed_store, fetch_node_vectors,
-                                    node_vector_index)
+from kgrag.graph import to_falkordb
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+from kgrag.graph.cypher.vectors import (
+    VectorModelMismatch,
+    embed_store,
+    fetch_node_vectors,
+    node_vector_index,
+)
 from kgrag.graph.io import iter_triples
 
 pytestmark = pytest.mark.server
@@ -229,6 +234,7 @@ def test_store_without_vectors_warns_once_and_keeps_working(falkordb_server, mov
 
 def test_cli_load_db_embed_then_index_db(falkordb_server, movies, minilm, capsys):
     from falkordb import FalkorDB
+
     from kgrag.cli import main
 
     key = "kgrag_dbvec_cli"

@@ -3,10 +3,10 @@ bundled demo file is (issue 29, item 11)."""
 
 from __future__ import annotations
 
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph, cli
 from kgrag.commands.demo import is_bundled, run_demo, sample_of
 from kgrag.data import bundled_data_path
+from kgrag.graph import read_triples
 
 TRIPLES = [("Bob Tanaka", "reports_to", "Alice Moreau"),
            ("Alice Moreau", "reports_to", "Hannah Berg"),

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from kgrag.embed import (
     CachedEmbedder,
     LangChainEmbedder,

@@ -8,8 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from kgrag.embed import SentenceTransformerEmbedder
-from kgrag.embed import bf16_backend
+from kgrag.embed import SentenceTransformerEmbedder, bf16_backend
 from kgrag.embed.bf16_backend import cpu_has_native_bf16, max_cosine_error
 from kgrag.errors import EmbeddingError
 

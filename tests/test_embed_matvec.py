@@ -1,8 +1,9 @@
 """kgrag.embed.similarity: the same product as ``@``, on one thread or split over row blocks."""
 
-import kgrag.embed.similarity as matvec_module
 import numpy as np
 import pytest
+
+import kgrag.embed.similarity as matvec_module
 from kgrag.embed import matvec
 
 

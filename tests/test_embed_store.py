@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+
 from kgrag.embed import LookupEmbedder, SentenceTransformerEmbedder, configure_cache
 from kgrag.embed.graph_vectors import forget, graph_name_vectors
 from kgrag.embed.onnx_backend import encode_sorted, model_fingerprint

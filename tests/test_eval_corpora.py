@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from shared_data import shared_data
+
 from kgrag.errors import GraphFormatError
 from kgrag.eval import load_hotpotqa, load_musique
 from kgrag.eval.metrics import answer_recall
-from shared_data import shared_data
-
 
 
 def test_musique_ketrag_sample():

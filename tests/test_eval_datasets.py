@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
-
-from kgrag.graph import read_triples
-from kgrag.errors import GraphFormatError
-from kgrag.eval import load_jsonl, load_metaqa, load_pathquestion, metaqa_relation_path
 from shared_data import shared_data
 
+from kgrag.errors import GraphFormatError
+from kgrag.eval import load_jsonl, load_metaqa, load_pathquestion, metaqa_relation_path
+from kgrag.graph import read_triples
 
 
 def test_metaqa_relation_paths():

@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models import FakeListChatModel
+
 from kgrag.eval import runner as runner_module
 from kgrag.eval.harness import Outcome
 from kgrag.eval.runner import evaluate, read_records, score
-from langchain_core.language_models import FakeListChatModel
 
 PEOPLE = [("Alice", "Paris", "France"), ("Bob", "Berlin", "Germany"), ("Carol", "Rome", "Italy"),
           ("Dan", "Madrid", "Spain"), ("Eve", "Lisbon", "Portugal"), ("Frank", "Vienna", "Austria")]
@@ -327,6 +328,7 @@ def test_llm_mode_with_a_llama_index_llm_counts_tokens(data_root, tmp_path):
 
 def test_eval_embedder_caches_whole_name_lists_on_disk(tmp_path):
     import numpy as np
+
     from kgrag.eval.embedding import EvalEmbedder
 
     class Counting:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import kgrag.graph.bulk_csv as bulk_csv
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.graph.io import iter_triples
 
 

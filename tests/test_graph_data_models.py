@@ -18,8 +18,8 @@ from langchain_core.documents import Document
 from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relationship
 
 from kgrag import KnowledgeGraph
-from kgrag.graph.data_models import PRESETS, detect_data_model
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+from kgrag.graph.data_models import PRESETS, detect_data_model
 
 pytestmark = pytest.mark.server
 

@@ -21,14 +21,15 @@ import random
 from typing import Any
 
 import pytest
-from kgrag.graph import from_networkx, to_falkordb, to_neo4j
+from metaqa_samples import metaqa_films
+
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphDatabaseError, GraphFormatError, KgragError, UnsafeQueryError
+from kgrag.graph import from_networkx, to_falkordb, to_neo4j
 from kgrag.graph.base import GraphStore
-from kgrag.graph.cypher.store import name_ordered
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore
-from metaqa_samples import metaqa_films
+from kgrag.graph.cypher.store import name_ordered
 
 pytestmark = pytest.mark.server
 
@@ -562,8 +563,8 @@ def test_timeouts_give_a_clear_error(small_stores):
 # ---------------------------------------------------------------------- linking
 @pytest.mark.slow
 def test_linker_built_from_streamed_names_matches_in_memory(db_graphs, minilm):
-    from kgrag.linking.database import linker_for_store
     from kgrag.linking import EntityLinker
+    from kgrag.linking.database import linker_for_store
 
     kg, store = db_graphs[("metaqa", "neo4j-bolt")]
     linker = linker_for_store(store, mode="fuzzy", progress=False, batch_size=300)

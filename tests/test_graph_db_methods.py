@@ -18,13 +18,13 @@ import zlib
 
 import numpy as np
 import pytest
+from byokg_fixtures import TEMPORAL, WORLD, WORLD_SERIES
 from langchain_core.language_models import FakeListChatModel
 
-from byokg_fixtures import TEMPORAL, WORLD, WORLD_SERIES
 from kgrag import KnowledgeGraph
-from kgrag.graph.cypher.store import name_ordered
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.store import name_ordered
 
 pytestmark = pytest.mark.server
 

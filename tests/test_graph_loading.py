@@ -10,9 +10,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from kgrag.graph import from_networkx, load_graph, read_triples, save_graph, to_networkx
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError, GraphLoadError, KgragError, UnknownNodeError
+from kgrag.graph import from_networkx, load_graph, read_triples, save_graph, to_networkx
 from kgrag.graph.checksums import refresh_checksums
 
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgrag.graph import load_graph, save_graph
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphLoadError
+from kgrag.graph import load_graph, save_graph
 from kgrag.graph.checksums import refresh_checksums
 
 ARRAYS = ("heads", "rels", "tails", "out_indptr", "out_key", "in_indptr", "in_order", "in_key")

@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgrag.graph import from_networkx, load_graph, read_triples, save_graph, to_networkx
 from kgrag import KnowledgeGraph, PathStep
+from kgrag.graph import from_networkx, load_graph, read_triples, save_graph, to_networkx
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

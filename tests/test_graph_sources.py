@@ -8,10 +8,9 @@ from langchain_neo4j.graphs.graph_document import GraphDocument, Node, Relations
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
-from kgrag.graph import load_graph, save_graph
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError
-from kgrag.graph import as_graph_store
+from kgrag.graph import as_graph_store, load_graph, save_graph
 from kgrag.graph.sources.langchain import document_id, from_graph_documents
 from kgrag.graph.sources.llama_index import from_llama_index
 

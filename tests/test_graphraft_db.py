@@ -17,11 +17,12 @@ import zlib
 
 import numpy as np
 import pytest
+from metaqa_samples import metaqa_films
+from protocol_store import ProtocolStore
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.graphraft.backend import CypherBackend, MemoryBackend, StoreBackend, as_backend
 from kgrag.methods.graphraft.patterns import PathPattern
-from metaqa_samples import metaqa_films
-from protocol_store import ProtocolStore
 
 TRICKY = [
     ("O'Brien", "knows", 'say "hi"'),

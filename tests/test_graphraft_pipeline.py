@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models import FakeListChatModel
 
-from kgrag.context.metadata import unflatten
 from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
+from kgrag.llm import as_llm
 from kgrag.methods.graphraft.enumeration import Candidate
 from kgrag.methods.graphraft.patterns import PathPattern
 from kgrag.methods.graphraft.pipeline import NO_PATTERN, GraphRAFT, parse_entities
 from kgrag.methods.graphraft.selection import ChatChoiceSelector, parse_choice
-from kgrag.llm import as_llm
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,8 @@ def test_framework_adapters(toy_kg, minilm):
     from llama_index.core.llms.mock import MockLLM
 
     from langchain_kgrag.graphraft import GraphRAFTRetriever
-    from llama_index_kgrag.graphraft import GraphRAFTQueryEngine, GraphRAFTRetriever as LIRetriever
+    from llama_index_kgrag.graphraft import GraphRAFTQueryEngine
+    from llama_index_kgrag.graphraft import GraphRAFTRetriever as LIRetriever
 
     docs = GraphRAFTRetriever.from_graph(toy_kg, embedder=minilm, top_k=3).invoke(QUESTION)
     assert len(docs) == 3 and docs[0].metadata["method"] == "graphraft"

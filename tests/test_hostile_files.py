@@ -13,9 +13,10 @@ import threading
 
 import numpy as np
 import pytest
-from kgrag.graph import load_graph, read_triples, save_graph
+
 from kgrag import KnowledgeGraph
 from kgrag.errors import GraphFormatError, GraphLoadError, KgragError
+from kgrag.graph import load_graph, read_triples, save_graph
 from kgrag.graph.checksums import refresh_checksums
 from kgrag.graph.io import decide_header
 from kgrag.linking import EntityLinker

@@ -14,6 +14,7 @@ import pytest
 from hostile_inputs import FAMILIES, PARSERS, PROSE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from kgrag.errors import KgragError
 
 TAGS = ["entities", "answers", "answer", "paths", "opencypher", "query", "selected",

@@ -13,9 +13,11 @@ import importlib.resources
 
 import numpy as np
 import pytest
-from kgrag.graph import read_triples
+from langchain_core.language_models import FakeListChatModel
+
 from kgrag import KnowledgeGraph
 from kgrag.errors import LLMOutputError
+from kgrag.graph import read_triples
 from kgrag.llm.parsing import (
     MAX_NESTING,
     extract_all_tags,
@@ -29,7 +31,6 @@ from kgrag.methods.byokg.parsing import parse_linker_output
 from kgrag.methods.graphraft.selection import parse_choice
 from kgrag.methods.simgrag import parse_pattern_reply
 from kgrag.text.clean import has_lone_surrogates, replace_lone_surrogates
-from langchain_core.language_models import FakeListChatModel
 
 DEEP = '{"triples": ' + "[" * 60000 + "]" * 60000 + "}"
 
@@ -165,6 +166,7 @@ def test_graphraft_with_surrogates(movies, minilm):
 
 def test_ketrag_indexes_text_with_surrogates():
     from ketrag_fakes import HashingEmbedder
+
     from kgrag.methods.ketrag import KETRAG
 
     docs = ["Bruno Keller was born in Ostbruck\ud800. He moved to Lindau.",
@@ -192,10 +194,10 @@ def _open_pattern(unknown_relations: bool = True) -> list[tuple[str, str, str]]:
 
 
 def test_an_open_pattern_reply_is_refused_up_front_and_the_reason_fed_back(minilm):
+    from llm_fakes import ScriptedLlamaLLM
+
     from kgrag.data import demo_data_path
     from kgrag.methods.simgrag import PatternBudgetError, SimGRAG
-
-    from llm_fakes import ScriptedLlamaLLM
 
     kg = read_triples(demo_data_path())
     assert kg.num_nodes == 198

@@ -19,7 +19,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"kgrag": ROOT / "shared" / "kgrag", "langchain_kgrag": ROOT / "langchain_kgrag",
             "llama_index_kgrag": ROOT / "llama_index_kgrag"}

@@ -12,8 +12,6 @@ from ketrag_fakes import (
     RecordResponder,
     chain_answer,
 )
-from kgrag.context.metadata import unflatten
-from kgrag.text import count_tokens
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from llama_index.core import Document as LlamaDocument
@@ -23,6 +21,8 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import NodeWithScore
 from test_ketrag_index import CITY_DOCS, SMALL
 
+from kgrag.context.metadata import unflatten
+from kgrag.text import count_tokens
 from langchain_kgrag.ketrag import KETRAGRetriever as LCKETRAGRetriever
 from llama_index_kgrag.ketrag import KETRAGQueryEngine
 from llama_index_kgrag.ketrag import KETRAGRetriever as LIKETRAGRetriever

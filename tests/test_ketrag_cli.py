@@ -6,10 +6,11 @@ import json
 
 import ketrag_fakes
 import pytest
-from kgrag.methods.ketrag import KETIndex
+from test_ketrag_index import CITY_DOCS
+
 from kgrag.commands.common import load_factory
 from kgrag.commands.ketrag import read_documents
-from test_ketrag_index import CITY_DOCS
+from kgrag.methods.ketrag import KETIndex
 
 EMB = "ketrag_fakes:HashingEmbedder"  # a class is a factory too
 

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordLlamaLLM, RecordResponder
+
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.methods.ketrag import KETRAG, build_index

@@ -7,6 +7,8 @@ import json
 
 import pytest
 from ketrag_fakes import HashingEmbedder, RecordChatModel, RecordResponder
+from test_ketrag_index import CITY_DOCS, SMALL
+
 from kgrag.errors import GraphLoadError, LLMNotConfiguredError
 from kgrag.methods.ketrag import KETRAG, KETIndex, build_index
 from kgrag.methods.ketrag.retrieval import (
@@ -16,7 +18,6 @@ from kgrag.methods.ketrag.retrieval import (
     keyword_channel,
 )
 from kgrag.text import count_tokens, default_tokenizer
-from test_ketrag_index import CITY_DOCS, SMALL
 
 TOK = default_tokenizer()
 

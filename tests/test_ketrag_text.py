@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kgrag.text import (
     ENGLISH_STOPWORDS,
     chunk_and_split,

@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pytest
+
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import EmbeddingError, GraphLoadError

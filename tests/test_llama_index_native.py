@@ -18,9 +18,9 @@ from llama_index.core.instrumentation.events.retrieval import (
     RetrievalStartEvent,
 )
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
-from llm_fakes import ScriptedLlamaLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llm_fakes import ScriptedLlamaLLM
 
 from kgrag import KnowledgeGraph
 from llama_index_kgrag import SimGRAGRetriever, UltRAGQueryEngine, UltRAGRetriever

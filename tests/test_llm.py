@@ -7,6 +7,11 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from llama_index.core.llms.mock import MockLLM
+from llm_fakes import ScriptedLlamaLLM
+
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.llm import (
     CallableLLM,
@@ -18,10 +23,6 @@ from kgrag.llm import (
     extract_tag,
     tag_lines,
 )
-from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage
-from llama_index.core.llms.mock import MockLLM
-from llm_fakes import ScriptedLlamaLLM
 
 
 def test_as_llm_requires_a_model():

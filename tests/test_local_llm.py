@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graph import read_triples
 from kgrag.errors import ConfigurationError
+from kgrag.graph import read_triples
 from kgrag.llm import as_llm, llm_call_options
 from kgrag.llm.local import (
     INSTALL_EXTRA,
@@ -169,9 +169,8 @@ def _answer_through_frameworks(chat=None, llama=None):
         for out in outputs:
             assert out["usage"]["calls"] >= 1, out
     if llama is not None:
-        from llama_index_kgrag import KGQueryEngine
-
         from kgrag.methods.byokg import ByoKGRAG
+        from llama_index_kgrag import KGQueryEngine
 
         method = ByoKGRAG.from_graph(kg, llm=llama, on_unusable_reply="empty", iterations=1)
         engine = KGQueryEngine(method=method)

@@ -9,9 +9,9 @@ import pytest
 from ketrag_fakes import HashingEmbedder
 from llama_index.core.prompts import PromptTemplate
 
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
 from kgrag.errors import EmptyGraphWarning
+from kgrag.graph import read_triples
 from kgrag.methods.graphraft import GraphRAFT
 from llama_index_kgrag import GraphRAFTRetriever
 

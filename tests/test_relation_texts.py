@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from kgrag.graph import from_networkx, load_graph, save_graph, to_networkx
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.embed.relations import RelationTextVectors
+from kgrag.graph import from_networkx, load_graph, save_graph, to_networkx
 from kgrag.linking import RelationLinker
 from kgrag.text.relations import identifier_texts, is_opaque, relation_texts, relation_texts_for
 

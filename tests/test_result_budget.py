@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+
 from kgrag.errors import QueryTimeoutError, ResultTooLargeError
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore
@@ -141,8 +142,9 @@ def test_a_redis_reader_abandoned_at_the_deadline_stops(server, stores):
 def test_the_resp2_reader_decodes_like_the_client_and_stops_at_the_budget():
     import socket
 
-    from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
     from redis.exceptions import ResponseError
+
+    from kgrag.graph.cypher.result_budget import BudgetedSocket, read_resp2
 
     ours, server = socket.socketpair()
     try:

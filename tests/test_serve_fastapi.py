@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graph import load_graph, save_graph
 from kgrag import KnowledgeGraph
+from kgrag.graph import load_graph, save_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "serve_fastapi.py"

@@ -8,8 +8,14 @@ import math
 
 import numpy as np
 import pytest
-from kgrag.context.metadata import unflatten
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llm_fakes import ScriptedLlamaLLM
+
 from kgrag import KnowledgeGraph
+from kgrag.context.metadata import unflatten
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
 from kgrag.methods.simgrag import (
@@ -19,12 +25,6 @@ from kgrag.methods.simgrag import (
     parse_answers,
     parse_pattern_reply,
 )
-from langchain_core.documents import Document
-from langchain_core.language_models import FakeListChatModel
-from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
-from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
-from llm_fakes import ScriptedLlamaLLM
-
 from langchain_kgrag.simgrag import SimGRAGRetriever as LCSimGRAG
 from llama_index_kgrag.simgrag import SimGRAGQueryEngine
 from llama_index_kgrag.simgrag import SimGRAGRetriever as LISimGRAG

@@ -5,11 +5,12 @@ The property test against brute force is in tests/test_simgrag_search.py."""
 from __future__ import annotations
 
 import pytest
+from simgrag_oracle import oracle_top_k
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.simgrag.quotient import edge_quotients, node_quotients, reuse_quotients
 from kgrag.methods.simgrag.search import CandidateSet, Layout, PatternCosts, SubgraphSearch
 from kgrag.methods.simgrag.topk import top_k_reusing, top_k_subgraphs
-from simgrag_oracle import oracle_top_k
 
 
 def cands(kg, table, index):

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simgrag_oracle import oracle_top_k
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.simgrag.pattern import Pattern, PatternError
 from kgrag.methods.simgrag.search import (
@@ -17,7 +19,6 @@ from kgrag.methods.simgrag.search import (
     plan_steps,
 )
 from kgrag.methods.simgrag.topk import enumerate_reusing, top_k_reusing, top_k_subgraphs
-from simgrag_oracle import oracle_top_k
 
 K1 = [
     ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),

@@ -11,10 +11,11 @@ afterwards. Issue 30 items 0b (map-key injection), 6 (floats over Bolt) and 10 (
 from __future__ import annotations
 
 import pytest
+
 from kgrag.errors import GraphDatabaseError, QueryParameterError
-from kgrag.graph.cypher.params import SPLICED_TEXT_MAX_BYTES, plain_parameters, spliced_size
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore
+from kgrag.graph.cypher.params import SPLICED_TEXT_MAX_BYTES, plain_parameters, spliced_size
 
 pytestmark = pytest.mark.server
 

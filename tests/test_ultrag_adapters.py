@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kgrag import KnowledgeGraph
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llm_fakes import ScriptedLlamaLLM
 
+from kgrag import KnowledgeGraph
 from langchain_kgrag.ultrag import UltRAGRetriever as LCUltRAGRetriever
 from llama_index_kgrag.ultrag import UltRAGQueryEngine
 from llama_index_kgrag.ultrag import UltRAGRetriever as LIUltRAGRetriever
-from llm_fakes import ScriptedLlamaLLM
 
 
 @pytest.fixture(autouse=True)

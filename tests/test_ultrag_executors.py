@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.methods.ultrag import (
     NeuralFuzzyExecutor,
     QueryError,

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.methods.ultrag import UltRAG
 from kgrag.methods.ultrag.hybrid import EXACT_TIER, HybridGraphExecutor, exact_first
 from kgrag.methods.ultrag.prior_check import expected_reciprocal_rank

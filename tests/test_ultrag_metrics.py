@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from kgrag.eval.ranking import answer_set_metrics, tie_aware_metrics
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgrag.graph import read_triples
 from kgrag import KnowledgeGraph
+from kgrag.graph import read_triples
 from kgrag.methods.ultrag import NeuralFuzzyExecutor, parse_query
 from kgrag.methods.ultrag.ultraquery import UltraQueryModel, default_weights_path, load_weights
 

@@ -6,6 +6,8 @@ import asyncio
 
 import numpy as np
 import pytest
+from langchain_core.language_models import FakeListChatModel
+
 from kgrag import KnowledgeGraph
 from kgrag.embed import LookupEmbedder
 from kgrag.errors import LLMNotConfiguredError, LLMOutputError
@@ -20,7 +22,6 @@ from kgrag.methods.ultrag import (
 )
 from kgrag.methods.ultrag.linking import distance_probabilities
 from kgrag.methods.ultrag.prompts import arbitration_prompt
-from langchain_core.language_models import FakeListChatModel
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kgrag.errors import KgragError
 from kgrag.methods.ultrag.query import (
     MAX_DEPTH,
@@ -249,9 +250,10 @@ def test_bare_name_grammar_errors_stay_typed(text):
 
 
 def test_ultrag_runs_a_reply_with_bare_names():
+    from langchain_core.language_models import FakeListChatModel
+
     from kgrag import KnowledgeGraph
     from kgrag.methods.ultrag import UltRAG
-    from langchain_core.language_models import FakeListChatModel
 
     kg = KnowledgeGraph.from_triples([("Hapoel_Be'er_Sheva_FC", "is_in_country", "Israel"),
                                       ("Team (2014)", "coach", "Anna"),

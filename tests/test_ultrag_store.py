@@ -14,13 +14,14 @@ import random
 
 import numpy as np
 import pytest
+from langchain_core.language_models import FakeListChatModel
+from metaqa_samples import metaqa_films
+from protocol_store import ProtocolStore
+
 from kgrag import KnowledgeGraph
 from kgrag.methods.ultrag import QueryResolutionError, QueryStructureError, UltRAG
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
-from langchain_core.language_models import FakeListChatModel
-from metaqa_samples import metaqa_films
-from protocol_store import ProtocolStore
 
 
 @pytest.fixture(autouse=True)
@@ -141,6 +142,7 @@ def test_pipeline_on_a_store_with_a_fake_llm(film_kg):
 @pytest.fixture(scope="module")
 def falkor_stores(falkordb_server, film_kg):
     from falkordb import FalkorDB
+
     from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
     from kgrag.graph.cypher.neo4j import Neo4jGraphStore
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from llm_fakes import ScriptedLlamaLLM
+
 from kgrag import KnowledgeGraph
 from kgrag.errors import LLMOutputError
 from kgrag.llm.steps import LLMRequest, ask_and_parse, run_async, run_sync
 from kgrag.methods.ultrag import UltRAG
-from llm_fakes import ScriptedLlamaLLM
 
 
 @pytest.fixture(autouse=True)

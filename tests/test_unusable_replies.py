@@ -15,14 +15,14 @@ import asyncio
 import logging
 
 import pytest
-from kgrag.graph import read_triples
-from kgrag import KnowledgeGraph
-from kgrag.data import demo_data_path
-from kgrag.errors import LLMCallError, LLMOutputError
-from kgrag.methods.base import UNUSABLE_REPLY_POLICIES
 
 import langchain_kgrag
 import llama_index_kgrag
+from kgrag import KnowledgeGraph
+from kgrag.data import demo_data_path
+from kgrag.errors import LLMCallError, LLMOutputError
+from kgrag.graph import read_triples
+from kgrag.methods.base import UNUSABLE_REPLY_POLICIES
 from langchain_kgrag.testing import scripted_chat
 from llama_index_kgrag.testing import scripted_llm
 

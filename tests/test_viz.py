@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pytest
+
 from kgrag import KnowledgeGraph
 from kgrag.cli import main
 from kgrag.context.types import Chunk, RetrievalResult, ScoredEntity, Subgraph, Triple

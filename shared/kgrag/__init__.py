@@ -5,6 +5,7 @@ The core never imports LangChain or LlamaIndex; the adapters live in ``langchain
 clients) are imported lazily where they are needed, so ``import kgrag`` stays light.
 """
 
+from kgrag._version import __version__ as __version__
 from kgrag.context.types import (
     Answer,
     Chunk,
@@ -25,8 +26,6 @@ from kgrag.graph import (
     read_triples,
     save_graph,
 )
-
-from kgrag._version import __version__ as __version__
 
 __all__ = [
     "Answer",

@@ -16,8 +16,8 @@ import sys
 import warnings
 from typing import Iterator, Sequence
 
-from kgrag._version import __version__
 import kgrag.commands
+from kgrag._version import __version__
 from kgrag.commands.common import CommandParser, add_cache_arguments, leaf_parsers
 from kgrag.errors import EmptyGraphWarning, KgragError
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kgrag._version import __version__
 import kgrag.commands
+from kgrag._version import __version__
 from kgrag.commands.common import add_command
 from kgrag.data import bundled_data_path, demo_data_path
 from kgrag.graph.conversions import read_triples

@@ -129,7 +129,6 @@ def _check_files(root: FsPath, manifest: dict, mmap: bool) -> None:
                     "unnoticed; save the graph again to add them", root)
         return
     from kgrag.graph.checksums import verify_checksums
-
     from kgrag.graph.mapped import INDEX_ARRAYS
 
     tables = ["nodes.json", "relations.json", "extras.json"]

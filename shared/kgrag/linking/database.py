@@ -56,8 +56,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kgrag.graph.base import CypherStore, GraphStore, is_cypher_store
-from kgrag.linking.linker import EntityLinker, Link, register_store_linker
 from kgrag.linking.fuzzy import coverage_wratio, name_key
+from kgrag.linking.linker import EntityLinker, Link, register_store_linker
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from typing import Any, Callable
 import numpy as np
 
 from kgrag.context.types import ScoredEntity
+from kgrag.embed.vector_index import DEFAULT_HNSW_THRESHOLD, VectorIndex
 from kgrag.errors import EmbeddingError, GraphFormatError, GraphLoadError
 from kgrag.graph.base import GraphStore, is_cypher_store
-from kgrag.embed.vector_index import DEFAULT_HNSW_THRESHOLD, VectorIndex
 from kgrag.linking.fuzzy import FuzzyIndex, name_key
 from kgrag.text.names import relation_words
 

@@ -25,10 +25,10 @@ meant is decided by the graph -- only the one leaving the current entities has e
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from kgrag.linking.fuzzy import name_key
 from kgrag.text.relations import all_relation_texts
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.base import GraphStore

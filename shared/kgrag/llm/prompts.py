@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
 #: the variables that carry what a prompt is about -- the question and the retrieved data (or
 #: the text, the tasks) -- which a replacement template must keep: one without them sends the
 #: LLM a prompt that cannot be answered, silently. Variables outside this set (few-shot

@@ -51,11 +51,16 @@ from kgrag.llm.base import no_llm_message
 from kgrag.llm.steps import CallLog, Steps, run_async, run_sync
 from kgrag.methods.config import (
     DEFAULT_UNUSABLE_REPLY as DEFAULT_UNUSABLE_REPLY,
+)
+from kgrag.methods.config import (
     UNUSABLE_REPLY_POLICIES as UNUSABLE_REPLY_POLICIES,
+)
+from kgrag.methods.config import (
     MethodConfig,
+)
+from kgrag.methods.config import (
     check_unusable_reply as check_unusable_reply,
 )
-
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")

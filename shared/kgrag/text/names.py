@@ -15,7 +15,6 @@ import unicodedata
 from typing import Any
 
 
-
 def normalize_name(name: Any) -> str:
     """Canonical form of a node or relation name: ``str``, NFC-normalised, outer space stripped.
 

@@ -41,8 +41,8 @@ from kgrag.errors import GraphDatabaseError, QueryParameterError, QueryTimeoutEr
 from kgrag.graph.annotations import GraphAnnotations
 from kgrag.graph.base import Direction, PathStep, check_direction, parse_relation_path
 from kgrag.graph.cypher.budget import MAX_RANGE_ELEMENTS, prepare_untrusted_query
-from kgrag.graph.memory import KnowledgeGraph
 from kgrag.graph.cypher.result_budget import MAX_RESULT_BYTES
+from kgrag.graph.memory import KnowledgeGraph
 from kgrag.text.names import normalize_name
 
 log = logging.getLogger(__name__)

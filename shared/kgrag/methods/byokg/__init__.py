@@ -6,9 +6,9 @@ agentic and scoring-based triplet retrieval); the context is refined over ``T_R 
 before a final answer call. See :class:`ByoKGRAG` and ``docs/byokg.md``.
 """
 
+from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.parsing import LinkerOutput, parse_linker_output
-from kgrag.methods.byokg.config import ByoKGConfig
 from kgrag.methods.byokg.pipeline import ByoKGRAG, retrieved_entities
 from kgrag.methods.byokg.query import check_read_only, execute_query
 from kgrag.methods.byokg.tools import GraphTools

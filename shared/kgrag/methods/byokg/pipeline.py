@@ -47,6 +47,7 @@ from kgrag.errors import LLMOutputError
 from kgrag.graph.base import GraphStore, is_cypher_store, runs_cypher
 from kgrag.graph.memory import normalize_name
 from kgrag.llm import optional_llm
+from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, in_thread
 from kgrag.methods.base import NOTHING_LINKED, KGMethod, Run, explain_empty
 from kgrag.methods.byokg.config import TRIPLET_MODES as TRIPLET_MODES
@@ -55,11 +56,9 @@ from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
 from kgrag.methods.byokg.parsing import parse_answers, parse_linker_reply
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
-from kgrag.llm.prompts import PromptSet
 from kgrag.methods.byokg.prompts import PROMPTS, answer_prompt, linker_prompt
 from kgrag.methods.byokg.query import execute_query
 from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_traversal
-
 
 #: Mentions linked per KG-Linker call at most (a runaway reply must not link hundreds).
 MAX_MENTIONS = 30

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from kgrag.errors import EmptyInputError, LLMNotConfiguredError
 from kgrag.llm.base import NO_LLM_HELP, as_llm
+from kgrag.llm.prompts import PromptSet
 from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.cost import cost_report, first_prompt_tokens
 from kgrag.methods.ketrag.documents import to_source_documents
@@ -43,7 +44,6 @@ from kgrag.methods.ketrag.extraction import (
 from kgrag.methods.ketrag.index import KETIndex
 from kgrag.methods.ketrag.keyword_graph import build_keyword_graph, build_sentence_table
 from kgrag.methods.ketrag.knn import build_chunk_knn_graph, pagerank, select_key_chunks
-from kgrag.llm.prompts import PromptSet
 from kgrag.methods.ketrag.prompts import PROMPTS, summary_prompt
 from kgrag.methods.ketrag.skeleton import Skeleton, build_skeleton, entity_embedding_texts
 from kgrag.text.chunking import chunk_and_split

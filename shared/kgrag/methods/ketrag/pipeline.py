@@ -14,12 +14,12 @@ from kgrag.context.types import Answer, RetrievalResult, RetrievedItem, Usage
 from kgrag.errors import EmbeddingError
 from kgrag.graph.base import GraphStore
 from kgrag.llm.base import optional_llm
+from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Steps, answer_steps, in_thread
 from kgrag.methods.base import KGMethod, check_unusable_reply
 from kgrag.methods.ketrag.builder import build_index
 from kgrag.methods.ketrag.config import KETRAGConfig
 from kgrag.methods.ketrag.index import KETIndex
-from kgrag.llm.prompts import PromptSet
 from kgrag.methods.ketrag.prompts import PROMPTS, answer_prompt
 from kgrag.methods.ketrag.retrieval import retrieve_context
 from kgrag.text.tokens import TextTokenizer, get_tokenizer

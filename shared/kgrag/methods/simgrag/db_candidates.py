@@ -19,7 +19,6 @@ import numpy as np
 
 from kgrag.methods.simgrag.search import CandidateSet
 
-
 #: the index is asked for ``oversample x k`` nodes, re-scored exactly, and the best k kept:
 #: HNSW recall@16 on 1M-edge random 64-d vectors rose from 0.76 (k) to the table's value
 OVERSAMPLE = 4
