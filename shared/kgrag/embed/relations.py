@@ -8,7 +8,7 @@ distances to one value per relation: the best over that relation's texts.
 >>> from kgrag.embed import LookupEmbedder
 >>> emb = LookupEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
 >>> vecs = RelationTextVectors.from_texts([["a", "b"], ["c"]], emb)
->>> vecs.similarities(np.array([0.0, 1.0])).round(2).tolist()
+>>> vecs.similarities(np.array([0.0, 1.0])).astype(float).round(2).tolist()
 [1.0, 0.8]
 """
 

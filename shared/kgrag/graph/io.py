@@ -296,14 +296,17 @@ def iter_triples(path: Any, **kwargs: Any) -> TripleReader:
 
 # ---------------------------------------------------------------------- relation labels
 def read_relation_labels(path: Any, *, encoding: str = "utf-8") -> dict[str, list[str]]:
-    """Relation labels from a second file: JSON ``{"P57": "director" | [labels...]}``, or
+    r"""Relation labels from a second file: JSON ``{"P57": "director" | [labels...]}``, or
     lines ``relation<TAB>label[<TAB>alias...]`` (comma-separated in a ``.csv``; ``#`` comments).
 
-    >>> import tempfile, os
-    >>> f = os.path.join(tempfile.mkdtemp(), "labels.tsv")
-    >>> _ = open(f, "w").write("P57\tdirector\tdirected by\n# comment\nP161\tcast member\n")
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> f = os.path.join(tmp.name, "labels.tsv")
+    >>> with open(f, "w") as out:
+    ...     _ = out.write("P57\tdirector\tdirected by\n# comment\nP161\tcast member\n")
     >>> read_relation_labels(f)
     {'P57': ['director', 'directed by'], 'P161': ['cast member']}
+    >>> tmp.cleanup()
     """
     import csv
 
