@@ -12,7 +12,8 @@ Measured, one run:
   the longest word removed: "tokyo godfather"), and how often each linker ranks the
   original entity first.
 
-    python benchmarks/bench_db_linking.py --mentions 300 --out benchmarks/results/db_linking_metaqa.json
+    python benchmarks/bench_db_linking.py --mentions 300 --out
+    benchmarks/results/db_linking_metaqa.json
 """
 
 from __future__ import annotations

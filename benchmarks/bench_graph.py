@@ -1,4 +1,5 @@
-"""Benchmark the in-memory ``kgrag.KnowledgeGraph`` (optionally side by side with ByoKG-RAG's store).
+"""Benchmark the in-memory ``kgrag.KnowledgeGraph`` (optionally side by side with ByoKG-RAG's
+store).
 
 What is measured (medians over many repetitions; see ``benchmarks/README.md``):
 
@@ -21,8 +22,9 @@ graph would have to be used for undirected work (its build cost is not charged t
 
 Examples::
 
-    python benchmarks/bench_graph.py --edges 1000000 --reference --out benchmarks/results/graph_1M.json
-    python benchmarks/bench_graph.py --edges 10000000 --out benchmarks/results/graph_10M.json
+    python benchmarks/bench_graph.py --edges 1000000 --reference --out
+    benchmarks/results/graph_1M.json python benchmarks/bench_graph.py --edges 10000000 --out
+    benchmarks/results/graph_10M.json
     python benchmarks/bench_graph.py --file ../shared/data/metaqa/kb_reconstructed.txt --sep '|' \\
         --reference --out benchmarks/results/graph_metaqa.json
 """
@@ -108,7 +110,8 @@ def _status_kb(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def time_calls(fn: Callable[[Any], Any], args: list[Any], *, min_calls: int, max_seconds: float) -> dict:
+def time_calls(fn: Callable[[Any], Any], args: list[Any], *, min_calls: int,
+               max_seconds: float) -> dict:
     """Call ``fn(arg)`` cycling over ``args`` at least ``min_calls`` times (time permitting)."""
     samples: list[float] = []
     deadline = time.perf_counter() + max_seconds
@@ -231,7 +234,8 @@ def sample_workload(kg: Any, rng: np.random.Generator, n_single: int, n_bulk: in
             src, rels, node = int(kg.heads[e]), [int(kg.rels[e])], int(kg.tails[e])
             for _ in range(length - 1):
                 lo, hi = int(kg.out_indptr[node]), int(kg.out_indptr[node + 1])
-                # a step back to the previous node would be skipped by the reference (self-loop rule)
+                # a step back to the previous node would be skipped by the reference (self-loop
+                # rule)
                 if hi == lo:
                     break
                 e = int(rng.integers(lo, hi))
@@ -305,7 +309,8 @@ def run_operations(kg: Any, work: dict, reference: Any | None, args: argparse.Na
             ("reference", lambda a: tf.follow_paths([a[0]], [a[1]]), path_named[key])]))
     plan += [
         ("shortest_path_pair_undirected", single, [
-            ("ours", lambda p: kg.shortest_paths([p[0]], [p[1]], max_hops=3, directed=False), pairs),
+            ("ours", lambda p: kg.shortest_paths([p[0]], [p[1]], max_hops=3, directed=False),
+             pairs),
             ("reference", lambda p: ts.shortest_paths([p[0]], [p[1]], max_distance=3), pairs)]),
         ("shortest_path_pair_directed", single, [
             ("ours", lambda p: kg.shortest_paths([p[0]], [p[1]], max_hops=3, directed=True), pairs),

@@ -151,7 +151,8 @@ def main() -> None:
     print(f"{kg!r}; embeddings + linker ready in {setup_s:.1f}s", flush=True)
 
     report = {"kg": kg.counts(), "setup_s": round(setup_s, 1), "limit": args.limit,
-              "seed": args.seed, "relation_names": args.relation_names, "python": platform.python_version(), "hops": {}}
+              "seed": args.seed, "relation_names": args.relation_names,
+              "python": platform.python_version(), "hops": {}}
     for hop in [int(h) for h in args.hops.split(",")]:
         examples = load_metaqa(DATA, hop, limit=args.limit, seed=args.seed)
         oracle = ByoKGRAG(kg, llm=OracleLinker(examples), linker=linker, scorer=scorer)
@@ -164,10 +165,12 @@ def main() -> None:
             row["llm_free_no_brackets"] = evaluate(free, examples, strip_brackets=True)
             for key in ("llm_free", "llm_free_no_brackets"):
                 print(f"{hop}-hop {key}: "
-                      f"{json.dumps({k: v for k, v in row[key].items() if k not in QUIET})}", flush=True)
+                      f"{json.dumps({k: v for k, v in row[key].items() if k not in QUIET})}",
+                      flush=True)
         report["hops"][str(hop)] = row
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(stamp(report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps(stamp(report), indent=2, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -10,14 +10,14 @@ Both sides get the same inputs per question, with no LLM in the timing:
   *and* its inverse (``tail, r_inv, head``), so both sides can walk the same paths;
 * targets -- the gold answers, as the "linked draft answers" of Shortest-Paths.
 
-Measured per question: Follow-Paths + Shortest-Paths as raw paths
-(``GTraversal.follow_paths`` + ``GTraversal.shortest_paths`` vs kgrag's ``follow_metapath`` +
-``shortest_paths`` with ``direction="out"`` and no path cap), and end-to-end verbalised
-(``PathRetriever.retrieve`` with ``PathVerbalizer`` vs the same plus kgrag's merged
-verbalisation). The end nodes reached by the metapath are compared between the two (kgrag keeps one walk per end
-node and never steps straight back over the edge it came by; the reference keeps every walk, so
-its back-and-forth walks are left out of the comparison, not out of its timing). graphrag-byokg is only a benchmark peer,
-installed in the benchmark environment, never a kgrag dependency.
+Measured per question: Follow-Paths + Shortest-Paths as raw paths (``GTraversal.follow_paths`` +
+``GTraversal.shortest_paths`` vs kgrag's ``follow_metapath`` + ``shortest_paths`` with
+``direction="out"`` and no path cap), and end-to-end verbalised (``PathRetriever.retrieve`` with
+``PathVerbalizer`` vs the same plus kgrag's merged verbalisation). The end nodes reached by the
+metapath are compared between the two (kgrag keeps one walk per end node and never steps straight
+back over the edge it came by; the reference keeps every walk, so its back-and-forth walks are left
+out of the comparison, not out of its timing). graphrag-byokg is only a benchmark peer, installed in
+the benchmark environment, never a kgrag dependency.
 
 Usage::
 

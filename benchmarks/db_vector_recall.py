@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             recalls = []
             for q in qv:
                 exact = set(np.argsort(-(vectors @ q), kind="stable")[:k].tolist())
-                found = {kg.node_index[n] for n, _ in store.vector_search(stored.index, q.tolist(), k)}
+                found = {kg.node_index[n]
+                         for n, _ in store.vector_search(stored.index, q.tolist(), k)}
                 recalls.append(len(exact & found) / k)
             report["recall"][str(k)] = {"mean": round(statistics.mean(recalls), 4),
                                         "min": round(min(recalls), 4)}

@@ -25,13 +25,13 @@ recombining their words (2-4 words, as in ``bench_linking.py``). Paths, each wit
   the sample: faster, but its vectors miss the 1e-3 cosine bound (see
   docs/benchmarks-linking.md).
 
-Every path is timed on a sample (``--previous-sample`` names) of each list; ``onnx`` and
-``bf16`` also on the whole list (``onnx`` on synthetic lists only up to ``--full-onnx-max``
-names). Agreement: the largest ``1 - cosine`` between each path's and ``previous``'s vectors on
-the sample, and for ``bf16`` against ``onnx`` on every name when both ran on the whole list. Wall-clock names/s are what the machine gave; ``cpu_s`` (process CPU seconds)
-is reported beside them because on a shared machine the 1-thread CPU-time ratio is the steadier
-speed-up. ``bf16`` runs only on CPUs with native bfloat16 (emulated it is slower than float32 and
-is never the default there).
+Every path is timed on a sample (``--previous-sample`` names) of each list; ``onnx`` and ``bf16``
+also on the whole list (``onnx`` on synthetic lists only up to ``--full-onnx-max`` names).
+Agreement: the largest ``1 - cosine`` between each path's and ``previous``'s vectors on the sample,
+and for ``bf16`` against ``onnx`` on every name when both ran on the whole list. Wall-clock names/s
+are what the machine gave; ``cpu_s`` (process CPU seconds) is reported beside them because on a
+shared machine the 1-thread CPU-time ratio is the steadier speed-up. ``bf16`` runs only on CPUs with
+native bfloat16 (emulated it is slower than float32 and is never the default there).
 
 The physical limit: ``limits`` in the JSON has the machine's float32 matrix-product rate
 (PyTorch, square 1024 and MiniLM-shaped ``(64 x 5) x 384 x 1536`` products, per thread count),
@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                            int8=not args.no_int8)
     result = {"rows": rows, "limits": limits, "bf16_native": bf16, "machine": {
         "python": platform.python_version(), "cpus": os.cpu_count(),
-        "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "shared": "2 cores shared with other engineers' jobs"},
+        "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
+        "shared": "2 cores shared with other engineers' jobs"},
         "command": "python benchmarks/embed_throughput.py " + " ".join(argv or sys.argv[1:])}
     Path(args.out).write_text(json.dumps(stamp(result), indent=2))
     import shutil

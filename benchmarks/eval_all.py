@@ -255,7 +255,8 @@ def write_doc(summaries: list[dict]) -> None:
         "## Reproduce",
         "",
         "```bash",
-        "python benchmarks/eval_all.py --limit 300   # all pairs; resumes from benchmarks/.cache/eval",
+        "python benchmarks/eval_all.py --limit 300   # all pairs; resumes from "
+        "benchmarks/.cache/eval",
         "python benchmarks/eval_all.py --limit 500 --only ketrag   # all 500 MuSiQue questions",
         "kgrag eval --method simgrag --dataset metaqa-2hop --limit 300 --mode oracle \\",
         "    --cache-dir benchmarks/.cache/embeddings --out /tmp/eval   # one pair",

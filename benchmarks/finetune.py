@@ -132,7 +132,8 @@ def run_setting(dataset: str, setting: str, examples: list, method: Any, selecto
             if isinstance(selector, GraphRAFTOracleSelector):
                 selector.example = ex
             try:
-                picked = selector.select(ex.question, cands, method.config.beam_width) if cands else []
+                picked = selector.select(ex.question, cands,
+                                         method.config.beam_width) if cands else []
                 error = ""
             except LLMOutputError as exc:
                 picked, error = [], str(exc)[:200]

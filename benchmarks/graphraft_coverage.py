@@ -71,8 +71,10 @@ def pathquestion_kg(kb: str) -> KnowledgeGraph:
 def datasets(limit: int, seed: int):
     """``(name, graph key, examples)`` per question set."""
     for hop in (1, 2, 3):
-        yield f"MetaQA-{hop}hop", "metaqa", load_metaqa(DATA / "metaqa", hop, limit=limit, seed=seed)
-    for name, qfile, kb in (("PQ-2H", "PQ-2H.txt", "2H-kb.txt"), ("PQ-3H", "PQ-3H.txt", "3H-kb.txt")):
+        yield f"MetaQA-{hop}hop", "metaqa", load_metaqa(DATA / "metaqa", hop, limit=limit,
+                                                        seed=seed)
+    for name, qfile, kb in (("PQ-2H", "PQ-2H.txt", "2H-kb.txt"),
+                            ("PQ-3H", "PQ-3H.txt", "3H-kb.txt")):
         yield name, kb, load_pathquestion(DATA / "pathquestion" / qfile, limit=limit, seed=seed)
 
 
@@ -140,10 +142,13 @@ def run_coverage(limit: int, seed: int) -> dict:
             print(f"loaded {key} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         kg = loaded[1]
         result = coverage(kg, examples)
-        result["graph"] = {"nodes": kg.num_nodes, "edges": kg.num_edges, "relations": kg.num_relations}
+        result["graph"] = {"nodes": kg.num_nodes, "edges": kg.num_edges,
+                           "relations": kg.num_relations}
         out[name] = result
-        print(name, json.dumps({k: result[k] for k in ("questions", "coverage_pct", "label_kept_pct",
-                                                       "label_on_gold_path_pct", "candidates_mean")}),
+        print(name, json.dumps({k: result[k] for k in ("questions", "coverage_pct",
+                                                       "label_kept_pct",
+                                                       "label_on_gold_path_pct",
+                                                       "candidates_mean")}),
               file=sys.stderr)
     return out
 
@@ -267,7 +272,8 @@ def run_database(limit: int, seed: int) -> dict:
             t_mem.sort()
             t_db.sort()
             out[f"MetaQA-{hop}hop"] = {
-                "questions": len(examples), "identical_pct": _pct([1] * equal + [0] * (len(examples) - equal)),
+                "questions": len(examples),
+                "identical_pct": _pct([1] * equal + [0] * (len(examples) - equal)),
                 "candidates": rows,
                 "numpy_ms_mean": round(statistics.fmean(t_mem), 2),
                 "numpy_ms_p95": round(t_mem[int(0.95 * (len(t_mem) - 1))], 2),

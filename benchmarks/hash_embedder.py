@@ -29,7 +29,8 @@ class HashUnitEmbedder:
         return f"hash-unit-{self._dimension}"
 
     def _one(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+        seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(),
+                              "little")
         v = np.random.default_rng(seed).standard_normal(self._dimension).astype(np.float32)
         return v / np.linalg.norm(v)
 

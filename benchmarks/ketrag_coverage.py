@@ -68,7 +68,8 @@ def load_musique() -> tuple[list[str], list[dict]]:
 def load_hotpotqa() -> tuple[list[str], list[dict]]:
     root = DATA / "hotpotqa" / "hipporag_train100"
     corpus = json.loads((root / "hotpotqa_train_corpus.json").read_text(encoding="utf-8"))
-    text = "\n".join(f"{title}: {''.join(sentences).strip()}" for title, sentences in corpus.items())
+    text = "\n".join(f"{title}: {''.join(sentences).strip()}"
+                     for title, sentences in corpus.items())
     qa = json.loads((root / "hotpotqa_train.json").read_text(encoding="utf-8"))
     return [text], [{"question": q["question"], "answer": q["answer"]} for q in qa]
 
@@ -129,7 +130,8 @@ def run(name: str, embedder, tok) -> dict:
         # retrieval after the question embedding (shared by both retrievers), on a shared machine
         "keyword_retrieval_ms_per_question": round(1000 * float(np.mean(latency)), 1),
         "coverage": rows,
-        "projected_extraction": {"0.8": index.projected_cost(0.8), "1.0": index.projected_cost(1.0)},
+        "projected_extraction": {"0.8": index.projected_cost(0.8),
+                                 "1.0": index.projected_cost(1.0)},
     }
 
 

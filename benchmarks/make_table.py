@@ -40,7 +40,8 @@ def table(result: dict) -> str:
     lines = [f"### {g['source']} — {g['nodes']:,} nodes, {g['edges']:,} edges, "
              f"{g['relations']} relations", "",
              f"`{result['command']}` ({result['date']}, load average "
-             f"{result['load_average_at_start'][0]:.1f} → {result['load_average_at_end'][0]:.1f})", "",
+             f"{result['load_average_at_start'][0]:.1f} → {result['load_average_at_end'][0]:.1f})",
+             "",
              "| build | seconds (median) | peak RSS MB | RSS after MB |", "|---|---:|---:|---:|"]
     b = result["build"]
     for key, label in BUILDS:

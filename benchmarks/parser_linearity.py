@@ -1,10 +1,10 @@
 """Every parser of untrusted text is linear in the reply size (issue 18).
 
 For each parser in ``tests/hostile_inputs.py`` and each adversarial family of replies (runs of
-unclosed tags, deep nesting, digit runs, spaces, quotes, surrogates, realistic prose...), time
-the parser on a 20 kB and a 200 kB reply (median thread CPU time of ``--repeat`` samples) and report ``t(200 kB) /
-t(20 kB)``. A linear parser gives about 10; the target is at most 15. Calls faster than
-``--floor`` seconds at 200 kB count as within target whatever their ratio (timer noise on a
+unclosed tags, deep nesting, digit runs, spaces, quotes, surrogates, realistic prose...), time the
+parser on a 20 kB and a 200 kB reply (median thread CPU time of ``--repeat`` samples) and report
+``t(200 kB) / t(20 kB)``. A linear parser gives about 10; the target is at most 15. Calls faster
+than ``--floor`` seconds at 200 kB count as within target whatever their ratio (timer noise on a
 shared machine dominates below a few milliseconds). The outcome of each call (value or typed
 ``KgragError``) is recorded too: anything else is a failure.
 

@@ -86,7 +86,8 @@ def _save(rows: list[dict], meta: dict, out_path: Path = OUT) -> None:
     merged.update({key(r): r for r in rows})
     order = {pair: i for i, pair in enumerate(PAIRS)}
     out = {**existing, **meta,
-           "rows": sorted(merged.values(), key=lambda r: (order.get((r["method"], r["dataset"]), 99),
+           "rows": sorted(merged.values(),
+                          key=lambda r: (order.get((r["method"], r["dataset"]), 99),
                                                           r.get("framework", ""),
                                                           r.get("policy", "")))}
     out_path.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

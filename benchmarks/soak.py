@@ -17,13 +17,13 @@ nested and truncated JSON, a body over the service's size limit). A hostile requ
 a 200 or a 4xx: a 5xx, a dropped connection or a timeout is an error (goal 0), and the
 ordinary requests running beside them must still all succeed.
 
-Reported: requests, throughput, p50 / p90 / p99 / max latency per method and overall, errors
-(any non-200 or failed connection; goal 0), ultrag answers that miss the gold set (goal 0),
-byokg hit@1, and memory (RSS, PSS, USS from ``/proc/<pid>/smaps_rollup``) of every server
-process after start-up, after the warm-up ("start") and at the end (goal: < 5 % growth from
-start to end), and the workers lost (died and replaced; goal 0). Measuring starts only after
-every method has answered in every worker, then ``--warmup`` seconds of load. Ends with SIGTERM and checks the service exits 0. Loopback only; every request
-has a timeout and the run has a hard time cap.
+Reported: requests, throughput, p50 / p90 / p99 / max latency per method and overall, errors (any
+non-200 or failed connection; goal 0), ultrag answers that miss the gold set (goal 0), byokg hit@1,
+and memory (RSS, PSS, USS from ``/proc/<pid>/smaps_rollup``) of every server process after start-up,
+after the warm-up ("start") and at the end (goal: < 5 % growth from start to end), and the workers
+lost (died and replaced; goal 0). Measuring starts only after every method has answered in every
+worker, then ``--warmup`` seconds of load. Ends with SIGTERM and checks the service exits 0.
+Loopback only; every request has a timeout and the run has a hard time cap.
 
     flock /work/bench.lock python benchmarks/soak.py --minutes 10 --clients 8 --workers 2
     flock /work/bench.lock python benchmarks/soak.py --minutes 4 --warmup 30 --hostile 0.2 \

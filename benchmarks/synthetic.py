@@ -95,7 +95,8 @@ def generate(
     """
     if num_edges < 1:
         raise ValueError("num_edges must be positive")
-    n = int(num_nodes if num_nodes is not None else max(2, round(num_edges / DEFAULT_EDGES_PER_NODE)))
+    n = int(num_nodes if num_nodes is not None
+            else max(2, round(num_edges / DEFAULT_EDGES_PER_NODE)))
     r = int(num_relations)
     if n < 2 or r < 1:
         raise ValueError("need at least 2 nodes and 1 relation")

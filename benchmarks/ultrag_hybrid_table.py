@@ -1,10 +1,11 @@
 """docs/ultrag.md's executor table from the ``ultrag_neural.py incomplete`` JSONs.
 
 One row per dataset and share of edges removed: exact / neural / default (hybrid) MRR, Hits@1,
-Hits@10, the frequency prior's MRR, how often the default's top answer is an exact answer (when
-one exists), how often the default ran the neural executor, the share of the neural gain over
-the exact executor the default keeps (where that gain is at least a point), and each executor's median ``UltRAG.run`` time. Then the
-per-relation comparison with the prior and the calibration of the neural scores.
+Hits@10, the frequency prior's MRR, how often the default's top answer is an exact answer (when one
+exists), how often the default ran the neural executor, the share of the neural gain over the exact
+executor the default keeps (where that gain is at least a point), and each executor's median
+``UltRAG.run`` time. Then the per-relation comparison with the prior and the calibration of the
+neural scores.
 
 Usage::
 

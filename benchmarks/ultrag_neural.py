@@ -375,7 +375,8 @@ def latency(args: argparse.Namespace) -> dict:
                           "p90_ms": round(float(np.percentile(times, 90)), 1),
                           "median_ms_per_projection": round(statistics.median(per_projection), 1)}
         print(shape, results[shape], file=sys.stderr)
-    report = {"benchmark": "ultrag_neural latency", "executor": args.executor, "graph": label, "nodes": kg.num_nodes,
+    report = {"benchmark": "ultrag_neural latency", "executor": args.executor, "graph": label,
+              "nodes": kg.num_nodes,
               "edges": kg.num_edges, "relations": kg.num_relations, "threads": args.threads,
               "subgraph_k": method.graph_executor.subgraph_k, "graph_load_s": round(load_s, 1),
               "command": " ".join(["python benchmarks/ultrag_neural.py latency",

@@ -1,4 +1,5 @@
-"""Fine-tune GraphRAFT's query selector (L1) or answer model (L2) with LoRA (optional; not run in CI).
+"""Fine-tune GraphRAFT's query selector (L1) or answer model (L2) with LoRA (optional; not run in
+CI).
 
 Input: the chat-format JSONL written by ``kgrag graphraft export-training-data``
 (``selector.jsonl`` for L1, ``answer.jsonl`` for L2). Output: a LoRA adapter directory. Needs a

@@ -16,9 +16,10 @@ Point it at your database with environment variables (or the matching options)::
 Entities are nodes with label ``--node-label`` (default ``Entity``) and a ``--name-property``
 (default ``name``); relation names are relationship types. A graph that LangChain's
 ``add_graph_documents`` or LlamaIndex's ``PropertyGraphIndex`` wrote needs no mapping:
-``Neo4jGraphStore.from_langchain(graph, data_model="auto")`` (docs/graph-databases.md). ``--load-demo-data`` first MERGEs the
-bundled movie graph under that label (skip it for your own graph, and change the question and
-query). The UltRAG query writer is a scripted stand-in: replace it with your own chat model.
+``Neo4jGraphStore.from_langchain(graph, data_model="auto")`` (docs/graph-databases.md).
+``--load-demo-data`` first MERGEs the bundled movie graph under that label (skip it for your own
+graph, and change the question and query). The UltRAG query writer is a scripted stand-in: replace
+it with your own chat model.
 
 Any Bolt server works; kgrag's test suite runs this script against FalkorDB's Bolt port, with the
 data loaded beforehand through ``FalkorDBGraphStore`` (FalkorDB's Bolt splices parameters into

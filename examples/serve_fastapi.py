@@ -225,7 +225,8 @@ class Bundle:
 
     def retrieve(self, method: str, question: str, query: str | None, top_k: int) -> dict:
         if method not in self.methods:
-            raise LookupError(f"method {method!r} is not served here; served: {sorted(self.methods)}")
+            raise LookupError(f"method {method!r} is not served here; served: "
+                              f"{sorted(self.methods)}")
         core = self.methods[method]
         if method == "ultrag":
             if not query:

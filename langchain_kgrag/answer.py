@@ -8,14 +8,12 @@ when the retrieval records one (e.g. an unusable LLM reply under ``on_unusable_r
 docs/examples.md). The LLM calls run under the chain's run (child callbacks), so tracers see
 retrieval and answer calls nested.
 
-``stream`` yields ``{"delta": piece}`` chunks while the method's final answer call streams
-(the intermediate calls of multi-step methods are not streamed), then one chunk with the four
-keys above; chunks are ``AddableDict`` s, so adding them up gives the output plus ``delta``
-(the whole reply's text). The deltas carry the reply's text only: its markup tags
-(``<answers>``) and the blanks around it are filtered out as they stream
-(:class:`kgrag.llm.streaming.TagStripper`). A method without an answer LLM call (UltRAG's margin arbitrator) streams
-no deltas.
-"""
+``stream`` yields ``{"delta": piece}`` chunks while the method's final answer call streams (the
+intermediate calls of multi-step methods are not streamed), then one chunk with the four keys above;
+chunks are ``AddableDict`` s, so adding them up gives the output plus ``delta`` (the whole reply's
+text). The deltas carry the reply's text only: its markup tags (``<answers>``) and the blanks around
+it are filtered out as they stream (:class:`kgrag.llm.streaming.TagStripper`). A method without an
+answer LLM call (UltRAG's margin arbitrator) streams no deltas. """
 
 from __future__ import annotations
 

@@ -43,10 +43,10 @@ class UltRAGRetriever(KGRetriever):
     def as_query_tool(self, name: str = QUERY_TOOL_NAME,
                       description: str | None = None) -> BaseTool:
         """The **query tool**: its input is a logical query the agent wrote in UltRAG's DSL
-        (described ``query`` argument; no LLM call), unlike ``as_search_tool`` (the question
-        tool, ``knowledge_graph_answer_question``), whose input is a plain question. Each
-        line of its answer says whether the graph proves the entity or the neural executor
-        guessed it, and a short list says why (:func:`kgrag.methods.ultrag.tools.run_query_tool`)."""
+        (described ``query`` argument; no LLM call), unlike ``as_search_tool`` (the question tool,
+        ``knowledge_graph_answer_question``), whose input is a plain question. Each line of its
+        answer says whether the graph proves the entity or the neural executor guessed it, and a
+        short list says why (:func:`kgrag.methods.ultrag.tools.run_query_tool`)."""
 
         def run(query: str, question: str = "") -> str:
             return run_query_tool(cast("UltRAG", self.method), query, question, self.k)

@@ -61,7 +61,8 @@ class ScriptedLLM(CustomLLM):
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         text = self._reply(prompt)
-        return CompletionResponse(text=text, raw={"usage": dict(self.usage)} if self.usage else None)
+        return CompletionResponse(text=text,
+                                  raw={"usage": dict(self.usage)} if self.usage else None)
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False,

@@ -25,8 +25,10 @@ WORLD_SERIES = {f"{y} World Series" for y in (1959, 1963, 1965, 1981, 1988)}
 
 # CronQuestions-style temporal facts (paper Table 9), folded into triples.
 TEMPORAL = temporal_to_triples([
-    ("Francis Pym, Baron Pym", "position held", "Member of the 48th Parliament of the United Kingdom", (1979, 1983)),
-    ("Francis Pym, Baron Pym", "position held", "Member of the 47th Parliament of the United Kingdom", (1974, 1979)),
+    ("Francis Pym, Baron Pym", "position held",
+     "Member of the 48th Parliament of the United Kingdom", (1979, 1983)),
+    ("Francis Pym, Baron Pym", "position held",
+     "Member of the 47th Parliament of the United Kingdom", (1974, 1979)),
     ("Per Kleppe", "position held", "Minister of Finance of Norway", (1973, 1979)),
     ("Ulf Sand", "position held", "Minister of Finance of Norway", (1986, 1988)),
 ])

@@ -9,7 +9,8 @@ from collections import defaultdict
 from shared_data import shared_data
 
 
-def metaqa_films(n_triples: int, seed: int, *, forbidden: str = "'\"\\") -> list[tuple[str, str, str]]:
+def metaqa_films(n_triples: int, seed: int, *,
+                 forbidden: str = "'\"\\") -> list[tuple[str, str, str]]:
     """All triples of randomly chosen MetaQA films until ``n_triples`` (connected via hubs).
 
     Films with a name containing a ``forbidden`` character are left out (FalkorDB's Bolt endpoint

@@ -56,14 +56,16 @@ def test_langchain_retriever_sync_async_and_usage(kg, parts):
     path_docs = [d for d in docs if d.metadata["kgrag_type"] == "path"]
     assert path_docs and path_docs[0].metadata["method"] == "byokg"
     assert {d.metadata["usage_calls"] for d in docs} == {4}  # the question's cost, per document
-    again = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT[:4]), **parts)
+    again = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT[:4]),
+                                        **parts)
     adocs = asyncio.run(again.ainvoke(KASTEN_Q))
     assert [d.page_content for d in adocs] == [d.page_content for d in docs]
 
 
 def test_langchain_batch_and_tool_in_llm_free_mode(kg, parts):
     retriever = LCByoKGRetriever.from_graph(kg, **parts)
-    batches = retriever.batch(["What language is spoken in Jamaica?", "Who is the president of USA?"])
+    batches = retriever.batch(["What language is spoken in Jamaica?",
+                               "Who is the president of USA?"])
     assert len(batches) == 2
     assert batches[0][0].page_content.startswith("English")      # top answer candidate
     assert "Joe Biden" in batches[1][0].page_content
@@ -74,7 +76,8 @@ def test_langchain_batch_and_tool_in_llm_free_mode(kg, parts):
 
 
 def test_langchain_answer_via_retriever(kg, parts):
-    retriever = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT), **parts)
+    retriever = LCByoKGRetriever.from_graph(kg, llm=FakeListChatModel(responses=KASTEN_SCRIPT),
+                                            **parts)
     answer = retriever.answer(KASTEN_Q)
     assert set(answer.answers) == WORLD_SERIES and answer.usage.calls == 5
 
@@ -92,7 +95,8 @@ def test_langchain_toolkit(kg, parts):
     ).endswith("Los Angeles Dodgers")
     assert "English" in tools["kg_shortest_path"].invoke({"source": "Jamaica", "target": "USA"})
     store = DelegatingStore(kg, cypher_rows=[[{"n": 13}]])
-    cypher_tools = {t.name: t for t in KGToolkit.from_graph(store, linker=parts["linker"]).get_tools()}
+    cypher_tools = {t.name: t for t in KGToolkit.from_graph(store,
+                                                            linker=parts["linker"]).get_tools()}
     assert '"n": 13' in cypher_tools["kg_cypher"].invoke({"query": "MATCH (n) RETURN count(n) AS n"})
     assert "refused" in cypher_tools["kg_cypher"].invoke({"query": "MATCH (n) DETACH DELETE n"})
     assert store.queries == ["MATCH (n) RETURN count(n) AS n"]
@@ -112,7 +116,8 @@ def test_llamaindex_query_engine_answers_with_sources(kg, parts):
     assert all(year in sources for year in WORLD_SERIES)
     assert all(year in llm.prompts[-1] for year in WORLD_SERIES)  # final call sees the context
     tool = QueryEngineTool.from_defaults(
-        ByoKGQueryEngine.from_graph(kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT), prompts=[], usage=USAGE),
+        ByoKGQueryEngine.from_graph(kg, llm=ScriptedLlamaLLM(replies=list(KASTEN_SCRIPT),
+                                                             prompts=[], usage=USAGE),
                                     **parts),
         name="byokg", description="Answer questions from the knowledge graph.")
     assert "1988 World Series" in str(tool.call(KASTEN_Q))

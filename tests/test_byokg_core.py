@@ -125,7 +125,8 @@ def test_linker_prompt_fields():
 # ---------------------------------------------------------------- paths
 def test_follow_path_stan_kasten(kg, resolver):
     found = follow_metapath(kg, ["Stan Kasten"],
-                            "business.board_member.leader_of -> organization.leadership.organization",
+                            "business.board_member.leader_of -> "
+                            "organization.leadership.organization",
                             resolver=resolver)
     assert not found.partial and len(found.paths) == 1
     assert found.paths[0].nodes == ("Stan Kasten", "m.0_yv0g3", "Los Angeles Dodgers")
@@ -212,7 +213,8 @@ def test_read_queries_pass_even_with_keywords_in_strings():
 
 
 def test_execute_query_rows_errors_and_refusals(kg):
-    store = DelegatingStore(kg, cypher_rows=[[{"name": "Kingston"}], SyntaxError("Invalid input 'RETRN'")])
+    store = DelegatingStore(kg, cypher_rows=[[{"name": "Kingston"}],
+                                             SyntaxError("Invalid input 'RETRN'")])
     ok = execute_query(store, "MATCH (c)<-[:capital]-(:Entity {name:'Jamaica'}) RETURN c.name AS name")
     assert ok.ok and ok.rows == [{"name": "Kingston"}] and "Kingston" in ok.verbalize()
     bad = execute_query(store, "MATCH (n) RETRN n")
@@ -289,7 +291,8 @@ def test_graph_tools_text(kg):
     assert "English -> countries_spoken_in -> USA | England" in text
     assert "Unknown relation" in tools.neighbors_text("English", "flies_to")
     fp = tools.follow_path_text("stan kasten",
-                                "business.board_member.leader_of -> organization.leadership.organization")
+                                "business.board_member.leader_of -> "
+                                "organization.leadership.organization")
     assert "closest match 'Stan Kasten'" in fp and fp.endswith("Los Angeles Dodgers")
     assert "Jamaica -> language_spoken -> English -> countries_spoken_in -> USA" in \
         tools.shortest_path_text("Jamaica", "USA")
@@ -300,8 +303,10 @@ def test_capped_paths_round_robin_over_direction_patterns():
     # MetaQA merges the film "2010" and the year 2010 into one node: walking release_year in
     # both directions from it reaches every film of 2010, which must not crowd out 1984.
     kg = KnowledgeGraph.from_triples(
-        [("52 Pick-Up", "starred_actors", "Roy Scheider"), ("2010", "starred_actors", "Roy Scheider"),
-         ("2010", "release_year", "1984")] + [(f"Film {i}", "release_year", "2010") for i in range(6)]
+        [("52 Pick-Up", "starred_actors", "Roy Scheider"),
+         ("2010", "starred_actors", "Roy Scheider"),
+         ("2010", "release_year", "1984")] + [(f"Film {i}", "release_year",
+                                               "2010") for i in range(6)]
         + [("Zed Movie", "starred_actors", "Roy Scheider"), ("Zed Movie", "release_year", "1999")])
     resolver = RelationResolver(kg.list_relations())
     path = "starred_actors -> starred_actors -> release_year"
@@ -322,7 +327,8 @@ def test_cli_command_and_demo_step(capsys):
 
     movies = str(Path(__file__).resolve().parents[1] / "examples" / "data" / "movies.tsv")
     status = main(["byokg", movies, "Where was the director of Tokyo Godfathers born?",
-                   "--entity", "Tokyo Godfathers", "--path", "directed_by -> born_in", "--linking", "fuzzy"])
+                   "--entity", "Tokyo Godfathers", "--path", "directed_by -> born_in", "--linking",
+                   "fuzzy"])
     out = capsys.readouterr().out
     assert status == 0 and "Tokyo Godfathers -> directed_by -> Satoshi Kon -> born_in -> Sapporo" in out
     lines = []

@@ -33,7 +33,8 @@ def store(falkordb_server):
 def test_cypher_error_feedback_on_falkordb(store):
     log = PromptLog()
     llm = FakeListChatModel(callbacks=[log], responses=[
-        "<entities>Jamaica</entities>\n<opencypher>MATCH (j:Entity {name: 'Jamaica'})-[:capital]->(c) "
+        "<entities>Jamaica</entities>\n<opencypher>MATCH (j:Entity {name: "
+        "'Jamaica'})-[:capital]->(c) "
         "RETRN c.name</opencypher>",
         "<entities>Jamaica</entities>\n<opencypher>MATCH (j:Entity {name: 'Jamaica'})-[:capital]->"
         "(c:Entity) RETURN c.name AS capital</opencypher>",

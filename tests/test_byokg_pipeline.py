@@ -40,7 +40,8 @@ def shared_parts(kg, minilm):
 
 
 def make(kg, llm, shared_parts, **params):
-    return ByoKGRAG(kg, llm=llm, linker=shared_parts["linker"], scorer=shared_parts["scorer"], **params)
+    return ByoKGRAG(kg, llm=llm, linker=shared_parts["linker"], scorer=shared_parts["scorer"],
+                    **params)
 
 
 # ---------------------------------------------------------------- Algorithm 1
@@ -197,7 +198,8 @@ def test_cypher_errors_are_fed_back_and_writes_refused(kg, shared_parts):
     assert "Invalid input 'RETRN'" in log.prompts[1]   # the error reaches iteration 2
     assert '"capital": "Kingston"' in log.prompts[2]
     assert len(store.queries) == 2 and answer.usage.calls == 3
-    chunks = [i for i in answer.retrieval.items if getattr(i, "metadata", {}).get("kind") == "graph_query"]
+    chunks = [i for i in answer.retrieval.items if getattr(i, "metadata",
+                                                           {}).get("kind") == "graph_query"]
     assert len(chunks) == 2
     # a write query is refused without reaching the store
     store2 = DelegatingStore(kg, cypher_rows=[])
@@ -252,7 +254,8 @@ def test_usage_tokens_and_async(kg, shared_parts):
         msg("<entities>FINISH</entities>")]))
     method = make(kg, chat, shared_parts, text_top_k=0)
     result = asyncio.run(method.aretrieve("What is the capital of Jamaica?"))
-    assert (result.usage.calls, result.usage.prompt_tokens, result.usage.completion_tokens) == (4, 400, 40)
+    assert (result.usage.calls, result.usage.prompt_tokens,
+            result.usage.completion_tokens) == (4, 400, 40)
     assert "Kingston" in retrieved_entities(result.items)
     assert method.total_usage.calls == 4
 

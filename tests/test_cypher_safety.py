@@ -118,7 +118,8 @@ def test_original_text_is_returned():
     assert check_read_only("RETURN 1 AS x ; // done") == "RETURN 1 AS x  // done"
 
 
-# ------------------------------------------------------------------ issue 30: positions, not neighbours
+# ------------------------------------------------------------------ issue 30: positions, not
+# neighbours
 from kgrag.errors import QueryBudgetError  # noqa: E402
 from kgrag.graph.cypher.budget import prepare_untrusted_query  # noqa: E402
 from kgrag.graph.cypher.safety import MAX_NESTING_DEPTH, nesting_depth, word_roles  # noqa: E402

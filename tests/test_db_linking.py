@@ -39,7 +39,8 @@ TRIPLES = [
 ]
 
 HOSTILE = [
-    "", "   ", "'", '"', "\\", "O'Brien", 'say "hi"', "x' RETURN 1 //", "'; MATCH (n) DETACH DELETE n //",
+    "", "   ", "'", '"', "\\", "O'Brien", 'say "hi"', "x' RETURN 1 //",
+    "'; MATCH (n) DETACH DELETE n //",
     "tokyo AND godfathers", "NOT tokyo", "tokyo OR", "+tokyo -godfather", "tokyo~2", "tok*",
     "te?t", "name:tokyo", "(tokyo", "tokyo)", "[a TO z]", "{a TO z}", "godfather^4", "\"tokyo",
     "a && b || c", "!tokyo", "/regex/", "%tokyo%", "%%tokyo%%", "@name:{tokyo}", "tokyo|paprika",

@@ -15,7 +15,8 @@ from kgrag.graph.base import PathStep
 KB = [
     ("Paprika", "directed_by", "Satoshi Kon"), ("Perfect Blue", "directed_by", "Satoshi Kon"),
     ("Paprika", "release_year", "2006"), ("Perfect Blue", "release_year", "1997"),
-    ("Tokyo Godfathers", "directed_by", "Satoshi Kon"), ("Tokyo Godfathers", "release_year", "2003"),
+    ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+    ("Tokyo Godfathers", "release_year", "2003"),
     ("Akira", "directed_by", "Katsuhiro Otomo"), ("Akira", "release_year", "1988"),
     ("Satoshi Kon", "born_in", "Sapporo"), ("Katsuhiro Otomo", "born_in", "Tome"),
 ]

@@ -21,7 +21,8 @@ def test_ranking_metrics_hand_computed():
     assert hits_at_k(preds, {"Agra"}, 5) == 1.0
     assert reciprocal_rank(preds, {"Agra"}) == 0.5
     assert reciprocal_rank(preds, {"Zug"}) == 0.0
-    assert recall_at_k(["Agra", "Bonn", "Xian"], {"Agra", "Bonn", "Cork"}, 20) == pytest.approx(2 / 3)
+    assert recall_at_k(["Agra", "Bonn", "Xian"], {"Agra", "Bonn", "Cork"},
+                       20) == pytest.approx(2 / 3)
 
 
 def test_answer_normalisation():

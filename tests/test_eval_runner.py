@@ -42,7 +42,8 @@ def data_root(tmp_path):
         kb += [f"{person}\tplace_of_birth\t{city}", f"{city}\tcountry\t{country}"]
     kb += ["Alice\tspouse\tBob", "Carol\tspouse\tDan", "Paris\tcapital_of\tFrance"]
     (pq / "2H-kb.txt").write_text("\n".join(kb) + "\n", encoding="utf-8")
-    questions = [f"in which country was {p.lower()} born\t{c}()\t{p}#place_of_birth#{city}#country#{c}"
+    questions = [f"in which country was {p.lower()} "
+                 f"born\t{c}()\t{p}#place_of_birth#{city}#country#{c}"
                  for p, city, c in PEOPLE]
     (pq / "PQ-2H.txt").write_text("\n".join(questions) + "\n", encoding="utf-8")
     mq = tmp_path / "musique" / "ketrag_500"
@@ -67,7 +68,8 @@ def test_ultrag_oracle_writes_jsonl_and_summary(data_root, tmp_path):
     records = lines(out / "ultrag__pq-2h__oracle.jsonl")
     assert [r["id"] for r in records] == [f"PQ-2H-{i}" for i in range(1, 7)]
     assert all(r["metrics"]["hits@1"] == 1.0 and r["ranked"][0] == r["gold"][0] for r in records)
-    assert records[0]["extra"]["query"].endswith("-> P1")  # Q<Alice> -> P<place_of_birth> -> P<country>
+    # Q<Alice> -> P<place_of_birth> -> P<country>
+    assert records[0]["extra"]["query"].endswith("-> P1")
     assert summary["evaluated"] == 6 and summary["metrics"]["hits@1"] == 100.0
     assert summary["metrics"]["answer_recall"] == 100.0 and summary["llm_calls_per_question"] == 0
     saved = json.loads((out / "ultrag__pq-2h__oracle.json").read_text())
@@ -319,7 +321,10 @@ def test_llm_mode_with_a_llama_index_llm_counts_tokens(data_root, tmp_path):
     replies = []
     for person, _, country in PEOPLE:
         replies += [f'"{person}" -> place_of_birth -> country', country]
-    summary = evaluate("ultrag", "pq-2h", mode="llm", llm=ScriptedLlamaLLM(replies=replies, usage={"prompt_tokens": 7, "completion_tokens": 3}), limit=10,
+    summary = evaluate("ultrag", "pq-2h", mode="llm",
+                       llm=ScriptedLlamaLLM(replies=replies,
+                                            usage={"prompt_tokens": 7, "completion_tokens": 3}),
+                       limit=10,
                        out_dir=tmp_path, data_root=data_root, params={"linking": "exact"},
                        progress=False)
     assert summary["metrics"]["em"] == 100.0 and summary["llm_calls_per_question"] == 2

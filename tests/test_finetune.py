@@ -108,7 +108,8 @@ def test_a_reloaded_adapter_scores_exactly_like_the_trained_model(base_dir, tmp_
     reloaded, tok2, manifest = load_finetuned(tmp_path / "run")
     assert isinstance(reloaded, PeftModel)
     candidates = [p.target for p in PAIRS]
-    before = CandidateScorer(trained.eval(), tokenizer, template).score("who wrote [Heat]", candidates)
+    before = CandidateScorer(trained.eval(), tokenizer,
+                             template).score("who wrote [Heat]", candidates)
     after = CandidateScorer(reloaded, tok2, manifest["prompt_template"]).score(
         "who wrote [Heat]", candidates)
     assert after == pytest.approx(before, abs=1e-5)
@@ -154,7 +155,8 @@ def test_a_checkpoint_of_other_data_is_refused(base_dir, tmp_path):
 def test_the_training_prompt_is_the_prompt_the_scorer_renders(base_dir):
     _, tokenizer = _base(base_dir)
     template = prompt_template(tokenizer, P.SYSTEM["graphraft"])
-    pair = P.TrainingPair(P.compact_prompt("graphraft", "who directed [Heat]"), '"Heat" - directed_by')
+    pair = P.TrainingPair(P.compact_prompt("graphraft", "who directed [Heat]"),
+                          '"Heat" - directed_by')
     (ids, n_prompt), = tokenize_pairs(tokenizer, template, [pair], max_length=512)
     assert ids[:n_prompt] == encode(tokenizer, template.format(question="who directed [Heat]"))
     assert ids[n_prompt:] == encode(tokenizer, pair.target) + [tokenizer.eos_token_id]
@@ -198,7 +200,8 @@ def test_the_selector_returns_valid_candidates_in_their_compact_form(base_dir):
     cands = [Candidate(PathPattern("1hop", "Heat", ("directed_by",)), 1),
              Candidate(PathPattern("2hop", "Heat", ("directed_by", "directed_by")), 3),
              Candidate(PathPattern("2path", "Heat", ("directed_by", "written_by"), "Ann"), 1)]
-    selector = ScoredChoiceSelector(CandidateScorer(model, tokenizer, prompt_template(tokenizer, None)))
+    selector = ScoredChoiceSelector(CandidateScorer(model, tokenizer,
+                                                    prompt_template(tokenizer, None)))
     picked = selector.select("who directed [Heat]", cands, 2)
     assert len(picked) == 2 and len(set(picked)) == 2 and set(picked) <= {0, 1, 2}
     assert selector.select("q", [], 5) == []

@@ -153,7 +153,8 @@ def _hub(kg: KnowledgeGraph) -> str:
 
 def _node_sets(kg: KnowledgeGraph) -> list[list[str]]:
     rng = _rng(kg)
-    return [rng.sample(kg.node_names, 4) + ["no such node"], [_hub(kg)], rng.sample(kg.node_names, 1),
+    return [rng.sample(kg.node_names, 4) + ["no such node"], [_hub(kg)],
+            rng.sample(kg.node_names, 1),
             ["no such node"], []]
 
 
@@ -260,7 +261,8 @@ def test_k_hop_subgraph_and_degree(pair):
             for direction in ("out", "in", "both"):
                 for max_edges in (None, 15, 0):
                     args = dict(hops=hops, direction=direction, max_edges=max_edges)
-                    assert store.k_hop_subgraph(nodes, **args) == kg.k_hop_subgraph(nodes, **args), \
+                    assert store.k_hop_subgraph(nodes,
+                                                **args) == kg.k_hop_subgraph(nodes, **args), \
                         (nodes, args)
     names = _rng(kg).sample(kg.node_names, 30) + [_hub(kg), "no such node"]
     for direction in ("out", "in", "both"):
@@ -301,7 +303,8 @@ def test_run_cypher_returns_bounded_rows(pair):
     label = f":`{store.node_label}`" if store.node_label else ""
     prop = store.name_property
     rows = store.run_cypher(f"MATCH (n{label} {{`{prop}`: $name}})-->(m{label}) "
-                            f"RETURN DISTINCT m.`{prop}` AS m ORDER BY m", {"name": hub}, limit=1000)
+                            f"RETURN DISTINCT m.`{prop}` AS m ORDER BY m", {"name": hub},
+                            limit=1000)
     assert [r["m"] for r in rows] == sorted({t.tail for t in kg.one_hop([hub], direction="out")})
     assert len(store.run_cypher(f"MATCH (n{label}) RETURN n.`{prop}` AS n", limit=3)) == 3
 

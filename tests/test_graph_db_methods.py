@@ -152,7 +152,8 @@ def test_simgrag_retriever_on_database(graphs, kind):
 
     def run(graph):
         retriever = SimGRAGRetriever.from_graph(
-            graph, llm=FakeListChatModel(responses=[PATTERN_REPLY]), embedder=emb, top_k=3, node_top_k=2,
+            graph, llm=FakeListChatModel(responses=[PATTERN_REPLY]), embedder=emb, top_k=3,
+            node_top_k=2,
             relation_top_k=3, humanize_relations=False)
         docs = retriever.invoke("Who directed Tokyo Godfathers?")
         return ([(d.page_content, round(d.metadata["gsd"], 6)) for d in docs],

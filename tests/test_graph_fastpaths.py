@@ -94,7 +94,8 @@ def test_single_name_lookup_normalises_like_node_ids():
     assert kg.one_hop([nfd]) == [Triple("Café", "r", "b")]
     assert kg.follow_path([f" {nfd}"], "r") == [Path(("Café", "b"), ("r",))]
     # names given to from_arrays are not normalised: a padded name is looked up as "a"
-    raw = KnowledgeGraph.from_arrays(np.array([0]), np.array([0]), np.array([1]), [" a", "a"], ["r"])
+    raw = KnowledgeGraph.from_arrays(np.array([0]), np.array([0]), np.array([1]), [" a", "a"],
+                                     ["r"])
     assert raw.one_hop([" a"]) == raw.edge_triples(raw.edges_ids(raw.node_ids([" a"])))
     assert raw.one_hop([" a"], direction="out") == []
 

@@ -44,7 +44,8 @@ def same_answers(a: KnowledgeGraph, b: KnowledgeGraph) -> None:
     for direction in ("out", "in", "both"):
         for name in names:
             assert b.one_hop([name], direction=direction) == a.one_hop([name], direction=direction)
-        assert b.one_hop(names[:3], direction=direction) == a.one_hop(names[:3], direction=direction)
+        assert b.one_hop(names[:3], direction=direction) == a.one_hop(names[:3],
+                                                                      direction=direction)
         assert b.degree(names, direction=direction) == a.degree(names, direction=direction)
     for rel in a.relation_names:
         path = f"{rel} -> {a.relation_names[0]}_inv"
@@ -54,7 +55,8 @@ def same_answers(a: KnowledgeGraph, b: KnowledgeGraph) -> None:
     assert list(b.triples()) == list(a.triples())
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=triples, index=st.booleans())
 def test_a_mapped_load_equals_a_normal_load(tmp_path_factory, rows, index):
     folder = tmp_path_factory.mktemp("g") / "g"

@@ -235,7 +235,8 @@ def test_shortest_path_ties_break_on_lowest_edge_id(kg):
 def test_shortest_path_max_hops(kg):
     assert kg.shortest_paths(["ActA"], ["Dir2"], max_hops=3) == []
     found = kg.shortest_paths(["ActA"], ["Dir2"], max_hops=4)
-    assert walks(found) == [(("ActA", "Film1", "ActB", "Film3", "Dir2"), (False, True, False, True))]
+    assert walks(found) == [(("ActA", "Film1", "ActB", "Film3", "Dir2"),
+                             (False, True, False, True))]
     assert kg.shortest_paths(["ActA"], ["CityX"], max_hops=0) == []
 
 

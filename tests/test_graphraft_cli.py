@@ -38,10 +38,12 @@ def test_export_from_metaqa_format(movies, tmp_path, capsys, minilm):
     qa.write_text(
         "who directed [Tokyo Godfathers]\tSatoshi Kon\n"
         "which films were set in [Tokyo]\tTokyo Godfathers\n"
-        "what films did [Satoshi Kon] direct\tTokyo Godfathers|Perfect Blue|Millennium Actress|Paprika\n"
+        "what films did [Satoshi Kon] direct\tTokyo Godfathers|Perfect Blue|Millennium "
+        "Actress|Paprika\n"
         "who is [Nobody Known]\tSomeone\n", encoding="utf-8")
     out = tmp_path / "out"
-    status = cli.main(["graphraft", "export-training-data", movies, str(qa), str(out), "--no-progress"])
+    status = cli.main(["graphraft", "export-training-data", movies, str(qa), str(out),
+                       "--no-progress"])
     assert status == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0]) == {
         "questions": 4, "kept": 3, "dropped": 1, "answer_records": 3}
@@ -66,7 +68,8 @@ def test_export_from_jsonl_with_limit(movies, tmp_path, capsys, minilm):
     assert [p.entities for p in read_qa_pairs(qa)] == [(), ("Satoshi Kon",), ()]
     assert len(read_qa_pairs(qa, limit=2, seed=1)) == 2
     out = tmp_path / "out"
-    assert cli.main(["graphraft", "export-training-data", movies, str(qa), str(out), "--no-progress",
+    assert cli.main(["graphraft", "export-training-data", movies, str(qa), str(out),
+                     "--no-progress",
                      "--limit", "3"]) == 0
     labels = [r["messages"][1]["content"] for r in _records(out / "selector.jsonl")]
     # questions without entities are linked from their n-grams (no LLM)

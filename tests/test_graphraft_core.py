@@ -148,7 +148,9 @@ def test_beam_output_is_always_a_candidate_and_exact_when_wide(cands, seed, widt
     assert all(0 <= i < len(cands) for i, _ in ranked)
     exact = exhaustive_scores(scorer, "q", cands)
     if width >= len(cands):
-        assert [i for i, _ in ranked] == sorted(range(len(cands)), key=lambda i: (-exact[i], scorer.encode(cands[i]) + [0]))
+        assert [i for i, _ in ranked] == sorted(range(len(cands)),
+                                                key=lambda i: (-exact[i],
+                                                               scorer.encode(cands[i]) + [0]))
     for i, lp in ranked:  # a beam's score is its candidate's exact log-probability
         assert lp == pytest.approx(exact[i])
 
@@ -172,7 +174,8 @@ def test_cypher_for_a_store_mapping():
                                 relationship_type="REL")
     assert query == (
         "MATCH (x1:`Thing` {`title`: $n1}) WITH x1 "
-        "MATCH (x1)-[r1:`REL`]-(x2:`Thing`)-[r2:`REL`]-(x3:`Thing`) WHERE x3 <> x1 AND r1.`rel` = $r1 AND r2.`rel` = $r2 AND x2.`title` IS NOT NULL AND "
+        "MATCH (x1)-[r1:`REL`]-(x2:`Thing`)-[r2:`REL`]-(x3:`Thing`) WHERE x3 <> x1 AND r1.`rel` = "
+        "$r1 AND r2.`rel` = $r2 AND x2.`title` IS NOT NULL AND "
         "x3.`title` IS NOT NULL RETURN DISTINCT x3.`title` AS name")
     assert params == {"n1": "Ivermectin", "r1": "INDICATION", "r2": "ENZYME"}
     two_path, _ = PathPattern("2path", "A", ("R", "S"), target="B").to_cypher()
@@ -209,7 +212,8 @@ def _oracle(triples, entities, gold):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    edges=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["a", "b", "c"]), st.integers(0, 7)),
+    edges=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["a", "b", "c"]),
+                             st.integers(0, 7)),
                    min_size=1, max_size=30),
     picks=st.lists(st.integers(0, 7), min_size=1, max_size=3, unique=True),
     gold_ids=st.sets(st.integers(0, 7), max_size=4),
@@ -220,7 +224,8 @@ def test_enumeration_and_execution_equal_set_algebra(edges, picks, gold_ids):
     entities = [f"n{i}" for i in picks if kg.has_node(f"n{i}")]
     gold = {f"n{i}" for i in gold_ids}
     cands = enumerate_candidates(kg, entities, gold=sorted(gold))
-    got = {(c.pattern.family, c.pattern.source, c.pattern.relations, c.pattern.target): (c.total, c.hits)
+    got = {(c.pattern.family, c.pattern.source, c.pattern.relations,
+            c.pattern.target): (c.total, c.hits)
            for c in cands}
     assert len(got) == len(cands)  # no duplicate candidates
     expected = _oracle(set(triples), entities, gold)

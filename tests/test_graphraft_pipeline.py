@@ -143,7 +143,8 @@ def test_training_export_labels_and_drops(toy_kg, minilm, tmp_path):
     pairs = [
         QAPair(QUESTION, ("Ivermectin",)),
         QAPair("Which genes are associated with melanoma?", ("TNFSF8",)),
-        QAPair("Which drug treats strongyloidiasis?", ("Ivermectin", "CYP3A4", "melanoma")),  # unreachable
+        # unreachable
+        QAPair("Which drug treats strongyloidiasis?", ("Ivermectin", "CYP3A4", "melanoma")),
     ]
     counts = export_training_data(method, pairs, tmp_path, progress=False)
     assert counts == {"questions": 3, "kept": 2, "dropped": 1, "answer_records": 2}

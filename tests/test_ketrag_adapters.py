@@ -32,7 +32,8 @@ QUESTION = "Which country was Ada Lovelace born in?"
 
 def test_langchain_retriever_returns_documents_with_channel_metadata(tmp_path):
     responder = RecordResponder()
-    docs = [Document(page_content=t, metadata={"source": f"city{i}"}) for i, t in enumerate(CITY_DOCS)]
+    docs = [Document(page_content=t, metadata={"source": f"city{i}"}) for i,
+            t in enumerate(CITY_DOCS)]
     retriever = LCKETRAGRetriever.from_documents(docs, llm=RecordChatModel(responder=responder),
                                                  embedder=HashingEmbedder(), budget=0.5,
                                                  context_tokens=400, **SMALL)

@@ -156,7 +156,8 @@ def test_llm_is_called_once_per_key_chunk_plus_one_gleaning_and_never_sees_other
     assert {t for t in key_texts if any(t in p for p in prompts)} == key_texts
     assert not any(t in p for t in other_texts for _, p in responder.calls)
     # the key chunks are the PageRank top 5
-    assert sorted(index.key_chunks.tolist()) == sorted(np.argsort(-index.pagerank, kind="stable")[:5].tolist())
+    assert sorted(index.key_chunks.tolist()) == sorted(np.argsort(-index.pagerank,
+                                                                  kind="stable")[:5].tolist())
 
 
 def test_same_entity_from_two_chunks_merges_with_both_chunk_links_and_rewiring():

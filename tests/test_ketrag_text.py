@@ -60,8 +60,10 @@ def test_boundaries_never_cut_a_word_in_two():
 
 def test_sub_chunk_ids_are_stable():
     text = "The Eiffel Tower is in Paris. " * 80
-    a = [(c.start, c.end, [(s.start, s.end) for s in subs]) for c, subs in chunk_and_split(text, 200, 2)]
-    b = [(c.start, c.end, [(s.start, s.end) for s in subs]) for c, subs in chunk_and_split(text, 200, 2)]
+    a = [(c.start, c.end, [(s.start, s.end) for s in subs]) for c,
+         subs in chunk_and_split(text, 200, 2)]
+    b = [(c.start, c.end, [(s.start, s.end) for s in subs]) for c,
+         subs in chunk_and_split(text, 200, 2)]
     assert a == b
 
 

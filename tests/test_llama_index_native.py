@@ -61,7 +61,8 @@ def test_settings_llm_drives_a_query_engine(kg, settings):
     llm = WordStreamLLM(prompts=[])
     settings.llm = llm
     settings.embed_model = MockEmbedding(embed_dim=8)
-    engine = UltRAGQueryEngine.from_graph(kg, linking="exact", executor="symbolic")  # no llm= passed
+    # no llm= passed
+    engine = UltRAGQueryEngine.from_graph(kg, linking="exact", executor="symbolic")
     assert isinstance(engine, RetrieverQueryEngine)
     response = engine.query("Which Satoshi Kon film is about dreams?")
     assert response.metadata["answers"] == ["Paprika"] and response.response == "Paprika"
@@ -131,7 +132,8 @@ def test_as_tool_describes_its_input_and_passes_the_question_as_is(kg):
 
 
 def test_a_streamed_answer_arrives_in_pieces(kg):
-    engine = UltRAGQueryEngine.from_graph(kg, llm=WordStreamLLM(prompts=[]), linking="exact", executor="symbolic",
+    engine = UltRAGQueryEngine.from_graph(kg, llm=WordStreamLLM(prompts=[]), linking="exact",
+                                          executor="symbolic",
                                           streaming=True)
     response = engine.query("Which Satoshi Kon film is about dreams?")
     pieces = list(response.response_gen)
@@ -195,7 +197,8 @@ def test_retrieval_emits_llama_index_events_with_llm_spans_nested(kg):
     root.add_span_handler(spans)
     try:
         retriever = UltRAGRetriever.from_graph(kg, llm=WordStreamLLM(prompts=[]),
-                                               linking="exact", executor="symbolic", similarity_top_k=2)
+                                               linking="exact", executor="symbolic",
+                                               similarity_top_k=2)
         nodes = retriever.retrieve("Which films did Satoshi Kon direct?")
         asyncio.run(retriever.aretrieve("Which films did Satoshi Kon direct?"))
     finally:

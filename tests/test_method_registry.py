@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kgrag.graph import read_triples
 from kgrag.commands import COMMANDS, Command
 from kgrag.context.types import Answer, RetrievalResult, Usage
-from kgrag.methods.base import KGMethod
 from kgrag.errors import KgragError
+from kgrag.graph import read_triples
+from kgrag.methods.base import KGMethod
 from kgrag.methods.config import MethodConfig
 from kgrag.methods.registry import (
     METHODS,

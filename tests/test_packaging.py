@@ -51,7 +51,8 @@ def test_kgrag_demo_runs_from_an_empty_folder_after_installing_the_wheel(wheel, 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     new_python = env_dir / "bin" / "python"
-    site = subprocess.run([str(new_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    site = subprocess.run([str(new_python), "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     subprocess.run([sys.executable, "-m", "pip", "--python", str(new_python), "install", "-q",
                     "--no-deps", "--no-index", str(wheel)],

@@ -106,7 +106,8 @@ def test_simgrag_example_packs_and_pattern_override(kg):
         ("q", "r")]
     with pytest.raises(ValueError, match="packs: generic, metaqa"):
         SimGRAG(kg, examples="wikidata", embedder=_TinyEmbedder())
-    custom = SimGRAG(kg, embedder=_TinyEmbedder(), prompts={"pattern": "Pattern for {question}. {{\"triples\": []}}"})
+    custom = SimGRAG(kg, embedder=_TinyEmbedder(), prompts={"pattern": "Pattern for {question}. "
+                                                                       "{{\"triples\": []}}"})
     assert custom.pattern_prompt("Q?") == 'Pattern for Q?. {"triples": []}'
 
 

@@ -90,8 +90,10 @@ def test_every_method_answers_over_http(serve, minilm, tmp_path):
                                                           "query": '"Tokyo Godfathers" -> nope'})
         assert unknown_relation.status_code == 422
         assert client.post("/retrieve", json={"method": "ultrag"}).status_code == 422
-        assert client.post("/retrieve", json={"method": "byokg", "question": " "}).status_code == 422
-        assert client.post("/retrieve", json={"method": "simgrag", "question": "x"}).status_code == 422
+        assert client.post("/retrieve", json={"method": "byokg",
+                                              "question": " "}).status_code == 422
+        assert client.post("/retrieve", json={"method": "simgrag",
+                                              "question": "x"}).status_code == 422
         assert client.post("/retrieve", json={"method": "byokg", "question": "x" * 2001}
                            ).status_code == 422
         hook = client.post("/retrieve", json={"method": "ultrag", "query": QUERY, "delay_ms": 5})
@@ -359,7 +361,8 @@ def test_a_body_over_the_limit_is_413(serve, tmp_path):
         big = json.dumps({"method": "ultrag", "query": QUERY, "question": "y" * 5000})
         reply = client.post("/retrieve", content=big, headers={"content-type": "application/json"})
         assert reply.status_code == 413 and "4096 bytes" in reply.json()["detail"]
-        assert client.post("/retrieve", json={"method": "ultrag", "query": QUERY}).status_code == 200
+        assert client.post("/retrieve", json={"method": "ultrag",
+                                              "query": QUERY}).status_code == 200
     with pytest.raises(ValueError, match="max_body_bytes"):
         serve.ServeConfig(graph="g", max_body_bytes=10)
 

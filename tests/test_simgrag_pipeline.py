@@ -68,7 +68,8 @@ def distance_embedder(kg: KnowledgeGraph, tables: dict[str, dict[str, float]]) -
 def k1_method():
     kg = KnowledgeGraph.from_triples(K1)
     emb = distance_embedder(kg, K1_TABLES)
-    return SimGRAG(kg, embedder=emb, top_k=3, node_top_k=2, relation_top_k=3, humanize_relations=False)
+    return SimGRAG(kg, embedder=emb, top_k=3, node_top_k=2, relation_top_k=3,
+                   humanize_relations=False)
 
 
 def test_retrieve_pattern_reproduces_example_2_without_llm(k1_method):
@@ -102,7 +103,8 @@ def test_non_nearest_entity_end_to_end():
               "Virginia": {"Virginia": 0.0},
               "architecture style": {"architecturalStyle": 0.1, "spoken_in": 1.2},
               "located in": {"location": 0.15, "spoken_in": 0.9}}
-    method = SimGRAG(kg, embedder=distance_embedder(kg, tables), top_k=1, node_top_k=3, relation_top_k=2,
+    method = SimGRAG(kg, embedder=distance_embedder(kg, tables), top_k=1, node_top_k=3,
+                     relation_top_k=2,
                      humanize_relations=False)
     result = method.retrieve_pattern([("UNKNOWN building 1", "architecture style", "Georgian"),
                                       ("UNKNOWN building 1", "located in", "Virginia")])
@@ -170,7 +172,8 @@ def test_langchain_retriever_one_llm_call_per_question(k1_method):
 def test_langchain_tool_and_from_graph():
     kg = KnowledgeGraph.from_triples(K1)
     retriever = LCSimGRAG.from_graph(kg, llm=FakeListChatModel(responses=[PATTERN_REPLY]),
-                                     embedder=distance_embedder(kg, K1_TABLES), top_k=1, node_top_k=2,
+                                     embedder=distance_embedder(kg, K1_TABLES), top_k=1,
+                                     node_top_k=2,
                                      humanize_relations=False)
     tool = retriever.as_search_tool()
     assert tool.name == "knowledge_graph_subgraph_search"
@@ -223,7 +226,8 @@ def test_malformed_pattern_is_re_asked_once_then_fails(k1_method):
 
 def test_llamaindex_query_engine_two_calls_and_evidence_prompt():
     kg = KnowledgeGraph.from_triples(K1)
-    llm = ScriptedLlamaLLM(replies=[PATTERN_REPLY, "Graph [1] names the director.\nAnswer: Satoshi Kon"],
+    llm = ScriptedLlamaLLM(replies=[PATTERN_REPLY,
+                                    "Graph [1] names the director.\nAnswer: Satoshi Kon"],
                       prompts=[])
     engine = SimGRAGQueryEngine.from_graph(kg, llm=llm, embedder=distance_embedder(kg, K1_TABLES),
                                            node_top_k=2, humanize_relations=False)
@@ -295,7 +299,8 @@ def test_database_store_path_matches_in_memory_on_a_cycle():
     pattern = [("A", "r1", "UNKNOWN b 1"), ("UNKNOWN b 1", "r2", "UNKNOWN c 1"),
                ("UNKNOWN c 1", "r3", "A")]
     memory = SimGRAG(kg, embedder=emb, top_k=3, node_top_k=2, humanize_relations=False)
-    store = SimGRAG(NameLevelStore(kg), embedder=emb, top_k=3, node_top_k=2, humanize_relations=False)
+    store = SimGRAG(NameLevelStore(kg), embedder=emb, top_k=3, node_top_k=2,
+                    humanize_relations=False)
     expected = [(s.metadata["gsd"], s.triples) for s in memory.retrieve_pattern(pattern).items]
     got = [(s.metadata["gsd"], s.triples) for s in store.retrieve_pattern(pattern).items]
     assert got == expected and len(got) == 3

@@ -46,7 +46,8 @@ def test_walk_back_reuses_the_same_edge():
                                                          ["Alice", "Dan", "Alice"]]
     assert all(m.edges[0] == m.edges[1] for m in found.matches)
     assert [m.gsd for m in found.matches] == pytest.approx([0.2, 0.2])
-    prefer = top_k_subgraphs(FAMILY, 3, edges, [cands(FAMILY, t, FAMILY.node_id) for t in tables[0]],
+    prefer = top_k_subgraphs(FAMILY, 3, edges,
+                             [cands(FAMILY, t, FAMILY.node_id) for t in tables[0]],
                              [cands(FAMILY, t, FAMILY.relation_id) for t in tables[1]], 2,
                              injective="prefer")
     assert [names(FAMILY, m) for m in prefer.matches] == [["Alice", "Bob", "Carol"],
@@ -100,7 +101,8 @@ def test_quotient_keys_and_gsd_are_bit_identical_to_the_filtering_search():
     kg = KnowledgeGraph.from_triples([(f"n{i}", "r", f"n{(i * 7 + 3) % 11}") for i in range(11)]
                                      + [(f"n{i}", "s", f"n{(i * 5 + 1) % 11}") for i in range(11)])
     odd = [0.1, 0.2, 0.3, 0.7, 1e-17, 0.30000000000000004]
-    node_t = [{f"n{i}": odd[i % 6] for i in range(11)}, {f"n{i}": odd[(i + 1) % 6] for i in range(9)},
+    node_t = [{f"n{i}": odd[i % 6] for i in range(11)},
+              {f"n{i}": odd[(i + 1) % 6] for i in range(9)},
               {f"n{i}": odd[(i + 2) % 6] for i in range(2, 11)}]
     rel_t = [{"r": 0.1, "s": 0.2}, {"r": 0.3, "s": 0.1}]
     quotient = run(kg, [(0, 1), (1, 2)], node_t, rel_t, k=5)

@@ -78,7 +78,8 @@ def test_injective_two_hop():
     kg = KnowledgeGraph.from_triples(K1)
     found, _ = search(kg, SHARED_DIRECTOR, {"Tokyo Godfathers": TG}, {"director of": DIRECTOR}, k=3)
     assert [g for g, _, _ in found] == pytest.approx([0.4, 1.3])
-    assert found[0][2] == {"UNKNOWN director 1": "Satoshi Kon", "Tokyo Godfathers": "Tokyo Godfathers",
+    assert found[0][2] == {"UNKNOWN director 1": "Satoshi Kon",
+                           "Tokyo Godfathers": "Tokyo Godfathers",
                            "UNKNOWN film 1": "Paprika"}
     assert sorted(found[0][1]) == [("Paprika", "directed_by", "Satoshi Kon"),
                                    ("Tokyo Godfathers", "directed_by", "Satoshi Kon")]
@@ -140,7 +141,8 @@ def test_non_nearest_entity_wins():
     assert len(found) == 1
     gsd, triples, mapping = found[0]
     assert gsd == pytest.approx(0.75)
-    assert sorted(triples) == [("Alan B. Miller Hall", "architecturalStyle", "Georgian architecture"),
+    assert sorted(triples) == [("Alan B. Miller Hall", "architecturalStyle",
+                                "Georgian architecture"),
                                ("Alan B. Miller Hall", "location", "Virginia")]
     assert result.stats["root_candidates"] == 1  # rooted at Virginia, the fewest candidates
     truncated = {k: v for k, v in GEORGIAN.items() if k != "Georgian architecture"}
@@ -171,7 +173,8 @@ def test_cycle_bound_is_admissible():
 def test_ties_are_broken_by_edge_id_deterministically():
     kg = KnowledgeGraph.from_triples([
         ("Hamlet", "directed_by", "Laurence Olivier"), ("Hamlet", "directed_by", "Kenneth Branagh"),
-        ("Hamlet", "directed_by", "Michael Almereyda"), ("Hamlet", "written_by", "William Shakespeare"),
+        ("Hamlet", "directed_by", "Michael Almereyda"),
+        ("Hamlet", "written_by", "William Shakespeare"),
     ])
     tables = ({"Hamlet": {"Hamlet": 0.0}}, {"director": {"directed_by": 0.2, "written_by": 0.6}})
     pattern = [("Hamlet", "director", "UNKNOWN director 1")]
@@ -180,7 +183,8 @@ def test_ties_are_broken_by_edge_id_deterministically():
     assert {m["UNKNOWN director 1"] for _, _, m in top3} == {
         "Laurence Olivier", "Kenneth Branagh", "Michael Almereyda"}
     top1, result = search(kg, pattern, *tables, k=1)
-    # the tie key is (GSD, graph edge ids, node ids); edges are sorted by (head, relation, tail) ids,
+    # the tie key is (GSD, graph edge ids, node ids); edges are sorted by (head, relation, tail)
+    # ids,
     # and "Laurence Olivier" was interned first
     first_edge = min(kg.edges_ids(np.array([kg.node_id("Hamlet")]), "out",
                                   [kg.relation_id("directed_by")]).tolist())
@@ -213,7 +217,8 @@ def test_refinement_gives_a_wildcard_centre_a_small_domain():
     kg = KnowledgeGraph.from_triples(K1 + [("Millennium Actress", "directed_by", "Satoshi Kon"),
                                            ("Millennium Actress", "written_by", "Sadayuki Murai")])
     found, result = search(
-        kg, [("UNKNOWN film 1", "director", "Satoshi Kon"), ("UNKNOWN film 1", "writer", "Keiko Nobumoto")],
+        kg, [("UNKNOWN film 1", "director", "Satoshi Kon"),
+             ("UNKNOWN film 1", "writer", "Keiko Nobumoto")],
         {"Satoshi Kon": {"Satoshi Kon": 0.0}, "Keiko Nobumoto": {"Keiko Nobumoto": 0.0}},
         {"director": {"directed_by": 0.1}, "writer": {"written_by": 0.1}}, k=3)
     assert [m["UNKNOWN film 1"] for _, _, m in found] == ["Tokyo Godfathers"]

@@ -66,7 +66,8 @@ def _query_texts(num_nodes: int, relations: list[str]) -> st.SearchStrategy[str]
     return st.one_of(tree, tree, garbage)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_neural_and_symbolic_accept_the_same_queries_and_score_in_unit_interval(
         movies, both, data):

@@ -204,7 +204,8 @@ def test_neural_executor_on_a_database_runs_on_the_seppr_subgraph(falkor_stores,
     assert got.keys() == expected.keys()
     for name, value in expected.items():
         assert got[name] == pytest.approx(value, abs=1e-5)
-    films_of_genre = {t.head for t in store.one_hop([drama], direction="in", relations=["has_genre"])}
+    films_of_genre = {t.head for t in store.one_hop([drama], direction="in",
+                                                    relations=["has_genre"])}
     top = [e.name for e in method.execute(query, top_k=len(films_of_genre))]
     assert len(set(top) & films_of_genre) >= len(films_of_genre) - 1  # the genre's films first
     assert all(0 <= s <= 1 for s in run.scores)

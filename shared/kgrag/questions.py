@@ -76,7 +76,8 @@ def load_jsonl(path: str | Path, *, limit: int | None = None, seed: int = 0) -> 
         except json.JSONDecodeError as exc:
             raise GraphFormatError(f"not JSON: {exc}", path=str(path), line=number) from None
         if not isinstance(record, dict) or not isinstance(record.get("question"), str):
-            raise GraphFormatError("each line needs a 'question' string", path=str(path), line=number)
+            raise GraphFormatError("each line needs a 'question' string", path=str(path),
+                                   line=number)
         answers = record.get("answers", record.get("answer", []))
         if answers is None:  # "answers": null -- no gold answers, not a crash
             answers = []

@@ -139,7 +139,8 @@ def register(subparsers: Any) -> None:
         epilog="""
             examples:
               kgrag load-db kb.txt --backend falkordb --host localhost --port 6379 --graph movies
-              NEO4J_PASSWORD=... kgrag load-db kb.txt --backend neo4j --uri neo4j://db:7687 --username neo4j""")
+              NEO4J_PASSWORD=... kgrag load-db kb.txt --backend neo4j --uri neo4j://db:7687 \
+--username neo4j""")
     p.add_argument("graph", metavar="GRAPH", help="triples file or saved graph directory")
     _add_connection_arguments(p)
     p.add_argument("--sep", default=None,
@@ -167,7 +168,8 @@ def register(subparsers: Any) -> None:
         epilog="""
             examples:
               kgrag index-db --backend falkordb --host localhost --port 6379 --graph movies
-              NEO4J_PASSWORD=... kgrag index-db --backend neo4j --uri neo4j://db:7687 --username neo4j""")
+              NEO4J_PASSWORD=... kgrag index-db --backend neo4j --uri neo4j://db:7687 --username \
+neo4j""")
     _add_connection_arguments(q)
     _add_embed_arguments(q)
     q.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -104,7 +104,8 @@ def _follow_relation_path(ctx: DemoContext) -> None:
 
 
 def _shortest_paths(ctx: DemoContext) -> None:
-    for source, target in (("Satoshi Kon", "Bong Joon-ho"), ("Jamaica", "United States of America")):
+    for source, target in (("Satoshi Kon", "Bong Joon-ho"),
+                           ("Jamaica", "United States of America")):
         found = ctx.kg.shortest_paths([source], [target], max_hops=4)
         ctx.out(f"Shortest path {source} .. {target} (undirected, at most 4 hops):")
         ctx.out(f"  {found[0].verbalize()}" if found else "  none within 4 hops")

@@ -85,7 +85,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     summary = evaluate(args.method, dataset, mode=args.mode, llm=llm, limit=args.limit,
                        seed=args.seed, out_dir=args.out, data_root=args.data_root,
                        embedder=load_factory(args.embedder, "--embedder"),
-                       cache_dir=None if args.no_cache else args.cache_dir, params=parse_params(args.param), k=args.k,
+                       cache_dir=None if args.no_cache else args.cache_dir,
+                       params=parse_params(args.param), k=args.k,
                        progress=not args.no_progress)
     print(markdown_table([summary], k=args.k))
     print(f"per-question records: {summary['jsonl']}")

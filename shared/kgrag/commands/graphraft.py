@@ -111,7 +111,8 @@ def _demo_step(ctx: Any) -> None:
     result = method.retrieve(DEMO_QUESTION)
     ctx.out(f"Question: {DEMO_QUESTION}")
     ctx.out(f"  linked entities: {result.metadata['entities']}")
-    ctx.out(f"  {result.metadata['num_candidates']} executable candidate queries (1hop/2hop/2path); "
+    ctx.out(f"  {result.metadata['num_candidates']} executable candidate queries "
+            "(1hop/2hop/2path); "
             "selected without an LLM (embedding similarity):")
     for text in result.metadata["selected_queries"][:3]:
         ctx.out(f"    {text}")

@@ -21,8 +21,8 @@ def _finish(center, size, residual, norm, q_norm, q_error):  # pragma: no cover 
 def bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
                  q_errors, lower, upper):  # pragma: no cover - compiled; tested via callers
     """Rows ``start:stop`` from their exact integer products ``dots[k, i - start]``: the same
-    arithmetic as :func:`kgrag.embed._int8_kernel.scan_bounds` (so the same float32 bounds, bit for bit), over a block of
-    rows at a time so that LLVM vectorises it."""
+    arithmetic as :func:`kgrag.embed._int8_kernel.scan_bounds` (so the same float32 bounds, bit for
+    bit), over a block of rows at a time so that LLVM vectorises it."""
     for k in range(dots.shape[0]):
         qs = q_scales[k]
         qn = q_norms[k]

@@ -8,10 +8,10 @@ PyTorch path (docs/benchmarks-linking.md, "Embedding throughput"). The vectors
 are the same model's, within about 1e-6 cosine (checked after every export, and by tests).
 
 Why float32 and not int8: dynamic int8 quantisation of this model is 2.4x faster again, but its
-vectors are up to 4.9e-2 (1 - cosine) from float32 on MetaQA's names even in its most careful
-ONNX Runtime form (weight MatMuls only, per-channel), still 1.5e-2 with per-token activation
-scales (on 3,000 of them); quantising only the query/key/value projections gives 8.7e-3. The bound kgrag
-keeps is 1e-3 on every name, so there is no int8 export.
+vectors are up to 4.9e-2 (1 - cosine) from float32 on MetaQA's names even in its most careful ONNX
+Runtime form (weight MatMuls only, per-channel), still 1.5e-2 with per-token activation scales (on
+3,000 of them); quantising only the query/key/value projections gives 8.7e-3. The bound kgrag keeps
+is 1e-3 on every name, so there is no int8 export.
 
 How: the first time a model is used, its whole sentence-transformers pipeline (transformer,
 pooling, normalisation) is traced once with ``torch.onnx.export`` into

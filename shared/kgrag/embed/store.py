@@ -191,7 +191,8 @@ def default_store() -> VectorStore | None:
     return VectorStore(cache_root()) if cache_enabled() else None
 
 
-def embed_cached(embedder: Any, texts: Sequence[str], *, store: VectorStore | None | str = "default",
+def embed_cached(embedder: Any, texts: Sequence[str], *,
+                 store: VectorStore | None | str = "default",
                  kind: str = "texts", model_key: str | None = None) -> np.ndarray:
     """``embedder.embed_documents(texts)`` through the on-disk cache when the embedder has a
     stable identity (``model_key``, default :func:`embedder_cache_key`) and the list is long

@@ -1,4 +1,5 @@
-"""The vector index every kgrag component searches: exact or HNSW, cosine or L2, saved without pickle.
+"""The vector index every kgrag component searches: exact or HNSW, cosine or L2, saved without
+pickle.
 
 One class, :class:`VectorIndex`, serves entity linking (cosine: inner product of unit vectors,
 FAISS ``IndexFlatIP`` / ``IndexHNSWFlat``) and SimGRAG's candidate search (the paper's L2

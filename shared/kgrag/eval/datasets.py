@@ -121,7 +121,8 @@ def _split_pathquestion_answers(field_text: str) -> list[str]:
     return [text]
 
 
-def load_pathquestion(path: str | Path, *, limit: int | None = None, seed: int = 0) -> list[QAExample]:
+def load_pathquestion(path: str | Path, *, limit: int | None = None,
+                      seed: int = 0) -> list[QAExample]:
     """PathQuestion (PQ / PQL) questions with their annotated relation paths."""
     path = Path(path)
     examples = []

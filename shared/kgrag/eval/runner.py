@@ -340,7 +340,8 @@ def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
         "evaluated": len(records),
         "metrics": metrics,
         "full_recall": round(100 * statistics.fmean(
-            r["metrics"].get("answer_recall", 0.0) == 1.0 for r in records), 2) if records else None,
+            r["metrics"].get("answer_recall", 0.0) == 1.0 for r in records),
+                             2) if records else None,
         "llm_calls_per_question": round(statistics.fmean(calls), 3) if calls else 0.0,
         "tokens_per_question": round(statistics.fmean(tokens), 1) if tokens else 0.0,
         "latency_ms_mean": round(statistics.fmean(lat), 2) if lat else None,
@@ -356,7 +357,8 @@ def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
 
 
 TABLE_HEADER = ("| method | dataset | mode | n | Hits@1 | Hits@{k} | MRR | answer recall | EM | F1 | "
-                "LLM calls/q | latency ms (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+                "LLM calls/q | latency ms (median) "
+                "|\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def markdown_row(summary: dict[str, Any], k: int = 10) -> str:

@@ -20,14 +20,14 @@ from kgrag.graph.base import (
     parse_relation_path,
     runs_cypher,
 )
-from kgrag.graph.memory import KnowledgeGraph, normalize_name
 from kgrag.graph.conversions import from_networkx, read_triples, to_networkx
-from kgrag.graph.storage import load_graph, save_graph
 from kgrag.graph.cypher.falkordb import FalkorDBGraphStore, to_falkordb  # clients: lazily
 from kgrag.graph.cypher.neo4j import Neo4jGraphStore, to_neo4j
+from kgrag.graph.memory import KnowledgeGraph, normalize_name
+from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.graph.sources.langchain import from_graph_documents
 from kgrag.graph.sources.llama_index import from_llama_index
-from kgrag.graph.sources.coerce import as_graph_store
+from kgrag.graph.storage import load_graph, save_graph
 
 __all__ = ["CypherRunner", "CypherStore", "Direction", "FalkorDBGraphStore", "GraphStore",
            "IdIndexedGraph", "KnowledgeGraph", "Neo4jGraphStore", "PathStep", "as_graph_store",

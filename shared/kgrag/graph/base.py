@@ -66,7 +66,8 @@ def parse_relation_path(
     rejected with ``ValueError`` rather than silently dropped.
 
     >>> parse_relation_path("directed_by -> starred_actors_inv")
-    [PathStep(relation='directed_by', direction='out'), PathStep(relation='starred_actors', direction='in')]
+    [PathStep(relation='directed_by', direction='out'), PathStep(relation='starred_actors', \
+direction='in')]
     """
     check_direction(default_direction)
     if isinstance(path, str):

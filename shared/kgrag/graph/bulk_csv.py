@@ -1,9 +1,10 @@
-"""Fast reading of plain triples files: whole blocks at a time, names decoded once per distinct value.
+"""Fast reading of plain triples files: whole blocks at a time, names decoded once per distinct
+value.
 
-:func:`~kgrag.graph.conversions.read_triples` first tries :func:`read_plain_triples`. It handles the common case
--- UTF-8 text, exactly three fields per line, no quoting, no carriage returns, no blank lines
-except at the end -- with byte-level numpy checks and C-level ``bytes.split``; each distinct name
-is decoded and normalised once instead of once per occurrence. Anything else (a malformed or
+:func:`~kgrag.graph.conversions.read_triples` first tries :func:`read_plain_triples`. It handles the
+common case -- UTF-8 text, exactly three fields per line, no quoting, no carriage returns, no blank
+lines except at the end -- with byte-level numpy checks and C-level ``bytes.split``; each distinct
+name is decoded and normalised once instead of once per occurrence. Anything else (a malformed or
 blank line, quotes in a comma file, ``\\r``, an over-long field, undecodable bytes, a name that
 normalises to empty) makes it return ``None``, and the caller falls back to the line-by-line
 :class:`~kgrag.graph.io.TripleReader`, which gives the exact error (file and line) or skips.
@@ -185,7 +186,8 @@ def _read(path: str, sep: str | None, header: bool | None, encoding: str):
                 if len(sep_b) != 1 or sep_b in (b"\n", b"\r", b'"'):
                     raise _NotPlain
                 quoted = use_sep in _QUOTED_SEPARATORS
-                if header or (header is None and _looks_like_header(first.split(use_sep), (0, 1, 2))):
+                if header or (header is None and _looks_like_header(first.split(use_sep),
+                                                                    (0, 1, 2))):
                     block = block[line_end + 1:]
                     if not block:
                         continue

@@ -243,7 +243,8 @@ class TripleReader:
             elif c in names:
                 resolved.append(names.index(c))
             else:
-                raise GraphFormatError(f"column {c!r} not in header {names}", path=self.path, line=1)
+                raise GraphFormatError(f"column {c!r} not in header {names}", path=self.path,
+                                       line=1)
         return tuple(resolved)  # type: ignore[return-value]
 
 

@@ -293,7 +293,8 @@ class KnowledgeGraph(ArrayTraversal):
             r_ids.append(relations.setdefault(r, len(relations)))
             t_ids.append(nodes.setdefault(t, len(nodes)))
         if skipped:
-            log.warning("skipped %d malformed record(s)%s", skipped, f" in {source}" if source else "")
+            log.warning("skipped %d malformed record(s)%s", skipped,
+                        f" in {source}" if source else "")
         kg = cls(
             list(nodes),
             list(relations),

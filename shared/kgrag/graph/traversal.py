@@ -64,7 +64,8 @@ class ArrayTraversal:
             deg += self.in_indptr[nodes + 1] - self.in_indptr[nodes]
         return deg
 
-    def _pair_ranges(self, nodes: np.ndarray, rel: int, reverse: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _pair_ranges(self, nodes: np.ndarray, rel: int,
+                     reverse: bool) -> tuple[np.ndarray, np.ndarray]:
         """Start and count of the (node, rel) block in out_key (or in_key when ``reverse``)."""
         key = self.in_key if reverse else self.out_key
         probe = nodes.astype(np.int64) * self._r + rel
@@ -170,7 +171,8 @@ class ArrayTraversal:
             walks = self._walks_one_source(int(sources[0]), steps, fan_out, max_paths)
             if walks is not None:
                 n_walks, length = len(walks), len(steps)
-                return (np.array([w[0] for w in walks], dtype=np.int64).reshape(n_walks, length + 1),
+                return (np.array([w[0] for w in walks],
+                                 dtype=np.int64).reshape(n_walks, length + 1),
                         np.array([w[1] for w in walks], dtype=np.int64).reshape(n_walks, length),
                         np.array([w[2] for w in walks], dtype=bool).reshape(n_walks, length))
         frontier = _unique(sources)
@@ -200,7 +202,8 @@ class ArrayTraversal:
                 e, owner, nxt, fwd = e[order], owner[order], nxt[order], fwd[order]
                 if fan_out is not None and len(owner):
                     first = np.r_[0, np.flatnonzero(np.diff(owner)) + 1]
-                    rank = np.arange(len(owner)) - np.repeat(first, np.diff(np.r_[first, len(owner)]))
+                    rank = np.arange(len(owner)) - np.repeat(first,
+                                                             np.diff(np.r_[first, len(owner)]))
                     keep = rank < fan_out
                     e, owner, nxt, fwd = e[keep], owner[keep], nxt[keep], fwd[keep]
             if max_paths is not None and len(owner) > max_paths:
@@ -313,7 +316,8 @@ class ArrayTraversal:
         pos = _range_positions(starts, indptr[nodes + 1] - starts)
         return self.in_order[pos].astype(np.int64) if reverse else pos
 
-    def _bfs_step(self, frontier: np.ndarray, directed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _bfs_step(self, frontier: np.ndarray,
+                  directed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All (edge, next node, forward flag) leaving ``frontier`` (both ways if undirected)."""
         e_out = self._incident_edges(frontier, reverse=False)
         parts_e, parts_n, parts_f = [e_out], [self.tails[e_out].astype(np.int64)], [
@@ -334,7 +338,8 @@ class ArrayTraversal:
         directed: bool = False,
         max_paths: int | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """One shortest path (≤ ``max_hops`` edges) to each reachable target from the nearest source.
+        """One shortest path (≤ ``max_hops`` edges) to each reachable target from the nearest
+        source.
 
         A multi-source breadth-first search; ties between equally short paths are broken by the
         lowest edge id, so results are deterministic. Targets that are themselves sources are

@@ -26,10 +26,10 @@ thresholds such as :func:`~kgrag.linking.extract_mentions`' ``fuzzy_threshold`` 
 meaning):
 
 * the mention is cut into lower-case word tokens (:func:`~kgrag.linking.fuzzy.name_key`), so no
-  query operator of the mention reaches the server; each token is still escaped for the
-  engine's syntax (:func:`~kgrag.graph.cypher.neo4j.lucene_escape`,
-  :func:`~kgrag.graph.cypher.falkordb.redisearch_escape`) and the query text is sent as a parameter of a
-  read-only procedure call with the store's timeout. The query ORs each token and a fuzzy
+  query operator of the mention reaches the server; each token is still escaped for the engine's
+  syntax (:func:`~kgrag.graph.cypher.neo4j.lucene_escape`,
+  :func:`~kgrag.graph.cypher.falkordb.redisearch_escape`) and the query text is sent as a parameter
+  of a read-only procedure call with the store's timeout. The query ORs each token and a fuzzy
   variant (Lucene ``tok~``, RediSearch ``%tok%``);
 * the server returns up to ``candidates`` names by its own relevance score (Lucene BM25 or
   RediSearch TF-IDF: unbounded, not comparable across queries); these are *re-scored* with the
@@ -240,12 +240,11 @@ def linker_for_store(store: GraphStore, *, mode: str = "hybrid", progress: bool 
     ``store`` is any GraphStore (an in-memory graph gets the local linker). ``mode`` and
     ``linker_kwargs`` (``embedder=``, ``top_m=``, ``min_score=``, ``aliases=`` ...) go to the
     linker. The database index is used when ``use_index`` and the mode's needs are met (module
-    docstring): ``"fuzzy"`` a full-text index on the name property; ``"dense"`` the vector
-    index named by ``vector_index`` plus an ``embedder`` -- or, unnamed, the one ``kgrag
-    index-db`` wrote with that embedder's model (:mod:`kgrag.graph.cypher.vectors`); ``"hybrid"`` both. ``aliases`` are
-    only known to the local linker, so passing them selects it. The returned linker has an
-    ``index_source`` attribute saying which index it uses.
-    """
+    docstring): ``"fuzzy"`` a full-text index on the name property; ``"dense"`` the vector index
+    named by ``vector_index`` plus an ``embedder`` -- or, unnamed, the one ``kgrag index-db`` wrote
+    with that embedder's model (:mod:`kgrag.graph.cypher.vectors`); ``"hybrid"`` both. ``aliases``
+    are only known to the local linker, so passing them selects it. The returned linker has an
+    ``index_source`` attribute saying which index it uses. """
     reason = "use_index=False"
     if not is_cypher_store(store):
         reason = "not a database store"

@@ -2,9 +2,10 @@
 
 Methods call ``llm.complete(prompt) -> str`` (or ``await llm.acomplete(prompt)``). Users pass any
 LangChain ``BaseChatModel`` / ``BaseLanguageModel`` or LlamaIndex ``LLM``; :func:`as_llm` wraps it.
-Prompts and replies pass through :func:`~kgrag.text.clean.replace_lone_surrogates` (a lone
-surrogate in a question would make a client's UTF-8 encoder fail). Every adapter counts calls and, where the model reports them, prompt and completion tokens, into a
-:class:`~kgrag.context.types.Usage` so a method can report the cost of each question.
+Prompts and replies pass through :func:`~kgrag.text.clean.replace_lone_surrogates` (a lone surrogate
+in a question would make a client's UTF-8 encoder fail). Every adapter counts calls and, where the
+model reports them, prompt and completion tokens, into a :class:`~kgrag.context.types.Usage` so a
+method can report the cost of each question.
 
 The core never imports LangChain or LlamaIndex at module level: detection is duck-typed on the
 class hierarchy's module names, and imports happen inside the adapter that needs them.
@@ -65,12 +66,11 @@ def llm_call_options(**options: Any) -> Iterator[dict[str, Any]]:
     """Framework options for every LLM call made inside the block (in this context only).
 
     Recognised keys: ``on_token`` (a function receiving the streamed pieces of the calls of the
-    steps in ``stream_steps``, default the final ``"answer"`` call), ``callbacks`` (a LangChain callback manager or handler list, e.g. a
-    retriever's ``run_manager.get_child()``), ``tags``, ``metadata`` and ``run_name`` (passed in
-    the LangChain ``config``), and ``config`` (a whole LangChain ``RunnableConfig``, merged
-    under the other keys). Options of an enclosing block are kept unless overridden.
-    ``None`` values are ignored.
-    """
+    steps in ``stream_steps``, default the final ``"answer"`` call), ``callbacks`` (a LangChain
+    callback manager or handler list, e.g. a retriever's ``run_manager.get_child()``), ``tags``,
+    ``metadata`` and ``run_name`` (passed in the LangChain ``config``), and ``config`` (a whole
+    LangChain ``RunnableConfig``, merged under the other keys). Options of an enclosing block are
+    kept unless overridden. ``None`` values are ignored. """
     merged = {**_CALL_OPTIONS.get(), **{k: v for k, v in options.items() if v is not None}}
     token = _CALL_OPTIONS.set(merged)
     try:

@@ -375,7 +375,8 @@ def local_llm(model: str | os.PathLike[str] | LocalModel = "smollm2-135m", *,
                           stopping_ids=stop_ids, is_chat_model=True, device_map="cpu")
 
 
-#: the prefix of ``--llm local:NAME[?option=value&...]`` (:func:`kgrag.commands.common.load_factory`)
+#: the prefix of ``--llm local:NAME[?option=value&...]``
+#: (:func:`kgrag.commands.common.load_factory`)
 LOCAL_PREFIX = "local:"
 #: the options ``--llm local:NAME?...`` takes, with their types
 CLI_OPTIONS: dict[str, Callable[[str], Any]] = {

@@ -130,7 +130,8 @@ def scan_tags(text: str) -> list[Tag]:
     return tags
 
 
-def tag_lines(text: str, tag: str, *, aliases: Iterable[str] = (), max_items: int = 100) -> list[str]:
+def tag_lines(text: str, tag: str, *, aliases: Iterable[str] = (),
+              max_items: int = 100) -> list[str]:
     """Non-empty lines inside a tag, stripped of bullets / numbering; [] when the tag is absent."""
     body = extract_tag(text, tag, aliases=aliases)
     if body is None:

@@ -6,11 +6,11 @@ an LLM, ``answer(question) -> Answer``. The adapters in ``langchain_kgrag`` and
 
 One constructor contract for all of them: a method over a graph is built with
 ``Method.from_graph(graph, *, llm=None, embedder=None, **params)``, a method over text with
-``Method.from_documents(docs, *, llm=None, embedder=None, **params)``; ``llm`` and ``embedder``
-are keyword-only everywhere. The registry (:mod:`kgrag.methods.registry`) says which of the
-two a method uses. Every tuning knob is a field of the method's config (:attr:`KGMethod.config_class`,
-a :class:`~kgrag.methods.config.MethodConfig`), read as ``method.config.<knob>``; keyword
-knobs given to a constructor or factory build it.
+``Method.from_documents(docs, *, llm=None, embedder=None, **params)``; ``llm`` and ``embedder`` are
+keyword-only everywhere. The registry (:mod:`kgrag.methods.registry`) says which of the two a method
+uses. Every tuning knob is a field of the method's config (:attr:`KGMethod.config_class`, a
+:class:`~kgrag.methods.config.MethodConfig`), read as ``method.config.<knob>``; keyword knobs given
+to a constructor or factory build it.
 
 ``from_graph`` takes the graph a user already has: a ``GraphStore``, or a LlamaIndex
 property graph, LangChain ``GraphDocument``\\ s or a networkx graph, converted by

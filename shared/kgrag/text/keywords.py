@@ -22,7 +22,8 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def keywords(text: str, *, stopwords: Iterable[str] | None = None, min_length: int = 2) -> list[str]:
+def keywords(text: str, *, stopwords: Iterable[str] | None = None,
+             min_length: int = 2) -> list[str]:
     """Keywords of ``text`` in order of first occurrence, each once.
 
     >>> keywords("The Eiffel Tower is in Paris; Paris is in France.")

@@ -31,7 +31,8 @@ _SEPARATORS = re.compile(r"[_./:#\-]+")
 
 
 def relation_words(name: str) -> str:
-    """``directed_by`` / ``placeOfBirth`` / ``film.director`` -> "directed by" / "place of birth" / "film director".
+    """``directed_by`` / ``placeOfBirth`` / ``film.director`` -> "directed by" / "place of birth" /
+    "film director".
 
     Lower-cased words; a name with no word characters is returned unchanged.
 

@@ -13,20 +13,20 @@ in it), applies a static cost model to every expression (:func:`check_expression
 
 * **Iterations.** A list comprehension (``[x IN L | ...]``), a pattern comprehension
   (``[(a)-->(b) | ...]``), a quantifier (``any/all/none/single(x IN L ...)``, legacy
-  ``extract/filter``), an ``EXISTS/COUNT/COLLECT {...}`` subquery and the membership test
-  ``x IN L`` each iterate over a list. The list's size is *known* when it is a literal list (its
-  element count, at most :data:`MAX_LIST_LITERAL_ELEMENTS`), a ``range()`` call (its length) or
-  a parameter holding a list (its length), and *unknown* otherwise (a variable, a
-  ``collect()``ed list, a property, a pattern). An iteration inside another one (anywhere within its brackets) multiplies the work. Refused: two
-  unknown sizes on one nesting chain (``[a IN L | [b IN L | 1]]``, ``[a IN L WHERE a IN L]``,
-  quadratic in a collected list; a variable of the enclosing query named in a comprehension's
+  ``extract/filter``), an ``EXISTS/COUNT/COLLECT {...}`` subquery and the membership test ``x IN L``
+  each iterate over a list. The list's size is *known* when it is a literal list (its element count,
+  at most :data:`MAX_LIST_LITERAL_ELEMENTS`), a ``range()`` call (its length) or a parameter holding
+  a list (its length), and *unknown* otherwise (a variable, a ``collect()``ed list, a property, a
+  pattern). An iteration inside another one (anywhere within its brackets) multiplies the work.
+  Refused: two unknown sizes on one nesting chain (``[a IN L | [b IN L | 1]]``, ``[a IN L WHERE a IN
+  L]``, quadratic in a collected list; a variable of the enclosing query named in a comprehension's
   projection, ``[a IN L | M]``, counts as an unknown size: it may copy a list per element), an
   unknown size nested with more than :data:`MAX_KNOWN_WITH_UNKNOWN` literal-list or ``range()``
   elements (``[x IN range(1, 100000) WHERE x IN L]``), known sizes whose product exceeds
-  ``max_range``, more than
-  :data:`MAX_ITERATION_DEPTH` nested iterations, and a body whose text times the known sizes of
-  its chain exceeds :data:`MAX_ITERATION_WORK` characters (``[x IN range(1, 100000) | '...1 kB
-  literal...']``) or, over an unknown size, exceeds :data:`MAX_UNKNOWN_BODY_CHARS`.
+  ``max_range``, more than :data:`MAX_ITERATION_DEPTH` nested iterations, and a body whose text
+  times the known sizes of its chain exceeds :data:`MAX_ITERATION_WORK` characters (``[x IN range(1,
+  100000) | '...1 kB literal...']``) or, over an unknown size, exceeds
+  :data:`MAX_UNKNOWN_BODY_CHARS`.
 * **Generators.** Every ``range()`` needs integer literal (or integer parameter) bounds, and the
   product of all ``range()`` lengths in the query must stay within ``max_range`` (default
   100,000 elements); ``reduce()`` is refused outright (its accumulator can grow exponentially:

@@ -190,10 +190,9 @@ class FalkorDBGraphStore(CypherGraphStore):
         """GRAPH.RO_QUERY with the server's timeout, and a client deadline a little later.
 
         A server whose ``TIMEOUT_MAX`` is below ``timeout`` refuses the query; it is then sent
-        without a timeout, so the server's maximum applies. With ``budget`` (untrusted queries)
-        the reply is read through a :class:`~kgrag.graph.cypher.result_budget.BudgetedSocket`: at most
-        ``max_bytes`` bytes, and the read is cancelled when the deadline passes.
-        """
+        without a timeout, so the server's maximum applies. With ``budget`` (untrusted queries) the
+        reply is read through a :class:`~kgrag.graph.cypher.result_budget.BudgetedSocket`: at most
+        ``max_bytes`` bytes, and the read is cancelled when the deadline passes. """
         import redis.exceptions as rx
 
         plain = plain_parameters(params)
@@ -341,12 +340,11 @@ class FalkorDBGraphStore(CypherGraphStore):
     def search_indexes(self) -> list[SearchIndex]:
         """Operational full-text / vector indexes on ``node_label``'s name property.
 
-        Read with ``CALL db.indexes()`` (one row per label: ``types`` maps each property to
-        its index kinds, e.g. ``['RANGE', 'FULLTEXT']``). An index still under construction is
-        left out (it would return partial results). A vector index is named by the property
-        holding the embeddings (``vector_index="embedding"``). FalkorDB indexes are per label, so with
-        ``node_label=None`` no index covers every node and none is returned.
-        """
+        Read with ``CALL db.indexes()`` (one row per label: ``types`` maps each property to its
+        index kinds, e.g. ``['RANGE', 'FULLTEXT']``). An index still under construction is left out
+        (it would return partial results). A vector index is named by the property holding the
+        embeddings (``vector_index="embedding"``). FalkorDB indexes are per label, so with
+        ``node_label=None`` no index covers every node and none is returned. """
         if not self.node_label:
             return []
         try:
@@ -360,7 +358,8 @@ class FalkorDBGraphStore(CypherGraphStore):
             info = dict(zip(header, row))
             if info.get("label") != self.node_label or info.get("entitytype", "NODE") != "NODE":
                 continue
-            kinds = (info.get("types") or {}).get(self.name_property) or []  # full-text: on the name
+            # full-text: on the name
+            kinds = (info.get("types") or {}).get(self.name_property) or []
             status = str(info.get("status", "OPERATIONAL"))
             if status != "OPERATIONAL":
                 log.info("FalkorDB index on %s.%s not used: %s", self.node_label,
@@ -422,7 +421,8 @@ class FalkorDBGraphStore(CypherGraphStore):
 def to_falkordb(kg: TripleSource, target: Any = "localhost", port: int = 6379, *,
                 graph: str = "kgrag", batch_size: int = 5000, progress: bool = True,
                 **mapping: Any) -> Any:
-    """Write ``kg`` into FalkorDB and return a :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`.
+    """Write ``kg`` into FalkorDB and return a
+    :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`.
 
     ``target``: a host name (with ``port`` and graph key ``graph``) or a ``falkordb.Graph``.
     The :class:`~kgrag.graph.cypher.load.LoadSummary` is on the store as ``load_summary``.

@@ -48,7 +48,8 @@ class LoadSummary:
                 f"created; name index: {self.index}")
 
 
-def _triples_of(source: Any, read_options: dict[str, Any]) -> tuple[Iterable[Sequence[Any]], int | None]:
+def _triples_of(source: Any, read_options: dict[str, Any]) -> tuple[Iterable[Sequence[Any]],
+                                                                    int | None]:
     """An iterable of (head, relation, tail) and its length when known."""
     if isinstance(source, TripleSource):
         return ((t.head, t.relation, t.tail) for t in source.triples()), source.num_edges

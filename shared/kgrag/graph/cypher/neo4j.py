@@ -499,7 +499,8 @@ class Neo4jGraphStore(CypherGraphStore):
 def to_neo4j(kg: TripleSource, target: Any, username: str | None = None,
              password: str | None = None, *, database: str | None = None, batch_size: int = 5000,
              progress: bool = True, **mapping: Any) -> Any:
-    """Write ``kg`` into Neo4j and return a :class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` over it.
+    """Write ``kg`` into Neo4j and return a :class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` over
+    it.
 
     ``target``: a Bolt URI (with ``username`` / ``password``), a ``langchain_neo4j.Neo4jGraph``
     or a ``neo4j.Driver``. ``mapping``: label / property / relation storage options of the

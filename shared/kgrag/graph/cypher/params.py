@@ -3,13 +3,14 @@
 Parameters exist so that values never become query text. Two FalkorDB paths turn them into text
 anyway, so the stores check what those paths would build:
 
-* **FalkorDB's Python client** (Redis protocol, :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`)
-  writes a ``CYPHER name=value ...`` header in front of the query: strings quoted and escaped,
-  map keys in backticks (a key holding a backtick raises the client's own ``ValueError``), and
-  every other value with ``str()``. So ``nan`` / ``inf`` arrive as names, an integer beyond 64
-  bits is clamped or refused by the server, and an object of another type is written as whatever
-  its ``str()`` says. :func:`plain_parameters` returns the parameters as plain Python values the
-  client writes exactly (numpy numbers become ``int`` / ``float``), or refuses.
+* **FalkorDB's Python client** (Redis protocol,
+  :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`) writes a ``CYPHER name=value ...``
+  header in front of the query: strings quoted and escaped, map keys in backticks (a key holding a
+  backtick raises the client's own ``ValueError``), and every other value with ``str()``. So ``nan``
+  / ``inf`` arrive as names, an integer beyond 64 bits is clamped or refused by the server, and an
+  object of another type is written as whatever its ``str()`` says. :func:`plain_parameters` returns
+  the parameters as plain Python values the client writes exactly (numpy numbers become ``int`` /
+  ``float``), or refuses.
 * **FalkorDB's Bolt endpoint** (:class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore` on FalkorDB)
   receives parameters properly, then splices them into a 4,096-byte stack buffer as text:
   ``CYPHER name=value ... <query>``, strings in single quotes *unescaped*, map keys *bare*,

@@ -65,7 +65,8 @@ How the check works (:func:`check_read_only`):
    The **original** text is what is returned and executed, so ``WHERE n.name = 'Film²'`` still
    matches ``Film²``.
 
-Budgets (row caps, ``range()`` sizes, expression work, time) are in :mod:`kgrag.graph.cypher.budget`.
+Budgets (row caps, ``range()`` sizes, expression work, time) are in
+:mod:`kgrag.graph.cypher.budget`.
 
 >>> is_read_only("MATCH (n {name: 'CREATE'}) RETURN n.set AS start LIMIT 5")
 True
@@ -74,7 +75,8 @@ False
 >>> check_read_only("MATCH (n) DETACH DELETE n")
 Traceback (most recent call last):
 ...
-kgrag.errors.UnsafeQueryError: refused Cypher: it contains the clause keyword 'DETACH' (write, procedure or admin clauses are not allowed)
+kgrag.errors.UnsafeQueryError: refused Cypher: it contains the clause keyword 'DETACH' (write, \
+procedure or admin clauses are not allowed)
 """
 
 from __future__ import annotations

@@ -582,8 +582,9 @@ class CypherGraphStore:
         return [Path(nodes, relations, fwd) for nodes, fwd in walks if len(fwd) == len(steps)]
 
     # ------------------------------------------------------------------ shortest paths
-    def _parent_edges(self, frontier: Sequence[str], directed: bool,
-                      only: Sequence[str] | None) -> dict[str, tuple[tuple[str, str, str], bool, str]]:
+    def _parent_edges(
+            self, frontier: Sequence[str], directed: bool, only: Sequence[str] | None,
+    ) -> dict[str, tuple[tuple[str, str, str], bool, str]]:
         """For each node next to ``frontier``: its lowest connecting edge, direction, and parent."""
         pattern, _ = self._rel("e", None)
         restrict = f"m.{self._prop} IN $only" if only is not None else None

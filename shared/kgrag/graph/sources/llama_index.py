@@ -1,4 +1,5 @@
-"""A LlamaIndex property graph (``PropertyGraphStore`` or ``PropertyGraphIndex``) as a KnowledgeGraph.
+"""A LlamaIndex property graph (``PropertyGraphStore`` or ``PropertyGraphIndex``) as a
+KnowledgeGraph.
 
 What is read:
 

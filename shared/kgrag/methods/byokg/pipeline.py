@@ -242,7 +242,8 @@ class ByoKGRAG(KGMethod):
             # a reply with none of the linker's tags is re-asked once, then LLMOutputError
             out, _ = yield from ask_and_parse(
                 linker_prompt(question, self.linker_schema, context.verbalize(),
-                              with_query=self.uses_cypher, template=self.prompts.template("linker")),
+                              with_query=self.uses_cypher,
+                              template=self.prompts.template("linker")),
                 parse_linker_reply, retries=1, system=self.prompts.template("linker_system"),
                 step="kg_linker")
             if not self.uses_cypher:
@@ -290,12 +291,14 @@ class ByoKGRAG(KGMethod):
         followed = []
         for metapath in metapaths:
             found = follow_metapath(self.graph, sources, metapath, resolver=self.resolver,
-                                    direction=self.config.direction, max_paths=self.config.max_paths)
+                                    direction=self.config.direction,
+                                    max_paths=self.config.max_paths)
             context.add_paths(found.paths)
             followed.append({"metapath": metapath, "executed": found.executed,
                              "partial": found.partial, "walks": len(found.paths)})
         log["followed_paths"] = followed
-        short = shortest_paths(self.graph, sources, answers, max_hops=self.config.shortest_path_hops,
+        short = shortest_paths(self.graph, sources, answers,
+                               max_hops=self.config.shortest_path_hops,
                                direction=self.config.direction)
         context.add_paths(short)
         log["shortest_paths"] = len(short)
@@ -387,8 +390,10 @@ class ByoKGRAG(KGMethod):
         """
         found = llm_free_retrieve(
             question, self.graph, linker=self.linker, scorer=self.scorer, top_m=1,
-            text_top_k=self.config.text_top_k or self.config.scoring_top_k, hops=self.config.llm_free_hops,
-            max_paths=self.config.llm_free_max_paths, max_candidates=self.config.llm_free_candidates)
+            text_top_k=self.config.text_top_k or self.config.scoring_top_k,
+            hops=self.config.llm_free_hops,
+            max_paths=self.config.llm_free_max_paths,
+            max_candidates=self.config.llm_free_candidates)
         context = GraphContext()
         context.add_triples(found.triples)
         context.add_paths(found.paths)

@@ -22,10 +22,10 @@ from kgrag.context.types import Triple
 from kgrag.embed.relations import RelationTextVectors
 from kgrag.embed.similarity import matvec
 from kgrag.graph.base import IdIndexedGraph
+from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import LLMRequest, Steps
 from kgrag.methods.byokg.context import merge_triples
 from kgrag.methods.byokg.parsing import parse_next_entities, parse_selected_relations
-from kgrag.llm.prompts import PromptSet
 from kgrag.methods.byokg.prompts import PROMPTS, entity_selection_prompt, relation_selection_prompt
 from kgrag.text.relations import relation_texts
 

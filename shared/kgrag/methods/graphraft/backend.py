@@ -9,13 +9,13 @@ GraphRAFT needs three things from a graph, and nothing else:
 
 :class:`MemoryBackend` does this with numpy on the :class:`~kgrag.graph.memory.KnowledgeGraph`'s
 integer arrays; :class:`StoreBackend` with the protocol's ``one_hop`` on any other
-:class:`~kgrag.graph.base.GraphStore`. :class:`CypherBackend` pushes it into a database store that has ``run_cypher``
-(:class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore`, :class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`):
-enumeration is the paper's aggregating template queries (App. A.2, undirected), with the result
-and gold counts computed inside the database (``count(DISTINCT tgt)`` and the paper's
-``size([t IN collect(DISTINCT tgt) WHERE ...])``), so no node is shipped to the client; a
-selected candidate runs as its own :meth:`PathPattern.to_cypher` query. Every name and gold
-answer is a query parameter.
+:class:`~kgrag.graph.base.GraphStore`. :class:`CypherBackend` pushes it into a database store that
+has ``run_cypher`` (:class:`~kgrag.graph.cypher.neo4j.Neo4jGraphStore`,
+:class:`~kgrag.graph.cypher.falkordb.FalkorDBGraphStore`): enumeration is the paper's aggregating
+template queries (App. A.2, undirected), with the result and gold counts computed inside the
+database (``count(DISTINCT tgt)`` and the paper's ``size([t IN collect(DISTINCT tgt) WHERE ...])``),
+so no node is shipped to the client; a selected candidate runs as its own
+:meth:`PathPattern.to_cypher` query. Every name and gold answer is a query parameter.
 
 Every backend returns the same candidates in the same canonical order (see
 :func:`~kgrag.methods.graphraft.enumeration.canonical_order`) and execution results sorted by
@@ -132,7 +132,8 @@ class CypherBackend:
         return [f"{self._rel_name(v)} IS NOT NULL" for v in variables]
 
     def _run(self, query: str, params: dict[str, Any]) -> Sequence[Mapping[str, Any]]:
-        return self.store.run_cypher(query, params, limit=MAX_ENUMERATION_ROWS, timeout=self.timeout)
+        return self.store.run_cypher(query, params, limit=MAX_ENUMERATION_ROWS,
+                                     timeout=self.timeout)
 
     # ------------------------------------------------------------------ the template queries
     def enumeration_queries(self, families: Iterable[str] = FAMILIES) -> dict[str, str]:
@@ -155,7 +156,8 @@ class CypherBackend:
                 f"WITH n1, {self._rel_name('r1')} AS rel1, collect(DISTINCT x2) AS found "
                 f"RETURN n1 AS source, rel1, {counts}")
         if "2hop" in families:
-            where = " AND ".join(["x3 <> x1"] + self._named("x2", "x3") + self._rels_named("r1", "r2"))
+            where = " AND ".join(["x3 <> x1"] + self._named("x2",
+                                                            "x3") + self._rels_named("r1", "r2"))
             queries["2hop"] = (
                 f"UNWIND $names AS n1 MATCH {self._node('x1', 'n1')} WITH x1, n1 "
                 f"MATCH (x1){self._rel('r1')}{self._node('x2')}{self._rel('r2')}{self._node('x3')} "
@@ -196,7 +198,8 @@ class CypherBackend:
                 total = int(row["total"])
                 if total <= 0:
                     continue
-                relations = (str(row["rel1"]),) if family == "1hop" else (str(row["rel1"]), str(row["rel2"]))
+                relations = (str(row["rel1"]),
+                             ) if family == "1hop" else (str(row["rel1"]), str(row["rel2"]))
                 pattern = PathPattern(family, str(row["source"]), relations,  # type: ignore[arg-type]
                                       target=str(row["target"]) if family == "2path" else None)
                 out.append(Candidate(pattern, total, int(row["hits"])))
@@ -210,7 +213,8 @@ class CypherBackend:
 
     def execute(self, pattern: PathPattern) -> list[str]:
         query, params = self.cypher(pattern)
-        rows = self.store.run_cypher(query, params, limit=MAX_ENUMERATION_ROWS, timeout=self.timeout)
+        rows = self.store.run_cypher(query, params, limit=MAX_ENUMERATION_ROWS,
+                                     timeout=self.timeout)
         return sorted({str(r["name"]) for r in rows if r.get("name") is not None})
 
     def description(self, name: str) -> str:

@@ -33,7 +33,8 @@ class Candidate:
         return self.pattern.text()
 
 
-def _undirected_edges(kg: IdIndexedGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _undirected_edges(kg: IdIndexedGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                      np.ndarray]:
     """(owner index into ``nodes``, relation id, other end) of every edge touching ``nodes``."""
     e_out, o_out = kg._edges_one_direction(nodes, False, None)
     e_in, o_in = kg._edges_one_direction(nodes, True, None)
@@ -101,7 +102,8 @@ def enumerate_candidates(
                 key = pairs[owner[keep], 0] * n_rel + rel2[keep]
                 keys, totals, hits = _group_counts(key, x3[keep], gold_ids)
                 for k, total, hit in zip(keys.tolist(), totals.tolist(), hits.tolist()):
-                    pattern = PathPattern("2hop", names[src], (rnames[k // n_rel], rnames[k % n_rel]))
+                    pattern = PathPattern("2hop", names[src],
+                                          (rnames[k // n_rel], rnames[k % n_rel]))
                     out.append(Candidate(pattern, total, hit))
     if "2path" in families:
         for a in src_ids:
@@ -119,11 +121,13 @@ def enumerate_candidates(
                 if counts.sum() == 0:
                     continue
                 left = np.repeat(np.arange(len(x_a)), counts)
-                right = np.concatenate([np.arange(s, e) for s, e in zip(lo[counts > 0], hi[counts > 0])])
+                right = np.concatenate([np.arange(s, e) for s,
+                                        e in zip(lo[counts > 0], hi[counts > 0])])
                 key = rel_a[left] * n_rel + rb_sorted[right]
                 keys, totals, hits = _group_counts(key, x_a[left], gold_ids)
                 for k, total, hit in zip(keys.tolist(), totals.tolist(), hits.tolist()):
-                    pattern = PathPattern("2path", names[a], (rnames[k // n_rel], rnames[k % n_rel]),
+                    pattern = PathPattern("2path", names[a],
+                                          (rnames[k // n_rel], rnames[k % n_rel]),
                                           target=names[b])
                     out.append(Candidate(pattern, total, hit))
     return canonical_order(out, [names[i] for i in src_ids])

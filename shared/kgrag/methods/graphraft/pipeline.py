@@ -1,4 +1,5 @@
-"""GraphRAFT end to end: entities -> linked nodes -> candidate queries -> selection -> context -> answer.
+"""GraphRAFT end to end: entities -> linked nodes -> candidate queries -> selection -> context ->
+answer.
 
 Paper: Clemedtson & Shi, "GraphRAFT" (arXiv 2504.05478). What the pipeline does per question:
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import functools
-
 import logging
 import math
 import re
@@ -47,13 +47,13 @@ from kgrag.errors import LLMOutputError, QueryBudgetError, QueryTimeoutError
 from kgrag.graph.base import GraphStore, IdIndexedGraph
 from kgrag.llm.base import optional_llm
 from kgrag.llm.parsing import mentioned_in, split_items
+from kgrag.llm.prompts import PromptSet
 from kgrag.llm.steps import Offload, Steps, answer_steps, ask_and_parse, in_thread, run_sync
 from kgrag.methods.base import NOTHING_LINKED, KGMethod, explain_empty
 from kgrag.methods.graphraft.backend import GraphRAFTBackend, as_backend
+from kgrag.methods.graphraft.config import GraphRAFTConfig
 from kgrag.methods.graphraft.decoding import TokenScorer
 from kgrag.methods.graphraft.enumeration import Candidate
-from kgrag.methods.graphraft.config import GraphRAFTConfig
-from kgrag.llm.prompts import PromptSet
 from kgrag.methods.graphraft.prompts import (
     DEFAULT_ENTITY_EXAMPLES,
     PROMPTS,
@@ -147,24 +147,23 @@ class GraphRAFT(KGMethod):
     """GraphRAFT retrieval and answering over a :class:`KnowledgeGraph` or a Cypher-capable store.
 
     Parameters: ``graph`` (a :class:`KnowledgeGraph`, a ``Neo4jGraphStore`` /
-    ``FalkorDBGraphStore``, or a :mod:`~kgrag.methods.graphraft.backend` backend); ``llm`` (L0 entity extraction, chat selection when no ``token_scorer``, and L2
-    answering unless ``answer_llm`` is given); ``token_scorer`` (a
-    :class:`~kgrag.methods.graphraft.decoding.TokenScorer`, e.g. a fine-tuned L1, for
-    constrained decoding); ``selector`` (overrides the choice above); ``embedder`` (node/question
-    similarity and the vector fallback; default packaged MiniLM); ``linker`` (an
+    ``FalkorDBGraphStore``, or a :mod:`~kgrag.methods.graphraft.backend` backend); ``llm`` (L0
+    entity extraction, chat selection when no ``token_scorer``, and L2 answering unless
+    ``answer_llm`` is given); ``token_scorer`` (a
+    :class:`~kgrag.methods.graphraft.decoding.TokenScorer`, e.g. a fine-tuned L1, for constrained
+    decoding); ``selector`` (overrides the choice above); ``embedder`` (node/question similarity and
+    the vector fallback; default packaged MiniLM); ``linker`` (an
     :class:`~kgrag.linking.EntityLinker`; built from the graph when omitted); the knobs of
     :class:`~kgrag.methods.graphraft.config.GraphRAFTConfig` as ``config=`` or keywords
     (``families`` to enumerate, ``beam_width`` m = 5, ``top_k`` = 20 context nodes; read as
-    ``method.config.<knob>``); ``entity_examples``
-    (few-shot pairs for L0, replace them per graph); ``prompts`` replaces any of
-    :data:`~kgrag.methods.graphraft.prompts.PROMPTS` by name (``entity``, ``select``,
-    ``answer`` and their ``*_system`` messages; see :mod:`kgrag.llm.prompts`);
-    ``on_unusable_reply`` (``"raise"``): an L0 reply naming no entity, a selection naming no
-    listed candidate, or a blank answer, still so after one re-ask, raises
+    ``method.config.<knob>``); ``entity_examples`` (few-shot pairs for L0, replace them per graph);
+    ``prompts`` replaces any of :data:`~kgrag.methods.graphraft.prompts.PROMPTS` by name
+    (``entity``, ``select``, ``answer`` and their ``*_system`` messages; see
+    :mod:`kgrag.llm.prompts`); ``on_unusable_reply`` (``"raise"``): an L0 reply naming no entity, a
+    selection naming no listed candidate, or a blank answer, still so after one re-ask, raises
     :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result instead
-    (docs/examples.md, "Unusable LLM replies"). There is no silent fallback: an L0 reply with
-    no entity no longer turns into a vector-search-only context.
-    """
+    (docs/examples.md, "Unusable LLM replies"). There is no silent fallback: an L0 reply with no
+    entity no longer turns into a vector-search-only context. """
 
     name = "graphraft"
     has_llm_free_mode = True
@@ -197,7 +196,8 @@ class GraphRAFT(KGMethod):
         self.llm = optional_llm(llm)
         self.answer_llm = optional_llm(answer_llm) or self.llm
         self.embedder = as_embedder(embedder)
-        self.linker = linker or EntityLinker.from_graph(self.graph, embedder=self.embedder, mode="dense")
+        self.linker = linker or EntityLinker.from_graph(self.graph, embedder=self.embedder,
+                                                        mode="dense")
         self._name_vectors: dict[str, np.ndarray] = {}  # database stores only
         self._name_lock = threading.Lock()
         self.entity_examples = tuple(entity_examples)
@@ -341,7 +341,8 @@ class GraphRAFT(KGMethod):
                     nodes[name] = RetrievedNode(name, float(sims[i]), [pattern_text])
         missing = self.config.top_k - len(nodes)
         if missing > 0:
-            extra = self.linker.dense(question, top_m=min(len(self.linker), self.config.top_k + len(nodes)))
+            extra = self.linker.dense(question,
+                                      top_m=min(len(self.linker), self.config.top_k + len(nodes)))
             for link in extra:
                 if link.name not in nodes and missing > 0:
                     nodes[link.name] = RetrievedNode(link.name, float(link.score), [NO_PATTERN])
@@ -443,7 +444,8 @@ class GraphRAFT(KGMethod):
         return blocks
 
     def _entity_prompt(self, question: str) -> str:
-        return entity_prompt(question, self.entity_examples, template=self.prompts.template("entity"))
+        return entity_prompt(question, self.entity_examples,
+                             template=self.prompts.template("entity"))
 
     def _answer_prompt(self, question: str, result: RetrievalResult) -> str:
         return answer_prompt(question, self.answer_blocks(result),

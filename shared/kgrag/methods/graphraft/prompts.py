@@ -20,7 +20,8 @@ ENTITY_SYSTEM = (
 
 #: (question, reply) pairs; replace them with examples from your own graph for best results.
 DEFAULT_ENTITY_EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("Which drugs treat strongyloidiasis and are metabolised by CYP3A4?", "strongyloidiasis|CYP3A4"),
+    ("Which drugs treat strongyloidiasis and are metabolised by CYP3A4?",
+     "strongyloidiasis|CYP3A4"),
     ("Who directed the films that Meg Ryan starred in?", "Meg Ryan"),
     ("What genes are associated with melanoma and interact with TNFSF8?", "melanoma|TNFSF8"),
 )

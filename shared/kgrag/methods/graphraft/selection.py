@@ -160,5 +160,6 @@ class EmbeddingSelector:
                                               for c in candidates])
         sims = np.asarray(vecs) @ np.asarray(q)
         order = sorted(range(len(candidates)),
-                       key=lambda i: (-round(float(sims[i]), 6), candidates[i].total, candidates[i].text))
+                       key=lambda i: (-round(float(sims[i]), 6), candidates[i].total,
+                                      candidates[i].text))
         return order[:m]

@@ -83,7 +83,8 @@ def read_qa_pairs(path: str | Path, *, limit: int | None = None, seed: int = 0) 
     return pairs
 
 
-def sample_ranks(n: int, k: int = 5, alpha: float = 0.1, rng: random.Random | None = None) -> list[int]:
+def sample_ranks(n: int, k: int = 5, alpha: float = 0.1,
+                 rng: random.Random | None = None) -> list[int]:
     """``k`` distinct ranks in ``[0, n)`` drawn as ``int(n * u ** (1/alpha))`` (top-heavy)."""
     rng = rng or random.Random(0)
     k = min(k, n)
@@ -96,7 +97,8 @@ def sample_ranks(n: int, k: int = 5, alpha: float = 0.1, rng: random.Random | No
 
 
 def label_questions(method: "object", pairs: Iterable[QAPair], *, min_recall: float = 1.0,
-                    min_precision: float = 0.1, progress: bool = True) -> Iterator[LabelledQuestion]:
+                    min_precision: float = 0.1,
+                    progress: bool = True) -> Iterator[LabelledQuestion]:
     """Label every question with its best candidate query (``None`` when it is dropped).
 
     ``method`` is a :class:`~kgrag.methods.graphraft.pipeline.GraphRAFT`; its entity extraction

@@ -1,4 +1,5 @@
-"""KET-Index (Algorithm 3): documents -> chunks -> KNN graph -> PageRank -> skeleton + keyword graph.
+"""KET-Index (Algorithm 3): documents -> chunks -> KNN graph -> PageRank -> skeleton + keyword
+graph.
 
 :func:`build_index` runs every step and returns a :class:`~kgrag.methods.ketrag.index.KETIndex`;
 each stage is its own function (:func:`chunk_documents`, :func:`embed_texts`,

@@ -39,7 +39,8 @@ def measured_totals(llm_stats: dict[str, dict[str, int]]) -> dict[str, int]:
 
 def project(beta: float, *, pagerank: np.ndarray, chunk_tokens: np.ndarray,
             prompt_tokens: np.ndarray, selection: str, seed: int, max_gleanings: int,
-            measured_key_chunks: np.ndarray, llm_stats: dict[str, dict[str, int]]) -> dict[str, Any]:
+            measured_key_chunks: np.ndarray,
+            llm_stats: dict[str, dict[str, int]]) -> dict[str, Any]:
     """Projected extraction cost of building the skeleton with budget rate ``beta``."""
     chosen = select_key_chunks(pagerank, beta, method=selection, seed=seed)
     out: dict[str, Any] = {
@@ -75,7 +76,8 @@ def cost_report(*, beta: float, n_chunks: int, key_chunks: np.ndarray, pagerank:
                 max_gleanings: int, llm_stats: dict[str, dict[str, int]],
                 provider_usage: dict[str, int] | None, failed_chunks: int) -> dict[str, Any]:
     """The indexing cost report stored with the index (``index.cost``)."""
-    args: dict[str, Any] = dict(pagerank=pagerank, chunk_tokens=chunk_tokens, prompt_tokens=prompt_tokens,
+    args: dict[str, Any] = dict(pagerank=pagerank, chunk_tokens=chunk_tokens,
+                                prompt_tokens=prompt_tokens,
                 selection=selection, seed=seed, max_gleanings=max_gleanings,
                 measured_key_chunks=key_chunks, llm_stats=llm_stats)
     projections = {f"{b:g}": project(b, **args) for b in sorted({beta, 1.0})}

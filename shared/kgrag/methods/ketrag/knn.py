@@ -24,7 +24,8 @@ import scipy.sparse as sp
 BLOCK_ROWS = 1024
 
 
-def _top_k_rows(scores: np.ndarray, k: int, row_offset: int, positive_only: bool) -> tuple[np.ndarray, np.ndarray]:
+def _top_k_rows(scores: np.ndarray, k: int, row_offset: int,
+                positive_only: bool) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` columns of each row of a dense block (self excluded), ties to the lower column."""
     n_rows, n_cols = scores.shape
     if k <= 0 or n_cols <= 1:

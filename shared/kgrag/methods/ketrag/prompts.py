@@ -31,19 +31,23 @@ Find the entities of these types that the passage mentions: {entity_types}.
 Then find the relations between those entities that the passage states.
 
 Write one record per line. Each record is a JSON array, with nothing before or after it:
-["entity", "<name as written in the passage>", "<type>", "<what the passage says about it, one sentence>"]
-["relation", "<source entity name>", "<relation label, 1-4 words>", "<target entity name>", <strength: integer 1-10>, "<the fact in one sentence>"]
+["entity", "<name as written in the passage>", "<type>", "<what the passage says about it, one \
+sentence>"]
+["relation", "<source entity name>", "<relation label, 1-4 words>", "<target entity name>", \
+<strength: integer 1-10>, "<the fact in one sentence>"]
 After the last record write the line ["done"].
 
 Every relation's source and target must also appear as entity records.
 
 Example passage: Marie Curie was born in Warsaw. She won the Nobel Prize in Physics in 1903.
 Example records:
-["entity", "Marie Curie", "person", "Marie Curie was born in Warsaw and won the 1903 Nobel Prize in Physics."]
+["entity", "Marie Curie", "person", "Marie Curie was born in Warsaw and won the 1903 Nobel Prize \
+in Physics."]
 ["entity", "Warsaw", "geo", "Warsaw is the city where Marie Curie was born."]
 ["entity", "Nobel Prize in Physics", "event", "A prize Marie Curie won in 1903."]
 ["relation", "Marie Curie", "born in", "Warsaw", 9, "Marie Curie was born in Warsaw."]
-["relation", "Marie Curie", "won", "Nobel Prize in Physics", 9, "Marie Curie won the Nobel Prize in Physics in 1903."]
+["relation", "Marie Curie", "won", "Nobel Prize in Physics", 9, "Marie Curie won the Nobel Prize \
+in Physics in 1903."]
 ["done"]
 
 {text_start}
@@ -54,7 +58,8 @@ Example records:
 
 GLEANING_TEMPLATE = """{prompt}{previous}
 
-{marker} Write only the missing records, in the same format, and end with ["done"]. If nothing is missing, write only ["done"].
+{marker} Write only the missing records, in the same format, and end with ["done"]. If nothing is \
+missing, write only ["done"].
 """
 
 SUMMARY_TEMPLATE = """{marker} of the {kind} "{name}" into one short paragraph in the third person.
@@ -64,7 +69,8 @@ Descriptions:
 {descriptions}
 """
 
-ANSWER_SYSTEM = """You answer questions from the data tables you are given: knowledge-graph entities and relationships, and text sources.
+ANSWER_SYSTEM = """You answer questions from the data tables you are given: knowledge-graph \
+entities and relationships, and text sources.
 {marker}. Give the shortest complete answer: a word, a phrase or a short sentence.
 If the tables do not contain the answer, reply exactly: Insufficient information.
 Example: Question: "In which country was the Christmas Meeting of 1888 held?" Answer: Denmark"""

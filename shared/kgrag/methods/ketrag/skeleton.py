@@ -171,7 +171,8 @@ def build_skeleton(extractions: Sequence[ChunkExtraction],
     node_ids = {k: i for i, k in enumerate(keys)}
     rel_keys = list(relations)
     tasks: list[Callable[..., str]] = [
-        (lambda a=entities[k]: _merge_description("entity", a.name, list(a.descriptions), summarize))
+        (lambda a=entities[k]: _merge_description("entity", a.name, list(a.descriptions),
+                                                  summarize))
         for k in keys
     ] + [
         (lambda a=relations[k]: _merge_description("relation", a.name, list(a.descriptions),
@@ -194,7 +195,8 @@ def build_skeleton(extractions: Sequence[ChunkExtraction],
     tails = np.array([node_ids[k[1]] for k in rel_keys], dtype=np.int64)
     rels = np.array([label_ids[lab] for lab in labels], dtype=np.int64)
     names = [entities[k].name for k in keys]
-    if len(set(names)) != len(names):  # different keys cannot collide after case-folding, but be safe
+    # different keys cannot collide after case-folding, but be safe
+    if len(set(names)) != len(names):
         raise ValueError("entity names collide after normalisation")
     kg = KnowledgeGraph.from_arrays(
         heads, rels, tails, names, label_names,

@@ -21,16 +21,15 @@ of L2 distances whatever the embedder's normalisation.
   Approximate: the search downstream is exact only relative to these candidates.
 
 Texts embedded: node names as stored; relations as the texts of
-:func:`kgrag.text.relations.relation_texts` (labels, or the identifier in words: ``directed_by``
--> "directed by", ``people.person.place_of_birth`` -> "place of birth" and "people person place
-of birth"), the nearest of a relation's texts giving its distance, since the pattern's relations
-are written in plain words; ``humanize_relations=False`` embeds the raw names instead. An ``UNKNOWN`` item gets no vector search:
-it is a wildcard (every item at distance 0). Entity types (``node_types``: type name ->
-entity names) give candidates to the unknown nodes of a pattern component that names no entity
-(the reference code's rule): the placeholder's label without ``UNKNOWN`` and its number
-(``"UNKNOWN person 1"`` -> "person") is matched to the ``k_types`` nearest types, and every
-entity of those types becomes a candidate at distance 0.
-"""
+:func:`kgrag.text.relations.relation_texts` (labels, or the identifier in words: ``directed_by`` ->
+"directed by", ``people.person.place_of_birth`` -> "place of birth" and "people person place of
+birth"), the nearest of a relation's texts giving its distance, since the pattern's relations are
+written in plain words; ``humanize_relations=False`` embeds the raw names instead. An ``UNKNOWN``
+item gets no vector search: it is a wildcard (every item at distance 0). Entity types
+(``node_types``: type name -> entity names) give candidates to the unknown nodes of a pattern
+component that names no entity (the reference code's rule): the placeholder's label without
+``UNKNOWN`` and its number (``"UNKNOWN person 1"`` -> "person") is matched to the ``k_types``
+nearest types, and every entity of those types becomes a candidate at distance 0. """
 
 from __future__ import annotations
 
@@ -284,7 +283,8 @@ class CandidateGenerator:
             out.append(CandidateSet(ids, row[ids]))
         return out
 
-    def _type_candidates(self, pattern: Pattern, node_cands: list[CandidateSet | None]) -> list[str]:
+    def _type_candidates(self, pattern: Pattern,
+                         node_cands: list[CandidateSet | None]) -> list[str]:
         """Fill unknown nodes of components without a known node from the nearest entity types."""
         if self.type_index is None:
             return []

@@ -98,7 +98,8 @@ class Pattern:
             raise PatternError("a pattern is a list of (head, relation, tail) triples, not a string")
         seen: dict[tuple[str, str, str], None] = {}
         for position, record in enumerate(triples, start=1):
-            if isinstance(record, (str, bytes)) or not isinstance(record, Sequence) or len(record) != 3:
+            if isinstance(record, (str, bytes)) or not isinstance(record,
+                                                                  Sequence) or len(record) != 3:
                 raise PatternError(f"pattern triple {position} is not (head, relation, tail): "
                                    f"{record!r:.120}")
             h = _clean_item(record[0], f"head of triple {position}")

@@ -27,13 +27,13 @@ from kgrag.context.types import Answer, RetrievalResult, Subgraph, Usage
 from kgrag.graph.base import GraphStore, IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph
 from kgrag.llm import optional_llm
-from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_sync
 from kgrag.llm.prompts import PromptSet
+from kgrag.llm.steps import Steps, answer_steps, ask_and_parse, run_sync
 from kgrag.methods.base import EMPTY_GRAPH_REASON, KGMethod
 from kgrag.methods.simgrag.candidates import CandidateGenerator
 from kgrag.methods.simgrag.config import SimGRAGConfig
-from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
 from kgrag.methods.simgrag.examples import example_pack
+from kgrag.methods.simgrag.pattern import Pattern, PatternError, parse_pattern_reply
 from kgrag.methods.simgrag.prompts import (
     DEFAULT_PATTERN_EXAMPLES,
     PROMPTS,
@@ -45,7 +45,6 @@ from kgrag.methods.simgrag.prompts import (
 from kgrag.methods.simgrag.search import CandidateSet, Match, SearchResult
 from kgrag.methods.simgrag.topk import top_k_subgraphs
 from kgrag.text.relations import all_relation_texts
-
 
 #: what SimGRAG can do without an LLM (the end of its LLMNotConfiguredError message)
 _WITHOUT_LLM = ("Without an LLM, retrieve_pattern([(head, relation, tail), ...]) retrieves for "
@@ -63,12 +62,12 @@ class SimGRAG(KGMethod):
     not.
 
     * ``top_k`` (3) -- subgraphs returned; ``node_top_k`` (16, the paper's k(n)) /
-      ``relation_top_k`` (``"auto"``, k(r)) -- nearest graph nodes / relations per known
-      pattern item; ``"auto"`` takes every relation up to 512 (the paper's DBpedia k(r)), so a
-      relation a pattern names is never missed on a schema of a few hundred relations
-      (:func:`~.candidates.auto_k_relations`); ``type_top_k`` (16, k(t)) with ``node_types`` (type name -> entity names; default: the node
-      types a LangChain / LlamaIndex graph source kept, ``kg.annotations``) -- type
-      candidates for unknown nodes of entity-free pattern components.
+      ``relation_top_k`` (``"auto"``, k(r)) -- nearest graph nodes / relations per known pattern
+      item; ``"auto"`` takes every relation up to 512 (the paper's DBpedia k(r)), so a relation a
+      pattern names is never missed on a schema of a few hundred relations
+      (:func:`~.candidates.auto_k_relations`); ``type_top_k`` (16, k(t)) with ``node_types`` (type
+      name -> entity names; default: the node types a LangChain / LlamaIndex graph source kept,
+      ``kg.annotations``) -- type candidates for unknown nodes of entity-free pattern components.
     * ``injective`` (``"prefer"``) -- ``True``: a graph node matches at most one pattern node
       (Definition 1); ``False`` allows reuse; ``"prefer"`` (the default since it was measured
       on every dataset: never lower, PQ-3H Hits@3 63 -> 99.7, MetaQA-3hop 98 -> 100, two to
@@ -281,9 +280,11 @@ class SimGRAG(KGMethod):
         sub = (tuple(pattern.nodes[v] for v in node_ids), tuple(pattern.triples[j] for j in comp))
         options: dict[str, Any] = dict(
             injective=self.config.injective, distinct_subgraphs=self.config.distinct_subgraphs,
-            max_partials=self.config.max_partials, time_limit=self.config.time_limit, lookahead=self.config.lookahead)
+            max_partials=self.config.max_partials, time_limit=self.config.time_limit,
+            lookahead=self.config.lookahead)
         if self.kg is not None:
-            result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels, self.config.top_k,
+            result = top_k_subgraphs(self.kg, len(node_ids), edges, sub_nodes, sub_rels,
+                                     self.config.top_k,
                                      **options)
             return sub, result, self.kg
         kg = self._local_graph(edges, sub_nodes)
@@ -293,7 +294,8 @@ class SimGRAG(KGMethod):
                      for c in sub_nodes]
         sub_rels = [None if c is None else self._to_local(c, self.relation_names, kg.relation_index)
                     for c in sub_rels]
-        result = top_k_subgraphs(kg, len(node_ids), edges, sub_nodes, sub_rels, self.config.top_k, **options)
+        result = top_k_subgraphs(kg, len(node_ids), edges, sub_nodes, sub_rels, self.config.top_k,
+                                 **options)
         return sub, result, kg
 
     # ------------------------------------------------------------------ database stores
@@ -334,7 +336,8 @@ class SimGRAG(KGMethod):
         return KnowledgeGraph.from_triples(t.as_tuple() for t in triples)
 
     @staticmethod
-    def _to_local(cands: CandidateSet, names: Sequence[str], index: Mapping[str, int]) -> CandidateSet:
+    def _to_local(cands: CandidateSet, names: Sequence[str],
+                  index: Mapping[str, int]) -> CandidateSet:
         pairs = [(index[names[i]], d) for i, d in zip(cands.ids.tolist(), cands.distances.tolist())
                  if names[i] in index]
         return CandidateSet(np.asarray([p[0] for p in pairs], np.int64),

@@ -937,7 +937,8 @@ class SubgraphSearch:
             return F, Ep
         return F[:, self._node_of], Ep[:, self._edge_of]
 
-    def _distances(self, F: np.ndarray, Ep: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _distances(self, F: np.ndarray, Ep: np.ndarray) -> tuple[list[np.ndarray],
+                                                                 list[np.ndarray]]:
         """Per-node and per-edge GSD terms of reported matches (:meth:`_reported`), in order."""
         rels = self.kg.rels
         node_d = [np.zeros(len(F)) if c is None else c(F[:, i])

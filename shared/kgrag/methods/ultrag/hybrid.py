@@ -42,6 +42,7 @@ from kgrag.methods.ultrag.query import (
 )
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
 
+
 # ------------------------------------------------------------------------ the frequency prior
 class FrequencyPrior:
     """A relation's most-frequent-tail prior: ``p(v | r)`` = the share of ``r``'s edges that end

@@ -51,8 +51,8 @@ from kgrag.methods.ultrag.config import (
 from kgrag.methods.ultrag.executor import QueryExecutor
 from kgrag.methods.ultrag.graph_executors import EXECUTORS as EXECUTORS
 from kgrag.methods.ultrag.graph_executors import (
-    ExecutorFactory,
     Execution,
+    ExecutorFactory,
     GraphExecutor,
     executor_factory,
     graph_executor,

@@ -22,7 +22,8 @@ Choices the paper leaves open (documented and tested):
 * **Dangling nodes** (degree 0 in the chosen direction): their propagated mass is dropped (no
   edge carries it), exactly as the formula reads; the teleport term still refreshes the seeds.
   Scores are therefore not a probability distribution after T steps; only their order is used.
-* **Ties** at the k-th score are broken by lower node id. Seeds are not forced in: like the paper we keep the plain top-k (a seed has score >= (1 - alpha) / |S| so it is kept unless k is tiny).
+* **Ties** at the k-th score are broken by lower node id. Seeds are not forced in: like the paper we
+  keep the plain top-k (a seed has score >= (1 - alpha) / |S| so it is kept unless k is tiny).
 * **Induced subgraph** keeps every edge whose two endpoints were selected (all relations).
 """
 

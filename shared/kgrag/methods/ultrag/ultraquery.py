@@ -98,7 +98,8 @@ def _expected_keys() -> dict[str, tuple[int, ...]]:
     return keys
 
 
-# ------------------------------------------------------------------------------ typed message passing
+# ------------------------------------------------------------------------------ typed message
+# passing
 class TypedAdjacency:
     """Sum of typed messages into each receiver, in cache-sized blocks of receivers.
 

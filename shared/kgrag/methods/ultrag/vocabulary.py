@@ -11,17 +11,16 @@ strings, so :class:`GraphVocabulary` fixes one id scheme per graph:
 
 Resolution of a relation token tries, in order: the id table, the exact relation name (with the
 inverse suffix glued back on first, so a graph relation literally named ``x_inv`` still matches),
-then the name with the suffix removed as an inverse traversal. A relation written in words --
-its label, or the last segment of a path-like id (``"place of birth"`` for
+then the name with the suffix removed as an inverse traversal. A relation written in words -- its
+label, or the last segment of a path-like id (``"place of birth"`` for
 ``people.person.place_of_birth``) -- is bound by :meth:`GraphVocabulary.expand_written_relations`
-before execution (:mod:`kgrag.linking.relation_names`); words that fit several relations become
-the union (``OR``) of the projections along each. Optionally (``relation_backoff``,
-off by default -- the notes' "soft extra (a)", our extension) an unknown relation *label* falls
-back to the lexically closest relation name (``"director"`` -> ``directed_by``). Entity tokens: unquoted
-``Q<digits>`` ids, then exact node names, then aliases (case-insensitive last). Anything else is
-a :class:`~kgrag.methods.ultrag.query.QueryResolutionError` -- or, for quoted mentions, is left to
-the entity linker.
-"""
+before execution (:mod:`kgrag.linking.relation_names`); words that fit several relations become the
+union (``OR``) of the projections along each. Optionally (``relation_backoff``, off by default --
+the notes' "soft extra (a)", our extension) an unknown relation *label* falls back to the lexically
+closest relation name (``"director"`` -> ``directed_by``). Entity tokens: unquoted ``Q<digits>``
+ids, then exact node names, then aliases (case-insensitive last). Anything else is a
+:class:`~kgrag.methods.ultrag.query.QueryResolutionError` -- or, for quoted mentions, is left to the
+entity linker. """
 
 from __future__ import annotations
 
@@ -31,7 +30,6 @@ from collections.abc import Mapping, Sequence
 from kgrag.graph.base import IdIndexedGraph
 from kgrag.graph.memory import KnowledgeGraph, normalize_name  # noqa: F401 (doctests)
 from kgrag.linking.relation_names import RelationTextIndex
-from kgrag.text.suggest import close_matches, did_you_mean
 from kgrag.methods.ultrag.query import (
     Entity,
     Intersection,
@@ -42,6 +40,7 @@ from kgrag.methods.ultrag.query import (
     Relation,
     Union_,
 )
+from kgrag.text.suggest import close_matches, did_you_mean
 
 #: Relations a written name may expand to (a union of that many projections at most).
 MAX_WRITTEN_MATCHES = 16
