@@ -344,7 +344,8 @@ def run_operations(kg: Any, work: dict, reference: Any | None, args: argparse.Na
             if impl == "reference" and reference is None:
                 continue
             # the reference's graph-wide searches take seconds per call: bulk repetitions
-            impl_opts = bulk if (impl == "reference" and op.startswith("shortest_path_pair")) else opts
+            impl_opts = (bulk if (impl == "reference" and op.startswith("shortest_path_pair"))
+                         else opts)
             print(f"  {op:<34} {impl:<10}", end="", file=sys.stderr, flush=True)
             gc.collect()
             m = time_calls(fn, arglist, **impl_opts)
@@ -360,7 +361,8 @@ def run_operations(kg: Any, work: dict, reference: Any | None, args: argparse.Na
 
 # ---------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Benchmark kgrag.KnowledgeGraph (see module docstring).")
+    p = argparse.ArgumentParser(
+        description="Benchmark kgrag.KnowledgeGraph (see module docstring).")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--edges", type=int, help="synthetic graph with this many edges")
     src.add_argument("--file", help="a triples file (e.g. MetaQA's kb_reconstructed.txt)")

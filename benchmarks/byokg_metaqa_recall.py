@@ -70,7 +70,8 @@ class OracleLinker:
                 return "<entities>\nFINISH\n</entities>"
             path = " -> ".join(step.relation for step in ex.relation_path)
             topics = "\n".join(ex.entities)
-            return f"<entities>\n{topics}\n</entities>\n<paths>\n{path}\n</paths>\n<answers>\n</answers>"
+            return (f"<entities>\n{topics}\n</entities>\n<paths>\n{path}\n</paths>\n"
+                    "<answers>\n</answers>")
         if "Choose the relations" in prompt:  # agentic relation selection
             ex = self.by_question[_QUESTION_TAG.findall(prompt)[-1].strip()]
             gold = "\n".join(dict.fromkeys(step.relation for step in ex.relation_path))
@@ -157,8 +158,8 @@ def main() -> None:
         examples = load_metaqa(DATA, hop, limit=args.limit, seed=args.seed)
         oracle = ByoKGRAG(kg, llm=OracleLinker(examples), linker=linker, scorer=scorer)
         row = {"oracle": evaluate(oracle, examples)}
-        print(f"{hop}-hop oracle: {json.dumps({k: v for k, v in row['oracle'].items() if k != 'misses'})}",
-              flush=True)
+        oracle_row = {k: v for k, v in row['oracle'].items() if k != 'misses'}
+        print(f"{hop}-hop oracle: {json.dumps(oracle_row)}", flush=True)
         if not args.skip_llm_free:
             free = ByoKGRAG(kg, llm=None, linker=linker, scorer=scorer)
             row["llm_free"] = evaluate(free, examples)

@@ -152,7 +152,8 @@ def main() -> None:
         means = {k: round(1000 * statistics.mean(v), 3) for k, v in rows.items()}
         row = {"questions": len(examples), "median_ms": summary, "mean_ms": means,
                "speedup_raw_median": round(summary["ref_raw"] / summary["ours_raw"], 1),
-               "speedup_verbalized_median": round(summary["ref_verbalized"] / summary["ours_verbalized"], 1),
+               "speedup_verbalized_median": round(summary["ref_verbalized"]
+                                                  / summary["ours_verbalized"], 1),
                "speedup_raw_mean": round(means["ref_raw"] / means["ours_raw"], 1),
                "same_metapath_end_nodes": round(same_ends / len(examples), 4)}
         report["hops"][str(hop)] = row

@@ -180,7 +180,8 @@ def write_doc(summaries: list[dict]) -> None:
         "The **ultrag** rows run the *symbolic* executor (`--param executor=symbolic`; exact on",
         "these complete KBs). UltRAG's default executor is the neural UltraQuery; how it compares",
         "on complete and damaged KBs is measured in",
-        "[docs/ultrag.md](ultrag.md#incomplete-graphs-neural-vs-symbolic) (summary at the end of this page).",
+        "[docs/ultrag.md](ultrag.md#incomplete-graphs-neural-vs-symbolic) "
+        "(summary at the end of this page).",
         "",
         markdown_table_header(),
         *(markdown_row(s) for s in summaries),
@@ -194,7 +195,8 @@ def write_doc(summaries: list[dict]) -> None:
         "  as answers score the same as the gold ones (tie-aware expected values).",
         "* SimGRAG's answer recall on MetaQA falls with hops because only k = 3 subgraphs are",
         "  kept, while 2- and 3-hop questions have many answers; Hits@1 stays high.",
-        "* The SimGRAG rows were measured with `injective=True`, the default until the measurements",
+        "* The SimGRAG rows were measured with `injective=True`, the default until the "
+        "measurements",
         "  in \"Relation wording\" below made `\"prefer\"` the default (never lower; on PQ-3H the",
         "  one-to-one mapping misses the walk-back paths that revisit an entity).",
         "* GraphRAFT's templates (1hop, 2hop, 2path) cannot express a 3-hop question, so its",
@@ -223,7 +225,8 @@ def write_doc(summaries: list[dict]) -> None:
         mode = "llm-free" if method == "ketrag" else "oracle"
         s = by_key.get((method, dataset, mode))
         metric = "answer_recall" if method == "ketrag" else "hits@1"
-        ours = f"{mode}: {s['metrics'][metric]:.1f} {metric}" if s and metric in s["metrics"] else "not run"
+        ours = (f"{mode}: {s['metrics'][metric]:.1f} {metric}" if s and metric in s["metrics"]
+                else "not run")
         variant = by_key.get((f"{method} (injective='prefer')", dataset, mode))
         if variant and metric in variant["metrics"]:
             ours += f" (injective='prefer': {variant['metrics'][metric]:.1f})"
@@ -233,7 +236,8 @@ def write_doc(summaries: list[dict]) -> None:
         "The SimGRAG paper's numbers are end-to-end Hits@1 with Llama 3 70B writing the pattern",
         "and the answer (its repository counts a hit when a gold answer is a substring of the",
         "output); our oracle row is the retrieval-side ceiling of the same pipeline. The \"ours\"",
-        "rows were measured with `injective=True` (the paper's Definition 1: a graph node matches at",
+        "rows were measured with `injective=True` (the paper's Definition 1: a graph node "
+        "matches at",
         "most one pattern node; the method's default then, `\"prefer\"` now), where PathQuestion's",
         "walk-back questions (\"X's parent's child's ...\",",
         "which revisit a node) cannot match: 120 of the 129 PQ-3H misses revisit a node on the",
@@ -248,9 +252,11 @@ def write_doc(summaries: list[dict]) -> None:
         "ByoKG-RAG on WebQSP/CWQ/CronQuestions/MedQA/Northwind (e.g. WebQSP-IH Hit 86.6, CWQ-IH",
         "73.6 with Sonnet-3.5); UltRAG on GTSQA/KGQAGen over Wikidata/WikiKG2 (oracle-query",
         "UltraQuery MRR 99.83 / 99.91 / 98.89 / 96.07 for 1-4 hops on WikiKG2, Table 6, neural",
-        "executor; the ultrag rows above are our symbolic executor, our neural one on MetaQA reaches",
+        "executor; the ultrag rows above are our symbolic executor, our neural one on MetaQA "
+        "reaches",
         "MRR 98.1 / 89.3 / 85.0 for 1-3 hops with exact queries, see the end of this page);",
-        "GraphRAFT on STaRK-prime/mag (prime Hit@1 63.71, MRR 68.99, with fine-tuned L1/L2 models).",
+        "GraphRAFT on STaRK-prime/mag (prime Hit@1 63.71, MRR 68.99, with fine-tuned L1/L2 "
+        "models).",
         "",
         "## Reproduce",
         "",

@@ -123,7 +123,8 @@ def coverage(kg: KnowledgeGraph, examples) -> dict:
         "candidates_mean": round(statistics.fmean(n_cands), 1) if n_cands else 0.0,
         "candidates_median": statistics.median(n_cands) if n_cands else 0,
         "candidates_max": max(n_cands, default=0),
-        "covering_family_pct": {f: _pct([1] * covering_family[f] + [0] * (len(examples) - covering_family[f]))
+        "covering_family_pct": {f: _pct([1] * covering_family[f]
+                                        + [0] * (len(examples) - covering_family[f]))
                                 for f in ("1hop", "2hop", "2path")},
         "label_family": dict(label_family),
         "enumeration_ms_mean": round(statistics.fmean(ms), 2) if ms else 0.0,

@@ -136,7 +136,8 @@ def run(name: str, embedder, tok) -> dict:
 
 
 def markdown(results: dict) -> str:
-    out = ["| dataset | L | keyword channel (KET-RAG, beta=0) | dense-150 | dense-1200 | KNNG-1200 |",
+    out = ["| dataset | L | keyword channel (KET-RAG, beta=0) | dense-150 | dense-1200 "
+           "| KNNG-1200 |",
            "|---|---|---|---|---|---|"]
     for name, r in results["datasets"].items():
         for budget, row in r["coverage"].items():
@@ -146,7 +147,8 @@ def markdown(results: dict) -> str:
                     cells.append("–")
                     continue
                 c = row[key]
-                extra = f" ({c['coverage_without_yes_no']} w/o yes/no)" if "coverage_without_yes_no" in c else ""
+                extra = (f" ({c['coverage_without_yes_no']} w/o yes/no)"
+                         if "coverage_without_yes_no" in c else "")
                 cells.append(f"{c['coverage']}{extra}")
             out.append(f"| {name} | {int(budget):,} | " + " | ".join(cells) + " |")
     out += ["", "| dataset | chunks | sub-chunks | keywords | indexing s (embeddings cached?) | "
@@ -156,10 +158,12 @@ def markdown(results: dict) -> str:
         p8, p1 = r["projected_extraction"]["0.8"], r["projected_extraction"]["1.0"]
         out.append(
             f"| {name} | {r['index']['chunks']} | {r['index']['sub_chunks']} | "
-            f"{r['index']['keywords']:,} | {r['indexing_seconds']} ({r['embeddings_were_cached']}) | "
+            f"{r['index']['keywords']:,} | "
+            f"{r['indexing_seconds']} ({r['embeddings_were_cached']}) | "
             f"{p8['first_extraction_calls']} (+{p8['max_gleaning_calls']} gleanings) / "
             f"{p1['first_extraction_calls']} (+{p1['max_gleaning_calls']}) | "
-            f"{p8['first_extraction_prompt_tokens']:,} / {p1['first_extraction_prompt_tokens']:,} |")
+            f"{p8['first_extraction_prompt_tokens']:,} / "
+            f"{p1['first_extraction_prompt_tokens']:,} |")
     return "\n".join(out)
 
 

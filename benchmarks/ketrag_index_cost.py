@@ -68,10 +68,11 @@ def main() -> int:
         == runs["1"]["cost"]["llm"]["by_kind"]["extract"]["prompt_tokens"],
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(stamp({"benchmark": "ketrag_index_cost", "corpus": "hotpotqa "
-                                   "hipporag_train100 (994 paragraphs, one document)",
-                                   "llm": "deterministic record-format fake (tests/ketrag_fakes.py)",
-                                   "runs": runs, "projection_check": comparison}), indent=2) + "\n")
+    report = {"benchmark": "ketrag_index_cost",
+              "corpus": "hotpotqa hipporag_train100 (994 paragraphs, one document)",
+              "llm": "deterministic record-format fake (tests/ketrag_fakes.py)",
+              "runs": runs, "projection_check": comparison}
+    RESULTS.write_text(json.dumps(stamp(report), indent=2) + "\n")
     print(json.dumps(comparison, indent=2))
     return 0
 

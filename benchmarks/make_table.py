@@ -32,7 +32,8 @@ BUILDS = [
 def fmt_ms(v: float | None) -> str:
     if v is None:
         return "–"
-    return f"{v:.4f}" if v < 0.1 else f"{v:.3f}" if v < 10 else f"{v:.1f}" if v < 1000 else f"{v:,.0f}"
+    return (f"{v:.4f}" if v < 0.1 else f"{v:.3f}" if v < 10 else f"{v:.1f}" if v < 1000
+            else f"{v:,.0f}")
 
 
 def table(result: dict) -> str:
@@ -67,7 +68,8 @@ def table(result: dict) -> str:
             if key not in ops:
                 continue
             o = ops[key]
-            names, ids, ref = (o.get(k, {}).get("median_ms") for k in ("ours", "ours_ids", "reference"))
+            names, ids, ref = (o.get(k, {}).get("median_ms")
+                               for k in ("ours", "ours_ids", "reference"))
             row = f"| {label} | {fmt_ms(names)} | {fmt_ms(ids)} |"
             if has_ref:
                 s_names = f"{ref / names:.2f}x" if ref and names else "–"

@@ -216,7 +216,8 @@ def fixtures(per_step: int = 20) -> None:
 
 
 def _cell(value: Any, digits: int = 1) -> str:
-    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    return ("–" if value is None else f"{value:.{digits}f}" if isinstance(value, float)
+            else str(value))
 
 
 def table(path: Path = OUT) -> str:

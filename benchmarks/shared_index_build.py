@@ -85,7 +85,8 @@ def main() -> int:
     out = {"graph": f"MetaQA KB, {kg.num_nodes} nodes, {kg.num_edges} edges", "rows": rows,
            "loadavg_end": os.getloadavg(), "machine": "2 cores shared with other jobs",
            "command": "python benchmarks/shared_index_build.py " + " ".join(sys.argv[1:])}
-    (ROOT / "benchmarks/results/shared_index_build.json").write_text(json.dumps(stamp(out), indent=2))
+    (ROOT / "benchmarks/results/shared_index_build.json").write_text(
+        json.dumps(stamp(out), indent=2))
     print("| method (in build order) | build s | fraction of the first |")
     print("|---|---:|---:|")
     for row in rows:

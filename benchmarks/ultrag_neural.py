@@ -392,7 +392,8 @@ def latency(args: argparse.Namespace) -> dict:
     name = "metaqa" if args.dataset == "metaqa" else f"{args.edges // 1_000_000}M"
     suffix = (f"_k{args.subgraph_k}" if args.subgraph_k else "") + (
         f"_{args.executor}" if args.executor != "neural" else "")
-    write(report, args.out or RESULTS / f"ultrag_neural_latency_{name}_t{args.threads}{suffix}.json")
+    write(report,
+          args.out or RESULTS / f"ultrag_neural_latency_{name}_t{args.threads}{suffix}.json")
     return report
 
 

@@ -39,7 +39,8 @@ from langchain_kgrag import UltRAGRetriever
 DATA = Path(__file__).resolve().parent / "data" / "movies.tsv"
 QUESTION = "Who directed the Japanese animated films?"
 QUERY = '<query>AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by</query>'
-ANSWER = "Both are directors of Japanese animation. <answers>\nSatoshi Kon\nHayao Miyazaki\n</answers>"
+ANSWER = ("Both are directors of Japanese animation. "
+          "<answers>\nSatoshi Kon\nHayao Miyazaki\n</answers>")
 
 #: UltRAG's answer (arbitration) prompt, replaced: a system and a human message
 ARBITRATION = ChatPromptTemplate.from_messages([

@@ -1,4 +1,5 @@
-"""ByoKG-RAG core without an LLM: parsers, paths, queries, scoring, reranker, tools, temporal facts."""
+"""ByoKG-RAG core without an LLM: parsers, paths, queries, scoring, reranker, tools, temporal
+facts."""
 
 from __future__ import annotations
 

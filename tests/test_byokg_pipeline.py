@@ -1,4 +1,5 @@
-"""ByoKG-RAG with scripted fake LLMs: the paper's examples, call counts, early stops, malformed output."""
+"""ByoKG-RAG with scripted fake LLMs: the paper's examples, call counts, early stops, malformed
+output."""
 
 from __future__ import annotations
 

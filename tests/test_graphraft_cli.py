@@ -1,4 +1,5 @@
-"""``kgrag graphraft export-training-data`` and GraphRAFT's demo step, on the bundled movie graph."""
+"""``kgrag graphraft export-training-data`` and GraphRAFT's demo step, on the bundled movie
+graph."""
 
 from __future__ import annotations
 

@@ -13,9 +13,11 @@ from kgrag.embed import LookupEmbedder
 from kgrag.graph import GraphStore, IdIndexedGraph, KnowledgeGraph
 from kgrag.methods.graphraft.backend import MemoryBackend, StoreBackend, as_backend
 
-TRIPLES = [("Paprika", "directed_by", "Satoshi Kon"), ("Perfect Blue", "directed_by", "Satoshi Kon"),
+TRIPLES = [("Paprika", "directed_by", "Satoshi Kon"),
+           ("Perfect Blue", "directed_by", "Satoshi Kon"),
            ("Paprika", "has_genre", "Anime"), ("Perfect Blue", "has_genre", "Thriller"),
-           ("Satoshi Kon", "born_in", "Sapporo"), ("Tokyo Godfathers", "directed_by", "Satoshi Kon")]
+           ("Satoshi Kon", "born_in", "Sapporo"),
+           ("Tokyo Godfathers", "directed_by", "Satoshi Kon")]
 
 
 def _members(protocol: type) -> set[str]:

@@ -1,4 +1,5 @@
-"""KET-RAG indexing: KNN graph, PageRank selection, keyword graph, skeleton extraction, cache, cost."""
+"""KET-RAG indexing: KNN graph, PageRank selection, keyword graph, skeleton extraction, cache,
+cost."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""kgrag.text: offline tokenizer, chunking / sub-chunk splitting, sentences, keywords (KET-RAG step 0-1)."""
+"""kgrag.text: offline tokenizer, chunking / sub-chunk splitting, sentences, keywords (KET-RAG step
+0-1)."""
 
 from __future__ import annotations
 

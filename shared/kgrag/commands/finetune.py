@@ -88,7 +88,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--base", default="local:smollm2-135m",
                         help="base model: local:smollm2-135m, a model folder or a .gguf file")
     parser.add_argument("--train", nargs="+", required=True, metavar="SOURCE",
-                        help="(required) harness dataset names (metaqa-1hop, metaqa-2hop, pq-2h ...) or "
+                        help="(required) harness dataset names (metaqa-1hop, metaqa-2hop, "
+                             "pq-2h ...) or "
                              "QA JSONL files (with --graph)")
     parser.add_argument("--out", required=True,
                         help="(required) folder for the adapter and checkpoints")

@@ -35,7 +35,8 @@ def read_documents(path: Path) -> list[dict[str, Any]]:
     if path.is_file():
         files = [path]
     elif path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+        files = sorted(p for p in path.rglob("*")
+                       if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
     else:
         raise FileNotFoundError(f"no file or directory at {path}")
     if not files:
@@ -149,7 +150,8 @@ def register(subparsers: Any) -> None:
                                       "(LangChain, LlamaIndex or kgrag); default: the packaged "
                                       "all-MiniLM-L6-v2")
     index.add_argument("--budget", type=float, default=None,
-                       help="beta, share of chunks sent to the LLM (default 0.8 with --llm, else 0)")
+                       help="beta, share of chunks sent to the LLM "
+                            "(default 0.8 with --llm, else 0)")
     index.add_argument("--chunk-size", type=int, default=1200,
                        help="l, tokens per chunk (default 1200)")
     index.add_argument("--splits", type=int, default=3,

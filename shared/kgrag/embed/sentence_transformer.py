@@ -68,8 +68,9 @@ class SentenceTransformerEmbedder:
     bfloat16 matrix products in PyTorch when the CPU runs them natively (AVX512-BF16 / AMX),
     1.6-1.9x as fast as float32 ONNX Runtime on MetaQA's names, and everything else in float32;
     ``"float32"`` never uses bfloat16; ``"bfloat16"`` uses it for every input (emulated, hence
-    slow, on CPUs without it; CPU inference only). bfloat16 vectors are checked against float32 on probe texts first and must be within
-    1e-3 (1 - cosine); MiniLM's are within about 1e-4 (:mod:`kgrag.embed.bf16_backend`).
+    slow, on CPUs without it; CPU inference only). bfloat16 vectors are checked against float32
+    on probe texts first and must be within 1e-3 (1 - cosine); MiniLM's are within about 1e-4
+    (:mod:`kgrag.embed.bf16_backend`).
     """
 
     def __init__(

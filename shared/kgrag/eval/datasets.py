@@ -76,7 +76,8 @@ def load_metaqa(root: str | Path, hop: int, *, split: str = "test", limit: int |
     q_path = base / f"{split}.txt"
     t_path = base / f"qa_{split}_qtype.txt"
     lines = q_path.read_text(encoding="utf-8").splitlines()
-    qtypes = t_path.read_text(encoding="utf-8").splitlines() if t_path.exists() else [""] * len(lines)
+    qtypes = (t_path.read_text(encoding="utf-8").splitlines() if t_path.exists()
+              else [""] * len(lines))
     if len(qtypes) != len(lines):
         raise GraphFormatError(f"{t_path} has {len(qtypes)} lines, {q_path} has {len(lines)}",
                                path=str(t_path))

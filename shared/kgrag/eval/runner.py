@@ -356,7 +356,8 @@ def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
     }
 
 
-TABLE_HEADER = ("| method | dataset | mode | n | Hits@1 | Hits@{k} | MRR | answer recall | EM | F1 | "
+TABLE_HEADER = ("| method | dataset | mode | n | Hits@1 | Hits@{k} | MRR | answer recall | "
+                "EM | F1 | "
                 "LLM calls/q | latency ms (median) "
                 "|\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 

@@ -65,7 +65,8 @@ def build_training_pairs(method: str, sources: Sequence[str], *, data_root: Path
             kg = open_graph(graph)
         else:
             names = ", ".join(n for n in DATASETS if DATASETS[n].kind == "kg")
-            raise ConfigurationError(f"--train {source!r} is neither a dataset ({names}) nor a file")
+            raise ConfigurationError(
+                f"--train {source!r} is neither a dataset ({names}) nor a file")
         if method == "graphraft":
             from kgrag.methods.graphraft.pipeline import GraphRAFT
 

@@ -170,7 +170,8 @@ class TripleReader:
                     if header_pending:
                         header_pending = False
                         if self.header or (
-                            self.columns is not None and any(isinstance(c, str) for c in self.columns)
+                            self.columns is not None
+                            and any(isinstance(c, str) for c in self.columns)
                         ):
                             self.header_row = True
                             self.header_rule = ("header=True was passed" if self.header else

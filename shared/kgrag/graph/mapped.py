@@ -144,7 +144,8 @@ class MappedFiles:
                         now_sig, recorded = now_sig[:2], recorded[:2]  # folder): ctime moved
                     if now_sig != recorded:
                         self._broken = (
-                            f"{path} was {'truncated' if info.st_size < recorded[0] else 'rewritten'}"
+                            f"{path} was "
+                            f"{'truncated' if info.st_size < recorded[0] else 'rewritten'}"
                             " in place while this process maps it: the graph no longer answers "
                             "as the saved one; load it again. Swap a served graph by saving to a "
                             "new folder and renaming it (docs/bring-your-own-graph.md)")

@@ -78,7 +78,8 @@ def save_graph(kg: KnowledgeGraph, directory: Any, *, index: bool = True) -> Non
         })
         if target.exists():
             if not (target / "manifest.json").exists() and any(target.iterdir()):
-                raise GraphLoadError(f"{target} exists and is not a kgrag graph; not overwriting it")
+                raise GraphLoadError(
+                    f"{target} exists and is not a kgrag graph; not overwriting it")
             backup = target.with_name(target.name + ".old")
             os.replace(target, backup)
             os.replace(tmp, target)
@@ -158,7 +159,8 @@ def load_graph(directory: Any, *, mmap: bool = False) -> KnowledgeGraph:
         raise GraphLoadError(f"{root} does not hold a kgrag graph (manifest format "
                              f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
     if manifest.get("version") not in _READABLE_VERSIONS:
-        raise GraphLoadError(f"{root}: unsupported graph format version {manifest.get('version')!r}")
+        raise GraphLoadError(
+            f"{root}: unsupported graph format version {manifest.get('version')!r}")
     _check_files(root, manifest, mmap)
     nodes = _read_json(root / "nodes.json")
     relations = _read_json(root / "relations.json")

@@ -126,7 +126,8 @@ class ArrayTraversal:
             if direction in ("out", "both"):
                 single.append(np.arange(self.out_indptr[v], self.out_indptr[v + 1], dtype=np.int64))
             if direction in ("in", "both"):
-                single.append(self.in_order[self.in_indptr[v]:self.in_indptr[v + 1]].astype(np.int64))
+                single.append(
+                    self.in_order[self.in_indptr[v]:self.in_indptr[v + 1]].astype(np.int64))
             return single[0] if direction == "out" else _unique(np.concatenate(single))
         parts = []
         if direction in ("out", "both"):
@@ -136,7 +137,8 @@ class ArrayTraversal:
         return _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
     def neighbors_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
-        """Sorted unique neighbours of ``nodes`` (the nodes themselves only via self-loops/cycles)."""
+        """Sorted unique neighbours of ``nodes`` (the nodes themselves only via
+        self-loops/cycles)."""
         if self._mapped_files is not None:  # a mapped file rewritten in place
             self._mapped_files.check()
         nodes = np.asarray(nodes, dtype=np.int64)
@@ -207,7 +209,8 @@ class ArrayTraversal:
                     keep = rank < fan_out
                     e, owner, nxt, fwd = e[keep], owner[keep], nxt[keep], fwd[keep]
             if max_paths is not None and len(owner) > max_paths:
-                e, owner, nxt, fwd = e[:max_paths], owner[:max_paths], nxt[:max_paths], fwd[:max_paths]
+                e, owner, nxt, fwd = (e[:max_paths], owner[:max_paths], nxt[:max_paths],
+                                      fwd[:max_paths])
             history.append((frontier, owner, e, fwd))
             frontier = nxt
         n_walks, length = len(frontier), len(history)

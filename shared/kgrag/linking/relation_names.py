@@ -13,8 +13,9 @@ returns all of them, in graph order, and the caller follows each (a union), sinc
 meant is decided by the graph -- only the one leaving the current entities has edges.
 
 >>> from kgrag import KnowledgeGraph
->>> kg = KnowledgeGraph.from_triples([("a", "film.film.genre", "b"), ("c", "music.album.genre", "d"),
-...                                   ("a", "P19", "e")], relation_labels={"P19": "place of birth"})
+>>> kg = KnowledgeGraph.from_triples([("a", "film.film.genre", "b"),
+...                                   ("c", "music.album.genre", "d"), ("a", "P19", "e")],
+...                                  relation_labels={"P19": "place of birth"})
 >>> index = RelationTextIndex.from_graph(kg)
 >>> index.lookup("Place of Birth"), index.lookup("genre"), index.lookup("film genre")
 (['P19'], ['film.film.genre', 'music.album.genre'], [])

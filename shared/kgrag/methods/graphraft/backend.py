@@ -105,7 +105,8 @@ class CypherBackend:
         self.relationship_type: str = store.relationship_type
         label = f":{_quote_identifier(self.node_label)}" if self.node_label else ""
         self._label = label
-        self._prop = "name" if self.name_property == "name" else _quote_identifier(self.name_property)
+        self._prop = ("name" if self.name_property == "name"
+                      else _quote_identifier(self.name_property))
 
     # ------------------------------------------------------------------ query fragments
     def _node(self, var: str, key: str | None = None) -> str:
@@ -169,7 +170,8 @@ class CypherBackend:
             where = " AND ".join(["x1 <> x3"] + self._named("x2") + self._rels_named("r1", "r2"))
             queries["2path"] = (
                 f"UNWIND $names AS n1 UNWIND $names AS n3 WITH n1, n3 WHERE n1 <> n3 "
-                f"MATCH {self._node('x1', 'n1')} MATCH {self._node('x3', 'n3')} WITH x1, x3, n1, n3 "
+                f"MATCH {self._node('x1', 'n1')} MATCH {self._node('x3', 'n3')} "
+                f"WITH x1, x3, n1, n3 "
                 f"MATCH (x1){self._rel('r1')}{self._node('x2')}{self._rel('r2')}(x3) WHERE {where} "
                 f"WITH n1, n3, {self._rel_name('r1')} AS rel1, {self._rel_name('r2')} AS rel2, "
                 f"collect(DISTINCT x2) AS found "

@@ -169,7 +169,8 @@ class TransformersTokenScorer:
         if eos is None:
             eos = getattr(tokenizer, "sep_token_id", None)
         if eos is None:
-            raise KgragError("the tokenizer has no eos_token_id (or sep_token_id) to end candidates")
+            raise KgragError(
+                "the tokenizer has no eos_token_id (or sep_token_id) to end candidates")
         self.eos_token_id = int(eos)
         self._logits_to_keep: bool | None = None
 

@@ -90,7 +90,8 @@ class PathPattern:
 
     def text(self) -> str:
         """The canonical query string (names inlined, escaped) shown to and decoded by L1."""
-        return f"{self._match(inline=True)}{self._where()} RETURN DISTINCT {self.returned}.name AS name"
+        return (f"{self._match(inline=True)}{self._where()} "
+                f"RETURN DISTINCT {self.returned}.name AS name")
 
     def to_cypher(self, name_property: str = "name", *, node_label: str | None = None,
                   relation_property: str | None = None,
@@ -110,7 +111,8 @@ class PathPattern:
             params["n3"] = self.target
 
         def node(index: int, key: str | None) -> str:
-            label = self.labels[index] if index < len(self.labels) and self.labels[index] else node_label
+            label = (self.labels[index] if index < len(self.labels) and self.labels[index]
+                     else node_label)
             inner = f"x{index + 1}" + (":" + _quote_identifier(label) if label else "")
             return f"({inner} {{{prop}: ${key}}})" if key else f"({inner})"
 

@@ -95,7 +95,8 @@ class Pattern:
         """Validate ``(head, relation, tail)`` records; raises :class:`PatternError`
         (:class:`PatternBudgetError` past the ``UNKNOWN`` limits; ``None`` lifts one)."""
         if isinstance(triples, (str, bytes)):
-            raise PatternError("a pattern is a list of (head, relation, tail) triples, not a string")
+            raise PatternError(
+                "a pattern is a list of (head, relation, tail) triples, not a string")
         seen: dict[tuple[str, str, str], None] = {}
         for position, record in enumerate(triples, start=1):
             if isinstance(record, (str, bytes)) or not isinstance(record,
@@ -186,7 +187,8 @@ def parse_pattern_reply(reply: str, *, max_triples: int = MAX_PATTERN_TRIPLES,
     :class:`~kgrag.errors.LLMOutputError`, so a bounded re-ask can follow -- also a valid
     pattern over the ``UNKNOWN`` budget (the re-ask quotes the limit).
 
-    >>> parse_pattern_reply('Here: {"divided": ["a"], "triples": [("A", "r", "UNKNOWN x 1"),]}').triples
+    >>> reply = 'Here: {"divided": ["a"], "triples": [("A", "r", "UNKNOWN x 1"),]}'
+    >>> parse_pattern_reply(reply).triples
     (('A', 'r', 'UNKNOWN x 1'),)
     """
     obj = extract_json_object(reply or "", kind=dict)

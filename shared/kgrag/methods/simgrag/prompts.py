@@ -66,7 +66,8 @@ DEFAULT_PATTERN_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("How is Lisbon related to Portugal?",
      '{"divided": ["the relation between Lisbon and Portugal"], '
      '"triples": [("Lisbon", "UNKNOWN relation 1", "Portugal")]}'),
-    ("The building designed by Thomas Jefferson is located in Virginia and has a Neoclassical style.",
+    ("The building designed by Thomas Jefferson is located in Virginia and has a Neoclassical "
+     "style.",
      '{"divided": ["a building designed by Thomas Jefferson", "it is located in Virginia", '
      '"it has a Neoclassical style"], '
      '"triples": [("UNKNOWN building 1", "architect", "Thomas Jefferson"), '
@@ -143,7 +144,8 @@ def _literal(text: str) -> str:
 
 
 #: The query-to-pattern template; ``{examples}`` is the rendered few-shot list.
-PATTERN_TEMPLATE = _literal(PATTERN_INSTRUCTIONS) + "\n\n{examples}\n\nYour task) query: {question}\n"
+PATTERN_TEMPLATE = (_literal(PATTERN_INSTRUCTIONS)
+                    + "\n\n{examples}\n\nYour task) query: {question}\n")
 #: The evidence-to-answer templates (question answering, fact verification).
 QA_ANSWER_TEMPLATE = (_literal(QA_ANSWER_INSTRUCTIONS) + "\n\n{examples}\n\nYour task) question: "
                       "{question}\nevidence:\n{evidence}\nreply:")

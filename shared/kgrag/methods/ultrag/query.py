@@ -137,7 +137,8 @@ class Relation:
 
 @dataclass(frozen=True)
 class Projection:
-    """``operand -> relation``: the entities reached from ``operand`` by one edge of ``relation``."""
+    """``operand -> relation``: the entities reached from ``operand`` by one edge of
+    ``relation``."""
 
     operand: Query | Entity
     relation: Relation
