@@ -60,8 +60,17 @@ def _question(value: Any) -> str:
 class KGAnswerChain(RunnableSerializable[Any, dict]):
     """Retrieve with ``retriever``'s method and answer with its answer prompt (needs an LLM).
 
-    >>> chain = SimGRAGRetriever.from_graph(kg, llm=chat).answer_chain()   # doctest: +SKIP
-    >>> chain.invoke("Who directed Paprika?")["answer"]                   # doctest: +SKIP
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> from kgrag.graph import KnowledgeGraph
+    >>> from langchain_kgrag import UltRAGRetriever
+    >>> kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon")])
+    >>> # the chat model writes UltRAG's query, then the answer
+    >>> chat = FakeListChatModel(responses=['"Paprika" -> directed_by', "Satoshi Kon"])
+    >>> retriever = UltRAGRetriever.from_graph(kg, llm=chat, linking="exact",
+    ...                                        executor="symbolic")
+    >>> chain = retriever.answer_chain()
+    >>> chain.invoke("Who directed Paprika?")["answer"]
+    'Satoshi Kon'
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

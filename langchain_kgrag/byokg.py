@@ -37,8 +37,11 @@ class KGToolkit(BaseToolkit):
     shortest path, and -- on Cypher-capable stores -- read-only openCypher. Every argument is
     described in the tool's ``args_schema`` (from :data:`kgrag.methods.byokg.tools.TOOL_SPECS`).
 
-    >>> toolkit = KGToolkit.from_graph(kg)          # doctest: +SKIP
-    >>> agent_tools = toolkit.get_tools()           # doctest: +SKIP
+    >>> from kgrag.graph import KnowledgeGraph
+    >>> kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon")])
+    >>> toolkit = KGToolkit.from_graph(kg)
+    >>> [tool.name for tool in toolkit.get_tools()]  # no Cypher tool: kg runs no Cypher
+    ['kg_lookup_entity', 'kg_neighbors', 'kg_follow_path', 'kg_shortest_path']
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -1,9 +1,24 @@
 """See what a method retrieved: one :class:`~kgrag.context.types.RetrievalResult` drawn as a
 standalone HTML page (inline SVG, works offline) or a PNG (networkx + matplotlib).
 
->>> from kgrag.viz import render_html, render_png            # doctest: +SKIP
->>> result = method.retrieve("Where was the director of Tokyo Godfathers born?")  # doctest: +SKIP
->>> render_png(result, "retrieval.png", graph=kg)              # doctest: +SKIP
+>>> import os, tempfile
+>>> from kgrag.graph import KnowledgeGraph
+>>> from kgrag.methods.ultrag import UltRAG
+>>> from kgrag.viz import render_html, render_png
+>>> kg = KnowledgeGraph.from_triples([("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+...                                   ("Satoshi Kon", "born_in", "Sapporo")])
+>>> query = '"Tokyo Godfathers" -> directed_by -> born_in'  # what the LLM would write
+>>> method = UltRAG.from_graph(kg, llm=lambda prompt: query, linking="exact",
+...                            executor="symbolic")
+>>> result = method.retrieve("Where was the director of Tokyo Godfathers born?")
+>>> [entity.name for entity in result.items]
+['Sapporo']
+>>> tmp = tempfile.TemporaryDirectory()
+>>> render_html(result, os.path.join(tmp.name, "retrieval.html"), graph=kg).name
+'retrieval.html'
+>>> render_png(result, os.path.join(tmp.name, "retrieval.png"), graph=kg).name
+'retrieval.png'
+>>> tmp.cleanup()
 
 ``graph`` is optional: with it, entities retrieved without edges (ByoKG-RAG's LLM-free
 candidates, GraphRAFT's nodes, UltRAG's fuzzy set) are tied to the question entities by
