@@ -89,6 +89,9 @@ def recipes(tmp_path, monkeypatch):
     for name in set(sys.modules) - before:
         if name.startswith(("kgrag.methods.onehop", "kgrag.graph.snapshot")):
             del sys.modules[name]
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules and hasattr(sys.modules[parent], child):
+                delattr(sys.modules[parent], child)  # the attribute an import sets
     for cache in ("langchain_kgrag.base", "llama_index_kgrag.base"):
         module = sys.modules.get(cache)
         made = getattr(module, "_RETRIEVERS", None) or getattr(module, "_MADE", None) or {}
