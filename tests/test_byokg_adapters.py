@@ -86,7 +86,8 @@ def test_langchain_toolkit(kg, parts):
     toolkit = KGToolkit.from_graph(kg, linker=parts["linker"])
     tools = {t.name: t for t in toolkit.get_tools()}
     assert set(tools) == {"kg_lookup_entity", "kg_neighbors", "kg_follow_path", "kg_shortest_path"}
-    assert tools["kg_lookup_entity"].invoke({"name": "Jamaican people"}).splitlines()[0].startswith("Jamaica")
+    looked_up = tools["kg_lookup_entity"].invoke({"name": "Jamaican people"})
+    assert looked_up.splitlines()[0].startswith("Jamaica")
     assert "English -> countries_spoken_in -> USA | England" in tools["kg_neighbors"].invoke(
         {"entity": "English", "relation": "countries_spoken_in"})
     assert tools["kg_follow_path"].invoke(
@@ -97,7 +98,8 @@ def test_langchain_toolkit(kg, parts):
     store = DelegatingStore(kg, cypher_rows=[[{"n": 13}]])
     cypher_tools = {t.name: t for t in KGToolkit.from_graph(store,
                                                             linker=parts["linker"]).get_tools()}
-    assert '"n": 13' in cypher_tools["kg_cypher"].invoke({"query": "MATCH (n) RETURN count(n) AS n"})
+    assert '"n": 13' in cypher_tools["kg_cypher"].invoke(
+        {"query": "MATCH (n) RETURN count(n) AS n"})
     assert "refused" in cypher_tools["kg_cypher"].invoke({"query": "MATCH (n) DETACH DELETE n"})
     assert store.queries == ["MATCH (n) RETURN count(n) AS n"]
     from_retriever = LCByoKGRetriever.from_graph(kg, **parts).toolkit()
@@ -164,7 +166,8 @@ def test_langchain_batch_with_llm_runs_questions_concurrently(kg, parts):
             return f"<entities>{entity}</entities><paths>{path}</paths>"
         if "Choose the relations" in prompt:
             asked = re.findall(r"<question>(.*?)</question>", prompt)[-1]
-            return "<selected>capital</selected>" if "capital" in asked else "<selected>president</selected>"
+            return ("<selected>capital</selected>" if "capital" in asked
+                    else "<selected>president</selected>")
         return "<next-entities>FINISH</next-entities>"
 
     retriever = LCByoKGRetriever.from_graph(kg, llm=linker_llm, text_top_k=0, **parts)

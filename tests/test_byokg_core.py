@@ -108,7 +108,8 @@ def test_selected_relations_are_restricted_to_candidates():
 
 
 def test_next_entities_and_answers():
-    assert parse_next_entities("<next-entities>\nEngland\nUSA\n</next-entities>") == (["England", "USA"], False)
+    assert (parse_next_entities("<next-entities>\nEngland\nUSA\n</next-entities>")
+            == (["England", "USA"], False))
     assert parse_next_entities("<next-entities>FINISH</next-entities>") == ([], True)
     assert parse_next_entities("nothing") == ([], False)
     assert parse_answers("reasoning... <answers>\nKingston\n</answers>") == ["Kingston"]
@@ -216,7 +217,8 @@ def test_read_queries_pass_even_with_keywords_in_strings():
 def test_execute_query_rows_errors_and_refusals(kg):
     store = DelegatingStore(kg, cypher_rows=[[{"name": "Kingston"}],
                                              SyntaxError("Invalid input 'RETRN'")])
-    ok = execute_query(store, "MATCH (c)<-[:capital]-(:Entity {name:'Jamaica'}) RETURN c.name AS name")
+    ok = execute_query(store,
+                       "MATCH (c)<-[:capital]-(:Entity {name:'Jamaica'}) RETURN c.name AS name")
     assert ok.ok and ok.rows == [{"name": "Kingston"}] and "Kingston" in ok.verbalize()
     bad = execute_query(store, "MATCH (n) RETRN n")
     assert not bad.ok and "Invalid input" in bad.verbalize()
@@ -287,7 +289,8 @@ def test_temporal_quadruples_become_triples():
 
 def test_graph_tools_text(kg):
     tools = GraphTools(kg)
-    assert tools.lookup_entity_text("Los Angeles Dodgers").splitlines()[0].startswith("Los Angeles Dodgers")
+    assert tools.lookup_entity_text("Los Angeles Dodgers").splitlines()[0].startswith(
+        "Los Angeles Dodgers")
     text = tools.neighbors_text("English", "countries_spoken_in")
     assert "English -> countries_spoken_in -> USA | England" in text
     assert "Unknown relation" in tools.neighbors_text("English", "flies_to")
@@ -331,7 +334,8 @@ def test_cli_command_and_demo_step(capsys):
                    "--entity", "Tokyo Godfathers", "--path", "directed_by -> born_in", "--linking",
                    "fuzzy"])
     out = capsys.readouterr().out
-    assert status == 0 and "Tokyo Godfathers -> directed_by -> Satoshi Kon -> born_in -> Sapporo" in out
+    assert status == 0
+    assert "Tokyo Godfathers -> directed_by -> Satoshi Kon -> born_in -> Sapporo" in out
     lines = []
     run_demo(lines.append, steps=demo_steps())
     assert any("-> born_in -> Sapporo" in line for line in lines)

@@ -217,7 +217,8 @@ def test_cypher_errors_are_fed_back_and_writes_refused(kg, shared_parts):
 GARBAGE = ["", "<entities>", "</entities><paths>", "<paths>->->\n -> \n</paths>",
            "<entities>\n\n</entities><answers>" + "x" * 5000, "<selected>", "<next-entities>\n",
            "FINISH", "<opencypher>MATCH (n) DELETE n</opencypher><entities>Jamaica</entities>",
-           "<entities>Jamaica\nUSA\nEngland\nKingston</entities><paths>capital -> nope -> x</paths>",
+           "<entities>Jamaica\nUSA\nEngland\nKingston</entities>"
+           "<paths>capital -> nope -> x</paths>",
            "<selected>capital\nlanguage_spoken\ncountries_spoken_in\npresident</selected>",
            "<next-entities>English\nUSA\nNo Such Place</next-entities>", "\x00\x01<<>>",
            "<answers>\n- English\n- </answers>", "<paths>\n~language_spoken -> capital\n</paths>"]

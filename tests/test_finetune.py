@@ -135,7 +135,8 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_to_the_same_adapter(base
     assert state["step"] == 3
     report, _ = _train(base_dir, tmp_path / "resumed")
     assert report.resumed_from == 3 and report.steps == 6
-    straight, resumed = _adapter_tensors(tmp_path / "straight"), _adapter_tensors(tmp_path / "resumed")
+    straight = _adapter_tensors(tmp_path / "straight")
+    resumed = _adapter_tensors(tmp_path / "resumed")
     assert straight.keys() == resumed.keys()
     for key in straight:
         assert torch.equal(straight[key], resumed[key]), key

@@ -242,7 +242,8 @@ def test_too_many_fields_and_empty_fields_are_malformed(tmp_path):
 
 
 def test_on_error_skip_skips_and_counts(tmp_path, caplog):
-    path = write(tmp_path, "bad.tsv", "a\tr\tb\nonly\ttwo\nc\tr\td\nx\t\ty\ntoo\tmany\tfields\there\n")
+    path = write(tmp_path, "bad.tsv",
+                 "a\tr\tb\nonly\ttwo\nc\tr\td\nx\t\ty\ntoo\tmany\tfields\there\n")
     with caplog.at_level("WARNING"):
         kg = read_triples(path, on_error="skip")
     assert triple_set(kg) == {("a", "r", "b"), ("c", "r", "d")}

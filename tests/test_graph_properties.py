@@ -33,7 +33,8 @@ def build(triples):
 
 def touches(edge, nodes, direction):
     h, _, t = edge
-    return (direction in ("out", "both") and h in nodes) or (direction in ("in", "both") and t in nodes)
+    return ((direction in ("out", "both") and h in nodes)
+            or (direction in ("in", "both") and t in nodes))
 
 
 # ---------------------------------------------------------------------- structure
@@ -163,7 +164,8 @@ def test_shortest_paths_match_networkx(triples, sources, targets, directed, max_
         for i, r in enumerate(p.relations):
             if directed:
                 assert p.forward[i]
-            edge = (p.nodes[i], r, p.nodes[i + 1]) if p.forward[i] else (p.nodes[i + 1], r, p.nodes[i])
+            edge = ((p.nodes[i], r, p.nodes[i + 1]) if p.forward[i]
+                    else (p.nodes[i + 1], r, p.nodes[i]))
             assert edge in edge_set
 
 

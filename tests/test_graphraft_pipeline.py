@@ -150,7 +150,8 @@ def test_training_export_labels_and_drops(toy_kg, minilm, tmp_path):
     assert counts == {"questions": 3, "kept": 2, "dropped": 1, "answer_records": 2}
     selector = [json.loads(line) for line in (tmp_path / "selector.jsonl").read_text().splitlines()]
     assert selector[0]["messages"][0]["content"] == QUESTION
-    assert selector[0]["messages"][1]["content"].startswith('MATCH (x1 {name: "CYP3A4"})-[r1:`ENZYME`]-(x2)-[r2:`INDICATION`]')
+    assert selector[0]["messages"][1]["content"].startswith(
+        'MATCH (x1 {name: "CYP3A4"})-[r1:`ENZYME`]-(x2)-[r2:`INDICATION`]')
     answers = [json.loads(line) for line in (tmp_path / "answer.jsonl").read_text().splitlines()]
     assert answers[0]["messages"][1]["content"] == "Ivermectin"
     assert "name: Ivermectin" in answers[0]["messages"][0]["content"]
@@ -178,7 +179,8 @@ def test_framework_adapters(toy_kg, minilm):
     # MockLLM echoes the prompt: the answer parser must keep only retrieved names
     engine = GraphRAFTQueryEngine.from_graph(toy_kg, llm=MockLLM(), embedder=minilm, top_k=3)
     response = engine.query(QUESTION)
-    assert set(response.metadata["answers"]) <= {n.node.metadata["entity"] for n in response.source_nodes}
+    assert set(response.metadata["answers"]) <= {n.node.metadata["entity"]
+                                                  for n in response.source_nodes}
     assert response.metadata["usage"]["calls"] == 3
 
 
@@ -223,7 +225,8 @@ def test_async_answer_matches_sync_and_awaits_the_llm(toy_kg, minilm):
     assert method.llm is llm
     got = asyncio.run(method.aanswer(QUESTION))
     assert got.answers == expected.answers == ["Ivermectin"]
-    assert got.retrieval.metadata["selected_queries"] == expected.retrieval.metadata["selected_queries"]
+    assert (got.retrieval.metadata["selected_queries"]
+            == expected.retrieval.metadata["selected_queries"])
     assert [i.name for i in got.retrieval.items] == [i.name for i in expected.retrieval.items]
     assert got.usage.calls == 3
     free = GraphRAFT(toy_kg, embedder=minilm, linker=sync.linker)

@@ -258,7 +258,8 @@ def test_an_intended_line_break_in_a_quoted_name_is_refused_too(tmp_path):
 def test_non_utf8_text_names_the_line_and_the_encoding_option(tmp_path, suffix):
     sep = "\t" if suffix == ".tsv" else ","
     path = tmp_path / f"g{suffix}"
-    path.write_bytes(f"a{sep}r{sep}b\n".encode() * 30 + f"caf\u00e9{sep}r{sep}b\n".encode("latin-1"))
+    path.write_bytes(f"a{sep}r{sep}b\n".encode() * 30
+                     + f"caf\u00e9{sep}r{sep}b\n".encode("latin-1"))
     with pytest.raises(GraphFormatError, match="encoding=") as info:
         read_triples(path)
     assert info.value.line == 31

@@ -197,7 +197,8 @@ def test_two_builds_save_byte_identical_files_and_load_back(tmp_path):
     a, b = make(), make()
     a.save(tmp_path / "a")
     b.save(tmp_path / "b")
-    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files = sorted(p.relative_to(tmp_path / "a")
+                   for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert len(files) > 20
     for f in files:
         if str(f) == "manifest.json":

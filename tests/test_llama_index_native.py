@@ -115,7 +115,8 @@ def test_as_tool_describes_its_input_and_passes_the_question_as_is(kg):
     llm = WordStreamLLM(prompts=[])
     retriever = UltRAGRetriever.from_graph(kg, llm=llm, linking="exact", executor="symbolic")
     tool = retriever.as_tool()
-    assert isinstance(tool, RetrieverTool) and tool.metadata.name == "knowledge_graph_answer_question"
+    assert isinstance(tool, RetrieverTool)
+    assert tool.metadata.name == "knowledge_graph_answer_question"
     schema = tool.metadata.to_openai_tool()["function"]["parameters"]
     assert schema["required"] == ["input"]
     assert "question" in schema["properties"]["input"]["description"]

@@ -66,7 +66,8 @@ def test_langchain_chat_prompt_template_replaces_prompt_and_system(kg):
 
     method = UltRAG(kg, llm=Recording(responses=[QUERY]), linking="exact",
                     prompts={"query": chat,
-                             "arbitration": PromptTemplate.from_template("{question}|{candidates}")})
+                             "arbitration":
+                                 PromptTemplate.from_template("{question}|{candidates}")})
     result = method.retrieve("Which films did Satoshi Kon direct?")
     assert {e.name for e in result.items[:2]} == {"Tokyo Godfathers", "Paprika"}
     [(system, prompt)] = seen
@@ -83,7 +84,8 @@ def test_llamaindex_prompt_template_replaces_byokg_answer(kg):
         "<answers>Satoshi Kon</answers>"], prompts=[])
     method = ByoKGRAG(kg, llm=llm, embedder=_TinyEmbedder(), linking_mode="fuzzy",
                       iterations=1, triplet_retrieval="scoring", text_top_k=0, prompts={
-                          "answer": LIPromptTemplate("FACTS\n{graph_context}\nQUESTION {question}")})
+                          "answer":
+                              LIPromptTemplate("FACTS\n{graph_context}\nQUESTION {question}")})
     answer = method.answer("Who directed Paprika?")
     assert answer.answers == ["Satoshi Kon"]
     # the linker prompt is still the default; the answer call got the user's template

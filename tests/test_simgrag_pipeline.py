@@ -276,7 +276,8 @@ class NameLevelStore:
     def __init__(self, kg):
         self._kg = kg
         # the protocol's name metadata (a database store holds what it was given)
-        self.relation_labels, self.relation_descriptions = kg.relation_labels, kg.relation_descriptions
+        self.relation_labels = kg.relation_labels
+        self.relation_descriptions = kg.relation_descriptions
         self.aliases, self.annotations = kg.aliases, kg.annotations
 
     def iter_node_names(self, batch_size=10_000):

@@ -125,7 +125,8 @@ def test_kgrag_ultrag_command(capsys):
 
     movies = str(Path(__file__).resolve().parent.parent / "examples" / "data" / "movies.tsv")
     status = cli.main(["ultrag", movies,
-                       'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) -> directed_by',
+                       'AND("Animation" -> has_genre_inv, "Japan" -> country_of_inv) '
+                       '-> directed_by',
                        "--executor", "symbolic"])
     out = capsys.readouterr().out
     assert status == 0

@@ -136,7 +136,8 @@ def test_size_rule_runs_large_graphs_on_seppr_subgraphs(movies):
     default_k = UltRAG(movies, linking="exact", full_graph_max_nodes=50)
     assert default_k.graph_executor.subgraph_k == 30_000  # the paper's k
     whole = UltRAG(movies, linking="exact")
-    assert whole.graph_executor.subgraph_k is None and whole.run('"Paprika" -> directed_by').subgraph_nodes is None
+    assert whole.graph_executor.subgraph_k is None
+    assert whole.run('"Paprika" -> directed_by').subgraph_nodes is None
 
 
 def test_threads_are_set_for_the_forward_pass_and_restored(movies):

@@ -181,7 +181,8 @@ def test_ask_without_the_artifact_or_an_llm_is_a_clear_usage_error(capsys):
 @pytest.mark.slow
 def test_ask_simgrag_pattern_with_png(tmp_path, capsys, minilm):
     out_file = tmp_path / "simgrag.png"
-    pattern = '[("UNKNOWN film 1", "directed by", "Satoshi Kon"), ("UNKNOWN film 1", "genre", "Thriller")]'
+    pattern = ('[("UNKNOWN film 1", "directed by", "Satoshi Kon"), '
+               '("UNKNOWN film 1", "genre", "Thriller")]')
     assert main(["ask", str(MOVIES), "Which thriller did Satoshi Kon direct?", "--method",
                  "simgrag", "--pattern", pattern, "--show", str(out_file)]) == 0
     printed = capsys.readouterr().out
