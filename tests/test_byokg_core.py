@@ -1,5 +1,4 @@
-"""ByoKG-RAG core without an LLM: parsers, paths, queries, scoring, reranker, tools, temporal
-facts."""
+"""ByoKG-RAG core, no LLM: parsers, paths, queries, scoring, reranker, tools, temporal facts."""
 
 from __future__ import annotations
 

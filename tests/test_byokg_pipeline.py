@@ -1,5 +1,4 @@
-"""ByoKG-RAG with scripted fake LLMs: the paper's examples, call counts, early stops, malformed
-output."""
+"""ByoKG-RAG with scripted fake LLMs: paper examples, call counts, early stops, bad output."""
 
 from __future__ import annotations
 

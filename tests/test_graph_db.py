@@ -159,8 +159,7 @@ def _node_sets(kg: KnowledgeGraph) -> list[list[str]]:
 
 
 def _walk_paths(kg: KnowledgeGraph, count: int = 8) -> list[list[str]]:
-    """Relation paths that exist: relation names of random walks (``_inv`` when walked
-    backwards)."""
+    """Relation paths that exist: relations of random walks (``_inv`` when walked backwards)."""
     rng = _rng(kg)
     paths = []
     while len(paths) < count:

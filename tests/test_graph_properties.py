@@ -260,8 +260,7 @@ names = st.text(
        st.sampled_from(["\t", "|", ",", ";"]), st.booleans())
 def test_reading_a_file_equals_building_from_the_triples(tmp_path_factory, triples, sep,
                                                          detect_sep):
-    """Whatever reader read_triples uses, the file gives the same graph as the triples
-    themselves."""
+    """Whatever reader read_triples uses, the file gives the same graph as its triples."""
     import csv
 
     if sep in ("\t", "|"):  # unquoted formats cannot hold their separator

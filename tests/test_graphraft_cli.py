@@ -1,5 +1,4 @@
-"""``kgrag graphraft export-training-data`` and GraphRAFT's demo step, on the bundled movie
-graph."""
+"""``kgrag graphraft export-training-data`` and GraphRAFT's demo step, on the movie graph."""
 
 from __future__ import annotations
 

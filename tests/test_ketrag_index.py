@@ -1,5 +1,4 @@
-"""KET-RAG indexing: KNN graph, PageRank selection, keyword graph, skeleton extraction, cache,
-cost."""
+"""KET-RAG indexing: KNN graph, PageRank selection, keyword graph, skeleton, cache, cost."""
 
 from __future__ import annotations
 

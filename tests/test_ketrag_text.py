@@ -1,5 +1,4 @@
-"""kgrag.text: offline tokenizer, chunking / sub-chunk splitting, sentences, keywords (KET-RAG step
-0-1)."""
+"""kgrag.text: offline tokenizer, (sub-)chunking, sentences, keywords (KET-RAG steps 0-1)."""
 
 from __future__ import annotations
 

@@ -108,8 +108,7 @@ class LLMOutputError(KgragError, ValueError):
 
 
 class UnsafeQueryError(KgragError, ValueError):
-    """A graph query (e.g. LLM-written Cypher) was refused because it could write or call
-    procedures."""
+    """A graph query (e.g. LLM-written Cypher) was refused: it could write or call procedures."""
 
 
 class EmbeddingError(KgragError):

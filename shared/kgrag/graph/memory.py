@@ -457,8 +457,7 @@ class KnowledgeGraph(ArrayTraversal):
     def follow_path(self, sources: Iterable[str], path: str | Sequence[str | PathStep], *,
                     fan_out: int | None = None, max_paths: int | None = None,
                     default_direction: Direction = "out") -> list[Path]:
-        """Walks from ``sources`` along ``path`` (``"r1 -> r2_inv"`` or steps). Unknown relation:
-        []."""
+        """Walks from ``sources`` along ``path`` (``"r1 -> r2_inv"`` or steps); [] if unknown."""
         if self._mapped_files is not None:
             self._mapped_files.check()
         id_steps = self._id_steps(path, default_direction)

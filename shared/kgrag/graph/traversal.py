@@ -137,8 +137,7 @@ class ArrayTraversal:
         return _unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
     def neighbors_ids(self, nodes: np.ndarray, direction: Direction = "both") -> np.ndarray:
-        """Sorted unique neighbours of ``nodes`` (the nodes themselves only via
-        self-loops/cycles)."""
+        """Sorted unique neighbours of ``nodes`` (themselves only via self-loops/cycles)."""
         if self._mapped_files is not None:  # a mapped file rewritten in place
             self._mapped_files.check()
         nodes = np.asarray(nodes, dtype=np.int64)

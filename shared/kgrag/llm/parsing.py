@@ -215,8 +215,7 @@ MAX_NESTING = 100
 
 
 def nesting_depth(text: str, limit: int | None = None) -> int:
-    """Deepest ``[ { (`` nesting outside quoted strings, in one pass (stops early past
-    ``limit``)."""
+    """Deepest ``[ { (`` nesting outside quoted strings, one pass (stops early past ``limit``)."""
     depth = deepest = 0
     quote, escaped = "", False
     for ch in text:

@@ -36,8 +36,7 @@ def close_matches(name: str, choices: Iterable[str], limit: int = 3,
 
 
 def did_you_mean(name: str, choices: Iterable[str], limit: int = 3) -> str:
-    """``"; did you mean 'a', 'b'?"`` (to append to an error message), or ``""`` if none is
-    close."""
+    """``"; did you mean 'a', 'b'?"`` (to append to an error message), or ``""`` if none close."""
     matches = close_matches(name, choices, limit)
     if not matches:
         return ""

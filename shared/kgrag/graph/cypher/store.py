@@ -451,8 +451,7 @@ class CypherGraphStore:
         self._relation_present_cache = None
 
     def _known_relations(self, relations: Iterable[str]) -> list[str]:
-        """The given relations that exist in the graph (unknown ones are dropped, like in
-        memory)."""
+        """The given relations that exist in the graph (unknown ones dropped, as in memory)."""
         if isinstance(relations, str):
             raise TypeError("expected an iterable of relation names, got one string")
         return sorted({normalize_name(r) for r in relations} & self._relation_types())
@@ -520,8 +519,7 @@ class CypherGraphStore:
 
     def one_hop(self, nodes: Iterable[str], *, direction: Direction = "both",
                 relations: Iterable[str] | None = None, limit: int | None = None) -> list[Triple]:
-        """Edges touching ``nodes``; sorted by (head, relation, tail) name; unknown names
-        ignored."""
+        """Edges touching ``nodes``, sorted by (head, relation, tail) name; unknown ones skipped."""
         check_direction(direction)
         rels = None if relations is None else self._known_relations(relations)
         return [Triple(*e) for e in self._edges(self._names(nodes), direction, rels, limit)]

@@ -67,8 +67,7 @@ class KeywordGraph:
 
 def build_sentence_table(sub_chunk_texts: Sequence[str], *, min_keyword_length: int = 2
                          ) -> SentenceTable:
-    """Split every sub-chunk into sentences and index their keywords (vocabulary in first-seen
-    order)."""
+    """Split sub-chunks into sentences and index their keywords (vocabulary in first-seen order)."""
     texts: list[str] = []
     owner: list[int] = []
     vocab: dict[str, int] = {}

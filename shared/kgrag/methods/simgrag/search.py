@@ -706,8 +706,7 @@ class SubgraphSearch:
 
     def _level(self, F: np.ndarray, E: np.ndarray, G: np.ndarray, L: np.ndarray, s: int,
                started: float) -> None:
-        """Extend partial matches (sorted by lower bound ``L``) by step ``s``, best batches
-        first."""
+        """Extend matches (sorted by lower bound ``L``) by step ``s``, best batches first."""
         if s == len(self.steps):
             self._collect(F, E, G)
             return

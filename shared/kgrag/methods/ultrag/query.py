@@ -137,8 +137,7 @@ class Relation:
 
 @dataclass(frozen=True)
 class Projection:
-    """``operand -> relation``: the entities reached from ``operand`` by one edge of
-    ``relation``."""
+    """``operand -> relation``: entities reached from ``operand`` by one ``relation`` edge."""
 
     operand: Query | Entity
     relation: Relation

@@ -210,8 +210,7 @@ class GraphVocabulary:
         return self.relation_index.get(normalize_name(token))
 
     def resolve_entity(self, entity: Entity, *, required: bool = True) -> int | None:
-        """Node id of a leaf. Unknown: :class:`QueryResolutionError`, or ``None`` if not
-        required."""
+        """Leaf's node id; unknown: :class:`QueryResolutionError`, or ``None`` if not required."""
         text = entity.text
         if not entity.quoted and _Q_ID.match(text) and not self.entity_ids_are_names:
             node = _id_number(text)
