@@ -216,6 +216,25 @@ def test_llm_free_modes_run_and_score(data_root, tmp_path, minilm):
     assert "hits@1" not in ket["metrics"]
 
 
+def test_byokg_fallback_scores_the_context_the_llm_free_run_scores(data_root, minilm):
+    """A question whose KG-Linker reply is unusable falls back to the LLM-free retrieval; its
+    context (triplets included) must count the same names in both modes."""
+    from langchain_core.language_models import FakeListChatModel
+
+    from kgrag.eval.harness import build_question_runner
+    from kgrag.eval.runner import DATASETS
+
+    spec = DATASETS["pq-2h"]
+    kg, examples = spec.load_resource(data_root), spec.load_examples(data_root, 3, 0)
+    junk = FakeListChatModel(responses=["The graph schema is a structured way to see things."])
+    free = build_question_runner("byokg", "llm-free", kg, embedder=minilm)
+    fallback = build_question_runner("byokg", "llm", kg, llm=junk, embedder=minilm,
+                                     params={"on_unusable_reply": "fallback"})
+    for ex in examples:
+        want, got = free(ex, ex.question).context_names, fallback(ex, ex.question).context_names
+        assert want and got == want, (ex.question, want ^ got)
+
+
 def test_score_uses_the_ranking_the_context_and_the_answer():
     outcome = Outcome(ranked=["x", "Paris"], context_names={"Paris", "Rome"},
                       answer_text="The city of Paris")

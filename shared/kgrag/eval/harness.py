@@ -156,13 +156,23 @@ def byokg_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k
             result, s = _timed(lambda: method.retrieve(question))
             outcome = outcome_from_retrieval(
                 result, s, ranked=list(result.metadata.get("answer_candidates", [])))
-            # the text-scored triplets are a list of their own, also in the context
-            outcome.context_names = ((outcome.context_names or set())
-                                     | context_names(result.metadata.get("triples", ())))
-            return outcome
+            return _with_scored_triplets(outcome, result)
         return run
     method = ByoKGRAG(kg, llm=llm, embedder=embedder, **shared, **params)
-    return lambda ex, q: outcome_from_answer(*_timed(lambda: method.answer(q)))
+
+    def answer(ex: QAExample, question: str) -> Outcome:
+        reply, s = _timed(lambda: method.answer(question))
+        return _with_scored_triplets(outcome_from_answer(reply, s), reply.retrieval)
+    return answer
+
+
+def _with_scored_triplets(outcome: Outcome, result: Any) -> Outcome:
+    """ByoKG-RAG's text-scored triplets are a list of their own (``metadata["triples"]``),
+    also in the context: their names count for the context's recall -- in LLM-free and LLM
+    mode alike, so a question that falls back scores what the LLM-free run scores."""
+    outcome.context_names = ((outcome.context_names or set())
+                             | context_names(result.metadata.get("triples", ())))
+    return outcome
 
 
 def simgrag_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k: int = 10
