@@ -38,6 +38,15 @@ from kgrag.methods.graphraft.patterns import FAMILIES, Family, PathPattern, _quo
 MAX_ENUMERATION_ROWS = 1_000_000
 
 
+def known_families(families: Iterable[str]) -> tuple[str, ...]:
+    """``families`` as a tuple; a name that is not one of :data:`FAMILIES` is a ValueError."""
+    families = tuple(families)
+    for fam in families:
+        if fam not in FAMILIES:
+            raise ValueError(f"unknown template family {fam!r}; choose from {FAMILIES}")
+    return families
+
+
 class GraphRAFTBackend(Protocol):
     """Where GraphRAFT enumerates and runs its candidate queries: in memory or in a database."""
 
@@ -186,10 +195,7 @@ class CypherBackend:
 
     def enumerate(self, entities: Sequence[str], families: Iterable[str] = FAMILIES,
                   gold: Iterable[str] | None = None) -> list[Candidate]:
-        families = tuple(families)
-        for fam in families:
-            if fam not in FAMILIES:
-                raise ValueError(f"unknown template family {fam!r}; choose from {FAMILIES}")
+        families = known_families(families)
         names = self.existing(entities)
         if not names:
             return []
@@ -255,10 +261,7 @@ class StoreBackend:
 
     def enumerate(self, entities: Sequence[str], families: Iterable[str] = FAMILIES,
                   gold: Iterable[str] | None = None) -> list[Candidate]:
-        families = tuple(families)
-        for fam in families:
-            if fam not in FAMILIES:
-                raise ValueError(f"unknown template family {fam!r}; choose from {FAMILIES}")
+        families = known_families(families)
         names = self.existing(entities)
         gold_set = set(gold) if gold is not None else set()
         first = self._first_hops(names)
