@@ -215,6 +215,43 @@ def fixtures(per_step: int = 20) -> None:
               f"{len(unique) + len(labelled)} distinct replies")
 
 
+def fixture_contexts(limit: int = 100) -> None:
+    """Each answer fixture's context, for the grounding check of tests/test_real_replies.py:
+    the question's LLM-free retrieval (recomputed; the records keep no context): its ranked
+    answer candidates as ``candidates``, its entity names as ``context_names`` and, for text
+    methods, its rendered text as ``context_text``.
+    Under ``on_unusable_reply="fallback"`` it is the context the answer step saw whenever the
+    retrieval's own reply was unusable, which for this model is nearly every question."""
+    from kgrag.eval.embedding import EvalEmbedder
+    from kgrag.eval.harness import build_question_runner
+    from kgrag.eval.runner import DATASETS, _method_params, load_resource
+
+    embedder = EvalEmbedder(None, EMB_CACHE)
+    for path in sorted(FIXTURES.glob("*__answer.json")):
+        method = path.stem.split("__")[0]
+        entries = json.loads(path.read_text(encoding="utf-8"))
+        for dataset in sorted({e["dataset"] for e in entries}):
+            spec = DATASETS[dataset]
+            examples = {ex.question: ex for ex in spec.load_examples(DATA, limit, 0)}
+            run_one = build_question_runner(
+                method, "llm-free", load_resource(spec, DATA), embedder=embedder,
+                params=_method_params("llm-free", FIT_TO_WINDOW.get(method)))
+            for entry in entries:
+                if entry["dataset"] != dataset:
+                    continue
+                outcome = run_one(examples[entry["question"]], entry["question"])
+                entry["context_from"] = "the question's LLM-free retrieval (recomputed)"
+                if outcome.ranked:
+                    entry["candidates"] = list(outcome.ranked)
+                if outcome.context_names:
+                    entry["context_names"] = sorted(outcome.context_names)
+                if outcome.context_text:
+                    entry["context_text"] = outcome.context_text
+        path.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+        print(f"{path.relative_to(ROOT)}: contexts for {len(entries)} replies")
+
+
 def _cell(value: Any, digits: int = 1) -> str:
     return ("–" if value is None else f"{value:.{digits}f}" if isinstance(value, float)
             else str(value))
@@ -249,6 +286,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="methods, comma-separated")
     parser.add_argument("--datasets", default="", help="datasets, comma-separated")
     parser.add_argument("--fixtures", action="store_true")
+    parser.add_argument("--fixture-contexts", action="store_true",
+                        help="add each answer fixture's LLM-free context (grounding tests)")
     parser.add_argument("--table", action="store_true", help="print the markdown table")
     parser.add_argument("--summarize", action="store_true",
                         help="rows from the records written so far (no LLM run)")
@@ -262,6 +301,8 @@ def main() -> int:
         summarize_partial(args)
     elif args.fixtures:
         fixtures()
+    elif args.fixture_contexts:
+        fixture_contexts()
     else:
         run(args)
     return 0

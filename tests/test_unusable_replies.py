@@ -290,14 +290,23 @@ def test_fallback_is_refused_by_methods_without_an_llm_free_mode(name, movies, m
 
 
 def test_fallback_answer_reply_unusable_keeps_the_retrieval(movies, minilm):
-    """A blank answer reply under "fallback": the LLM-free ranking's best candidate answers."""
+    """A blank answer reply under "fallback": the LLM-free ranking's best candidate answers;
+    so does a reply that names nothing retrieved ("x"); a prose reply naming a retrieved
+    entity answers that entity."""
     from kgrag.methods.byokg import ByoKGRAG
 
     method = ByoKGRAG.from_graph(movies, llm=scripted_chat("x"), embedder=minilm,
                                  on_unusable_reply="fallback")
     free = method.retrieve_llm_free(QUESTION)
-    answer = method.answer_from(QUESTION, free)  # the scripted "x" is a usable answer
-    assert answer.text == "x"
+    best = free.metadata["answer_candidates"][:1]
+    answer = method.answer_from(QUESTION, free)
+    assert answer.answers == best and free.metadata["fallback"]
+    prose = f"It is a classic, and {best[0]} made it in a studio."
+    method = ByoKGRAG.from_graph(movies, llm=scripted_chat(prose), embedder=minilm,
+                                 on_unusable_reply="fallback")
+    free = method.retrieve_llm_free(QUESTION)
+    answer = method.answer_from(QUESTION, free)
+    assert answer.answers == best and answer.text == prose and "fallback" not in free.metadata
     method = ByoKGRAG.from_graph(movies, llm=scripted_chat("", ""), embedder=minilm,
                                  on_unusable_reply="fallback")
     answer = method.answer_from(QUESTION, free)

@@ -44,10 +44,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, ClassVar, TypeVar
 
-from kgrag.context.types import Answer, RetrievalResult, Usage
+from kgrag.context.types import Answer, RetrievalResult, ScoredEntity, Usage
 from kgrag.errors import InvalidQuestionError, LLMNotConfiguredError, LLMOutputError
 from kgrag.graph.sources.coerce import as_graph_store
 from kgrag.llm.base import no_llm_message
+from kgrag.llm.grounding import ground_answer
 from kgrag.llm.steps import CallLog, Steps, run_async, run_sync
 from kgrag.methods.config import (
     DEFAULT_UNUSABLE_REPLY as DEFAULT_UNUSABLE_REPLY,
@@ -264,11 +265,29 @@ class KGMethod(ABC):
             "candidate (on_unusable_reply='fallback')", type(self).__name__, question[:200],
             reason)
         result.metadata["fallback"] = reason
-        candidates = [str(c) for c in result.metadata.get("answer_candidates") or ()]
+        candidates = self.fallback_candidates(result)
         total = Usage().add(result.usage).add(usage or Usage())
         if candidates:
             return Answer(question, candidates[:1], candidates[0], result, total)
         return Answer(question, [], f"No answer: {reason}.", result, total)
+
+    def fallback_candidates(self, result: RetrievalResult) -> list[str]:
+        """The retrieval's own answer candidates, best first, that an unusable or ungrounded
+        answer reply falls back to: its ``answer_candidates`` metadata (ByoKG-RAG's LLM-free
+        ranking), else its retrieved entities in rank order (GraphRAFT's nodes); none for a
+        retrieval of text passages (KET-RAG), which then has no answer."""
+        ranked = result.metadata.get("answer_candidates")
+        if ranked:
+            return [str(c) for c in ranked]
+        return [item.name for item in result.items if isinstance(item, ScoredEntity)]
+
+    def ground_answer(self, question: str, result: RetrievalResult, answer: Answer) -> Answer:
+        """``answer`` checked against its retrieval under ``on_unusable_reply="fallback"``:
+        :func:`kgrag.llm.grounding.ground_answer` over :meth:`fallback_candidates` (grounded
+        answers kept, the candidates a prose reply names made the answers, a reply naming
+        none an :class:`~kgrag.errors.LLMOutputError`, so the best candidate answers)."""
+        return ground_answer(question, result, answer,
+                             candidates=self.fallback_candidates(result))
 
     def answer_after_unusable(self, question: str, result: RetrievalResult) -> Answer:
         """The answer for a retrieval whose LLM reply was unusable: under ``"fallback"`` the
@@ -404,6 +423,8 @@ class KGMethod(ABC):
         before = run.usage()
         try:
             answer = yield from self.answering_steps(question, result)
+            if self.on_unusable_reply == "fallback":
+                answer = self.ground_answer(question, result, answer)
         except LLMOutputError as exc:
             if counted_in_retrieval:
                 return self.unusable_answer(question, self.finish_retrieval(result, run), exc)

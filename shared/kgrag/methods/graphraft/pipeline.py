@@ -390,6 +390,7 @@ class GraphRAFT(KGMethod):
         """L2: one answer call over the retrieved nodes' blocks (re-asked once if blank)."""
         reply = yield from answer_steps(self._answer_prompt(question, result),
                                         system=self.prompts.template("answer_system"))
+        result.metadata["answer_reply"] = reply
         return self._answer(question, result, reply)
 
     def _check_grounded(self, nodes: Sequence[RetrievedNode]) -> None:

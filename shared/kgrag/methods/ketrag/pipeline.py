@@ -178,6 +178,7 @@ class KETRAG(KGMethod):
         reply = yield from answer_steps(self._answer_prompt(question, result),
                                         system=self.prompts.template("answer_system"))
         text, answers = parse_answer(reply)
+        result.metadata["answer_reply"] = reply
         return Answer(question, answers, text, result)
 
     def finish_answer(self, answer: Answer) -> Answer:

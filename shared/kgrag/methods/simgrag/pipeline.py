@@ -422,6 +422,7 @@ class SimGRAG(KGMethod):
     def answering_steps(self, question: str, result: RetrievalResult) -> Steps[Answer]:
         """One answer call over the retrieved subgraphs (re-asked once if blank)."""
         reply = yield from self._answer_steps(question, result)
+        result.metadata["answer_reply"] = reply
         return Answer(question, parse_answers(reply, task=self.config.task), reply, result)
 
 

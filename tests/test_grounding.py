@@ -1,0 +1,107 @@
+"""The answer-grounding check (kgrag.llm.grounding) and where the methods apply it: only under
+``on_unusable_reply="fallback"``, so a strong model's answers under the default policy are
+never rewritten."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgrag.context.types import Answer, Chunk, RetrievalResult, ScoredEntity, Triple
+from kgrag.errors import LLMOutputError
+from kgrag.llm.grounding import (
+    ground_answer,
+    grounded_in_passages,
+    is_yes_no,
+    item_names,
+    names_in_reply,
+)
+
+
+def test_names_in_reply_reads_whole_phrases_longest_first_in_reply_order():
+    names = ["Dream", "The Dream Team", "Team", "Keaton", "Michael Keaton", "The", "Up"]
+    reply = "Michael Keaton starred; The Dream-Team (1989) is a comedy. Dreamers, up!"
+    # "Up" is all stopwords: never an answer by name (the film is lost, "up" is not invented)
+    assert names_in_reply(reply, names) == ["Michael Keaton", "The Dream Team"]
+
+
+def test_names_the_question_mentions_are_not_answers():
+    reply = "Stephen Furst is an actor; he acted in The Dream Team."
+    assert names_in_reply(reply, ["Stephen Furst", "The Dream Team"],
+                          question="what does [Stephen Furst] act in") == ["The Dream Team"]
+
+
+def test_item_names_cover_every_item_kind_in_rank_order():
+    items = [Triple("Paprika", "directed_by", "Satoshi Kon"), ScoredEntity("Anime", 0.5),
+             Chunk("e1|Tokyo|city", "e1", 1.0, {"entity": "Tokyo"}), Chunk("free text")]
+    assert item_names(items) == ["Paprika", "Satoshi Kon", "Anime", "Tokyo"]
+
+
+def test_passage_grounding_needs_two_content_words_or_a_number_from_the_text():
+    text = "Arthur's Magazine (1844-1846) was an American literary periodical."
+    assert grounded_in_passages("An American literary periodical.", text)
+    assert grounded_in_passages("In 1844.", text)
+    assert not grounded_in_passages("A magazine.", text)
+    assert not grounded_in_passages("Arthur's Magazine",  # the question's own words
+                                    text, question="When did Arthur's Magazine start?")
+
+
+def test_yes_no_only_for_yes_no_questions():
+    assert is_yes_no("Are both bands from Canada?", "Yes, both are.") == "yes"
+    assert is_yes_no("Which band is from Canada?", "No idea") is None
+
+
+def _result(question, items, reply):
+    return RetrievalResult(question, items, metadata={"answer_reply": reply})
+
+
+def test_ground_answer_keeps_grounded_answers_and_reads_names_out_of_prose():
+    q = "who directed Paprika"
+    items = [ScoredEntity("Satoshi Kon", 1.0), ScoredEntity("Paprika", 0.5)]
+    kept = Answer(q, ["Satoshi Kon"], "Satoshi Kon", _result(q, items, "Satoshi Kon"))
+    assert ground_answer(q, kept.retrieval, kept) is kept
+    prose = "It was a film by Satoshi Kon, released in 2006."
+    read = ground_answer(q, _result(q, items, prose), Answer(q, [], prose, None))
+    assert read.answers == ["Satoshi Kon"] and read.text == prose
+
+
+def test_ground_answer_refuses_a_reply_that_names_nothing_retrieved():
+    q = "who directed Paprika"
+    result = _result(q, [ScoredEntity("Satoshi Kon", 1.0)], "Guillermo del Toro")
+    with pytest.raises(LLMOutputError, match="names nothing"):
+        ground_answer(q, result, Answer(q, ["Guillermo del Toro"], "Guillermo del Toro", result))
+
+
+def test_candidates_restrict_what_an_answer_may_be():
+    q = "who acted in Trippin'"
+    items = [Triple("Trippin'", "starred_actors", "Donald Faison"),
+             Triple("The World's Greatest Lover", "has_genre", "Comedy")]
+    reply = "The World's Greatest Lover is a classic film."
+    result = _result(q, items, reply)
+    assert ground_answer(q, result, Answer(q, [], reply, result)).answers == [
+        "The World's Greatest Lover"]
+    with pytest.raises(LLMOutputError):
+        ground_answer(q, result, Answer(q, [], reply, result), candidates=["Donald Faison"])
+
+
+@pytest.fixture(scope="module")
+def movies():
+    from kgrag.data import demo_data_path
+    from kgrag.graph import read_triples
+
+    return read_triples(demo_data_path())
+
+
+def test_byokg_rewrites_nothing_under_the_default_policy(movies, minilm):
+    from kgrag.methods.byokg import ByoKGRAG
+    from langchain_kgrag.testing import scripted_chat
+
+    prose = "Guillermo del Toro, surely."
+    method = ByoKGRAG.from_graph(movies, llm=scripted_chat(prose), embedder=minilm,
+                                 on_unusable_reply="empty")
+    free = method.retrieve_llm_free("Who directed Paprika?")
+    assert method.answer_from("Who directed Paprika?", free).text == prose
+    method = ByoKGRAG.from_graph(movies, llm=scripted_chat(prose), embedder=minilm,
+                                 on_unusable_reply="fallback")
+    grounded = method.answer_from("Who directed Paprika?", free)
+    assert grounded.answers == free.metadata["answer_candidates"][:1]
+    assert "names nothing" in free.metadata["fallback"]
