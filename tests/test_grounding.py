@@ -105,3 +105,25 @@ def test_byokg_rewrites_nothing_under_the_default_policy(movies, minilm):
     grounded = method.answer_from("Who directed Paprika?", free)
     assert grounded.answers == free.metadata["answer_candidates"][:1]
     assert "names nothing" in free.metadata["fallback"]
+
+
+def test_graphraft_fallback_choice_only_orders_the_llm_free_shortlist(movies, minilm):
+    """Under "fallback" the chat selector sees only the embedding selector's shortlist, so the
+    queries run are the LLM-free mode's; the model's pick comes first."""
+    from kgrag.methods.graphraft import GraphRAFT
+    from kgrag.methods.graphraft.selection import EmbeddingSelector, ShortlistSelector
+    from langchain_kgrag.testing import scripted_chat
+
+    question = "Who directed Paprika?"
+    free = GraphRAFT.from_graph(movies, embedder=minilm)
+    cands = free.candidates(free.link(free.extract_entities(question)))
+    assert len(cands) > 2
+    shortlist = EmbeddingSelector(minilm, free.graph).select(question, cands, 2)
+    from kgrag.llm.base import as_llm
+    from kgrag.methods.graphraft.selection import ChatChoiceSelector
+
+    chat = as_llm(scripted_chat("2"))
+    chosen = ShortlistSelector(ChatChoiceSelector(chat), EmbeddingSelector(minilm, free.graph)
+                               ).select(question, cands, 2)
+    assert chosen == [shortlist[1], shortlist[0]]
+    assert sorted(chosen) == sorted(shortlist)

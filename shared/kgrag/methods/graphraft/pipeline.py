@@ -65,6 +65,7 @@ from kgrag.methods.graphraft.selection import (
     ConstrainedDecodingSelector,
     EmbeddingSelector,
     QuerySelector,
+    ShortlistSelector,
 )
 
 log = logging.getLogger(__name__)
@@ -163,7 +164,11 @@ class GraphRAFT(KGMethod):
     selection naming no listed candidate, or a blank answer, still so after one re-ask, raises
     :class:`~kgrag.errors.LLMOutputError`; ``"empty"`` returns an empty result instead
     (docs/examples.md, "Unusable LLM replies"). There is no silent fallback: an L0 reply with no
-    entity no longer turns into a vector-search-only context. """
+    entity no longer turns into a vector-search-only context. ``"fallback"`` (for weak models)
+    runs the LLM-free mode when a reply stays unusable or leads to no node, lets the chat
+    selection only order the LLM-free shortlist (:class:`ShortlistSelector`), and answers with
+    the best-ranked node when the answer names no retrieved node
+    (:func:`kgrag.llm.grounding.ground_answer`). """
 
     name = "graphraft"
     has_llm_free_mode = True
@@ -376,6 +381,8 @@ class GraphRAFT(KGMethod):
         """The selector's choice of ``m`` among ``cands``: ``select`` (sync); ``aselect`` when it
         has one, else ``select`` in a worker thread (token scoring, embeddings) under async."""
         selector = self.selector
+        if self.on_unusable_reply == "fallback" and isinstance(selector, ChatChoiceSelector):
+            selector = ShortlistSelector(selector, EmbeddingSelector(self.embedder, self.graph))
         aselect = getattr(selector, "aselect", None)
         if aselect is not None:
             return Offload(lambda: selector.select(question, cands, m),
