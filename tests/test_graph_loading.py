@@ -498,3 +498,15 @@ def test_ids_out_of_range_in_arrays(saved):
     refresh_checksums(saved)
     with pytest.raises(GraphLoadError):
         load_graph(saved)
+
+
+def test_from_triples_takes_the_graphs_own_triples():
+    """``graph.triples()`` gives :class:`Triple` objects; a graph rebuilt from them (or from
+    them mixed with tuples) is the same graph."""
+    from kgrag import KnowledgeGraph
+
+    kg = KnowledgeGraph.from_triples([("Paprika", "directed_by", "Satoshi Kon"),
+                                      ("Paprika", "has_genre", "Anime")])
+    again = KnowledgeGraph.from_triples([*kg.triples(), ("Perfect Blue", "directed_by",
+                                                         "Satoshi Kon")])
+    assert set(kg.triples()) < set(again.triples()) and again.num_edges == 3

@@ -13,6 +13,7 @@ from typing import Any
 
 from kgrag.commands.common import add_command
 from kgrag.errors import ConfigurationError
+from kgrag.finetune import METHODS
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -82,7 +83,7 @@ def register(subparsers: Any) -> None:
         ],
         notes="Needs torch, transformers and peft (pip install 'kgrag[finetune]'); a GGUF "
               "base also needs gguf.")
-    parser.add_argument("--method", required=True, choices=("graphraft", "ultrag", "simgrag"),
+    parser.add_argument("--method", required=True, choices=METHODS,
                         help="(required) whose LLM step to train: GraphRAFT's query selector, "
                              "UltRAG's query writer or SimGRAG's pattern writer")
     parser.add_argument("--base", default="local:smollm2-135m",

@@ -8,12 +8,13 @@ torch) are imported only when a model is first used.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,8 @@ class SentenceTransformerEmbedder:
             raise EmbeddingError("sentence-transformers is not installed: "
                                  "`pip install sentence-transformers`") from exc
         try:
-            return SentenceTransformer(path, device=self.device)
+            with _no_weight_bars(self.model_name_or_path is None):
+                return SentenceTransformer(path, device=self.device)
         except Exception as exc:
             raise EmbeddingError(f"could not load the embedding model {path!r}: {exc}") from exc
 
@@ -333,3 +335,25 @@ class SentenceTransformerEmbedder:
 def default_embedder(device: str = "cpu") -> SentenceTransformerEmbedder:
     """The packaged all-MiniLM-L6-v2 embedder, shared per process (loaded at most once)."""
     return SentenceTransformerEmbedder(device=device)
+
+
+@contextlib.contextmanager
+def _no_weight_bars(quiet: bool) -> Iterator[None]:
+    """Without transformers' "Loading weights" bar while loading the packaged model (when
+    ``quiet``). ``HF_HUB_DISABLE_PROGRESS_BARS`` is read when transformers is imported, which
+    may already have happened; the bar's switch is restored afterwards."""
+    if not quiet:
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()

@@ -10,3 +10,7 @@ GraphRAFT's constrained selection.
 Nothing here is imported by ``import kgrag``; torch, transformers and peft are imported lazily
 by the functions that need them (``pip install 'kgrag[finetune]'``).
 """
+
+#: The methods whose LLM step ``kgrag finetune`` trains (GraphRAFT's query selector, UltRAG's
+#: query writer, SimGRAG's pattern writer).
+METHODS = ("graphraft", "ultrag", "simgrag")

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from kgrag.eval.datasets import QAExample, relation_path_text
+from kgrag.finetune import METHODS
 
 #: Bumped whenever a compact prompt or a target format changes.
 PROMPT_VERSION = 1
-METHODS = ("graphraft", "ultrag", "simgrag")
 #: The system message of each method's compact prompt.
 SYSTEM = {
     "graphraft": "Write the Cypher query that answers the question.",

@@ -260,7 +260,8 @@ class KnowledgeGraph(ArrayTraversal):
         source: str | None = None,
         **kwargs: Any,
     ) -> "KnowledgeGraph":
-        """Build from an iterable of ``(head, relation, tail)``.
+        """Build from an iterable of ``(head, relation, tail)`` tuples or
+        :class:`~kgrag.context.types.Triple` s (what ``graph.triples()`` gives back).
 
         A record that is not three non-empty values raises :class:`GraphFormatError` naming its
         position (``on_error="raise"``), or is skipped and counted in ``stats["skipped_records"]``
@@ -277,7 +278,7 @@ class KnowledgeGraph(ArrayTraversal):
         for position, record in enumerate(triples, start=1):
             problem = None
             try:
-                h, r, t = record
+                h, r, t = record.as_tuple() if isinstance(record, Triple) else record
             except (TypeError, ValueError):
                 problem = f"expected (head, relation, tail), got {record!r:.200}"
             else:

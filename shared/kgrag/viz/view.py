@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.context.types import Chunk, Path, RetrievalResult, ScoredEntity, Subgraph, Triple
-from kgrag.graph.base import GraphStore
-from kgrag.graph.memory import KnowledgeGraph
+from kgrag.graph.base import GraphStore, IdIndexedGraph
 
 #: Node roles, in the order a node is promoted (a question entity stays one).
 ROLE_INTERMEDIATE = "intermediate"
@@ -172,7 +171,7 @@ def build_view(result: RetrievalResult, graph: GraphStore | None = None, *, max_
 def _connect(view: RetrievalView, graph: GraphStore, sources: list[str], targets: Iterable[str],
              max_hops: int) -> None:
     """Add one shortest path (as connecting edges) from the question entities to each target."""
-    if isinstance(graph, KnowledgeGraph):  # drop names it does not hold instead of failing
+    if isinstance(graph, IdIndexedGraph):  # drop names it does not hold instead of failing
         known = graph.node_index
         sources = [s for s in sources if s in known]
         targets = [t for t in targets if t in known]
