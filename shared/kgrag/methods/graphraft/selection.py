@@ -138,9 +138,11 @@ class ShortlistSelector:
     which of their nodes come first (the node budget is filled in that order).
 
     GraphRAFT chooses this way under ``on_unusable_reply="fallback"`` (the policy for weak
-    models): SmolLM2-135M's parseable picks were mostly the prompt's own example numbers, and
-    queries chosen that way cost 14 points of answer recall on MetaQA 1-hop against the
-    LLM-free mode (docs/results.md). A shortlist of one needs no LLM call."""
+    models): SmolLM2-135M's parseable picks were mostly the prompt's own example numbers ("3,
+    1", "1. 3, 2"), so which queries ran depended only on the order the candidates were listed
+    in -- the same recorded replies gave 84.2 MetaQA 1-hop answer recall with one version's
+    listing and 68.5 with the next one's (LLM-free: 82.4; docs/results.md). A shortlist of
+    one needs no LLM call."""
 
     def __init__(self, chooser: Any, guard: Any) -> None:
         self.chooser = chooser
