@@ -53,3 +53,15 @@ def falkordb_server():
         pytest.skip(f"FalkorDB server could not start: {exc}")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def own_falkordb_server(falkordb_server):
+    """A throwaway FalkorDB server for one test module: for tests that may crash the server,
+    fill it or leave a query running in it, so the session's server is never touched. Killed
+    at the end of the module (an abandoned query may still run there), never reused."""
+    from db_server import FalkorDBServer
+
+    own = FalkorDBServer().start()
+    yield own
+    own.kill()

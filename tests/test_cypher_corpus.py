@@ -102,12 +102,9 @@ def test_corpus_covers_the_attack_classes_of_issue_30():
 
 # ----------------------------------------------------------------------------- the server
 @pytest.fixture(scope="module")
-def server(falkordb_server):
-    from db_server import FalkorDBServer
-
-    own = FalkorDBServer().start()
-    yield own
-    own.stop()
+def server(own_falkordb_server):
+    """This module's throwaway server (the corpus writes and explodes queries on purpose)."""
+    return own_falkordb_server
 
 
 @pytest.fixture(scope="module")

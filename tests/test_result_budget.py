@@ -29,12 +29,9 @@ READER = "kgrag-graph-query"
 
 
 @pytest.fixture(scope="module")
-def server(falkordb_server):
-    from db_server import FalkorDBServer
-
-    own = FalkorDBServer().start()
-    yield own
-    own.kill()  # an abandoned query may still run there
+def server(own_falkordb_server):
+    """This module's throwaway server (an abandoned query may still run there)."""
+    return own_falkordb_server
 
 
 @pytest.fixture(scope="module")

@@ -24,13 +24,9 @@ INJECT_WRITE = "a:1} CREATE (:Pwned) RETURN 1 AS x //"
 
 
 @pytest.fixture(scope="module")
-def server(falkordb_server):
-    """A throwaway server: on the old code several of these cases crashed it."""
-    from db_server import FalkorDBServer
-
-    own = FalkorDBServer().start()
-    yield own
-    own.stop()
+def server(own_falkordb_server):
+    """This module's throwaway server (on the old code several of these cases crashed it)."""
+    return own_falkordb_server
 
 
 @pytest.fixture(scope="module")
