@@ -107,23 +107,17 @@ def test_byokg_rewrites_nothing_under_the_default_policy(movies, minilm):
     assert "names nothing" in free.metadata["fallback"]
 
 
-def test_graphraft_fallback_choice_only_orders_the_llm_free_shortlist(movies, minilm):
-    """Under "fallback" the chat selector sees only the embedding selector's shortlist, so the
-    queries run are the LLM-free mode's; the model's pick comes first."""
+def test_graphraft_fallback_selects_queries_without_the_chat_choice(movies, minilm):
+    """Under "fallback" GraphRAFT's L1 is the LLM-free embedding selection: the model's L0
+    entities and L2 answer are used, its numbered choice is not asked for."""
     from kgrag.methods.graphraft import GraphRAFT
-    from kgrag.methods.graphraft.selection import EmbeddingSelector, ShortlistSelector
     from langchain_kgrag.testing import scripted_chat
 
     question = "Who directed Paprika?"
-    free = GraphRAFT.from_graph(movies, embedder=minilm)
-    cands = free.candidates(free.link(free.extract_entities(question)))
-    assert len(cands) > 2
-    shortlist = EmbeddingSelector(minilm, free.graph).select(question, cands, 2)
-    from kgrag.llm.base import as_llm
-    from kgrag.methods.graphraft.selection import ChatChoiceSelector
-
-    chat = as_llm(scripted_chat("2"))
-    chosen = ShortlistSelector(ChatChoiceSelector(chat), EmbeddingSelector(minilm, free.graph)
-                               ).select(question, cands, 2)
-    assert chosen == [shortlist[1], shortlist[0]]
-    assert sorted(chosen) == sorted(shortlist)
+    free = GraphRAFT.from_graph(movies, embedder=minilm).retrieve(question)
+    # replies: L0 entities, then the answer -- a third (selection) call would exhaust the script
+    method = GraphRAFT.from_graph(movies, llm=scripted_chat("Paprika", "Satoshi Kon"),
+                                  embedder=minilm, on_unusable_reply="fallback")
+    result = method.retrieve(question)
+    assert [i.name for i in result.items] == [i.name for i in free.items]
+    assert result.usage.calls == 1

@@ -130,48 +130,6 @@ class ChatChoiceSelector:
         return picked
 
 
-class ShortlistSelector:
-    """A choice that never leaves the LLM-free shortlist: ``guard`` (an
-    :class:`EmbeddingSelector`) picks the ``m`` best candidates, ``chooser`` (the model's
-    :class:`ChatChoiceSelector`) orders them, and shortlisted candidates it did not pick
-    follow in the guard's order. The queries run are the LLM-free mode's; the model decides
-    which of their nodes come first (the node budget is filled in that order).
-
-    GraphRAFT chooses this way under ``on_unusable_reply="fallback"`` (the policy for weak
-    models): SmolLM2-135M's parseable picks were mostly the prompt's own example numbers ("3,
-    1", "1. 3, 2"), so which queries ran depended only on the order the candidates were listed
-    in -- the same recorded replies gave 84.2 MetaQA 1-hop answer recall with one version's
-    listing and 68.5 with the next one's (LLM-free: 82.4; docs/results.md). A shortlist of
-    one needs no LLM call."""
-
-    def __init__(self, chooser: Any, guard: Any) -> None:
-        self.chooser = chooser
-        self.guard = guard
-
-    @staticmethod
-    def _merge(shortlist: list[int], picks: Sequence[int]) -> list[int]:
-        order = [shortlist[i] for i in picks]
-        return order + [i for i in shortlist if i not in order]
-
-    def select(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
-        shortlist = list(self.guard.select(question, candidates, m))
-        if len(shortlist) <= 1:
-            return shortlist
-        picks = self.chooser.select(question, [candidates[i] for i in shortlist], len(shortlist))
-        return self._merge(shortlist, picks)
-
-    async def aselect(self, question: str, candidates: Sequence[Candidate], m: int) -> list[int]:
-        """Async :meth:`select`: the guard in a worker thread, the chooser awaited."""
-        import asyncio
-
-        shortlist = list(await asyncio.to_thread(self.guard.select, question, candidates, m))
-        if len(shortlist) <= 1:
-            return shortlist
-        picks = await self.chooser.aselect(question, [candidates[i] for i in shortlist],
-                                           len(shortlist))
-        return self._merge(shortlist, picks)
-
-
 class EmbeddingSelector:
     """LLM-free: most similar verbalised pattern first; ties by fewer results, then text.
 
