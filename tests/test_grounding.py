@@ -48,6 +48,7 @@ def test_passage_grounding_needs_two_content_words_or_a_number_from_the_text():
 def test_yes_no_only_for_yes_no_questions():
     assert is_yes_no("Are both bands from Canada?", "Yes, both are.") == "yes"
     assert is_yes_no("Which band is from Canada?", "No idea") is None
+    assert is_yes_no("can you name a film directed by Satoshi Kon", "No pattern") is None
 
 
 def _result(question, items, reply):

@@ -33,8 +33,9 @@ MAX_REPLY_CHARS = 20_000
 MAX_NAMES = 5_000
 
 _NON_WORD = re.compile(r"[\W_]+")
-_YES_NO_QUESTION = re.compile(
-    r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
+#: a question asking for yes or no ("Are both ...?", "Did ...?"); not a request put as one
+#: ("Can you name a film ...?", "Could you tell me ...?")
+_YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|has|have|had)\b", re.I)
 _YES_NO_REPLY = re.compile(r"^\W*(yes|no)\b", re.I)
 _NUMBER = re.compile(r"\b\d{3,}\b")
 
