@@ -122,3 +122,23 @@ def test_graphraft_fallback_selects_queries_without_the_chat_choice(movies, mini
     result = method.retrieve(question)
     assert [i.name for i in result.items] == [i.name for i in free.items]
     assert result.usage.calls == 1
+
+
+def test_graphraft_fallback_keeps_only_entities_the_question_names(movies, minilm):
+    """Under "fallback" a mention that passes L0 ("Godfathers" is in the question) but links to
+    a node the question does not name ("Tokyo Godfathers") sends GraphRAFT to its LLM-free
+    mode; under "raise" the linked node is used as before."""
+    from kgrag.methods.graphraft import GraphRAFT
+    from langchain_kgrag.testing import scripted_chat
+
+    question = "Who made Godfathers?"
+    raised = GraphRAFT.from_graph(movies, llm=scripted_chat("Godfathers", "1"),
+                                  embedder=minilm)
+    assert raised.link(["Godfathers"]) == ["Tokyo Godfathers"]
+    assert "fallback" not in raised.retrieve(question).metadata
+    method = GraphRAFT.from_graph(movies, llm=scripted_chat("Godfathers"), embedder=minilm,
+                                  on_unusable_reply="fallback")
+    result = method.retrieve(question)
+    assert "no node the question names" in result.metadata["fallback"]
+    free = method.retrieve_llm_free(question)
+    assert [i.name for i in result.items] == [i.name for i in free.items]

@@ -367,6 +367,8 @@ class GraphRAFT(KGMethod):
         else:
             mentions, _ = yield from self._entity_steps(question)
         entities = self.link(mentions)
+        if self.llm is not None and self.on_unusable_reply == "fallback":
+            entities = self._named_by_question(question, entities)
         cands = self.candidates(entities)
         picked = (yield self._select(question, cands, self.config.beam_width)) if cands else []
         selected = [cands[i] for i in picked]
@@ -405,6 +407,19 @@ class GraphRAFT(KGMethod):
                                         system=self.prompts.template("answer_system"))
         result.metadata["answer_reply"] = reply
         return self._answer(question, result, reply)
+
+    @staticmethod
+    def _named_by_question(question: str, entities: Sequence[str]) -> list[str]:
+        """Under ``on_unusable_reply="fallback"``: the linked nodes the question itself names
+        (:func:`~kgrag.llm.parsing.mentioned_in`); none is an :class:`LLMOutputError`, so the
+        LLM-free mode runs. The model's mention can pass L0's check and still link elsewhere:
+        SmolLM2's "film Bad Boys" for "what was the genre of the film [Bad Boys]" is not an
+        exact name, and its nearest name by embedding is another node."""
+        kept = mentioned_in(question, entities)
+        if not kept:
+            raise LLMOutputError("the LLM's entities link to no node the question names: "
+                                 f"{', '.join(entities[:5]) or '(none)'}")
+        return kept
 
     def _check_grounded(self, nodes: Sequence[RetrievedNode]) -> None:
         """Under ``on_unusable_reply="fallback"``, replies that led to no node at all are as
