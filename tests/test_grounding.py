@@ -68,7 +68,7 @@ def test_ground_answer_keeps_grounded_answers_and_reads_names_out_of_prose():
 def test_ground_answer_refuses_a_reply_that_names_nothing_retrieved():
     q = "who directed Paprika"
     result = _result(q, [ScoredEntity("Satoshi Kon", 1.0)], "Guillermo del Toro")
-    with pytest.raises(LLMOutputError, match="names nothing"):
+    with pytest.raises(LLMOutputError, match="names none of"):
         ground_answer(q, result, Answer(q, ["Guillermo del Toro"], "Guillermo del Toro", result))
 
 
@@ -105,7 +105,7 @@ def test_byokg_rewrites_nothing_under_the_default_policy(movies, minilm):
                                  on_unusable_reply="fallback")
     grounded = method.answer_from("Who directed Paprika?", free)
     assert grounded.answers == free.metadata["answer_candidates"][:1]
-    assert "names nothing" in free.metadata["fallback"]
+    assert "names none of" in free.metadata["fallback"]
 
 
 def test_graphraft_fallback_selects_queries_without_the_chat_choice(movies, minilm):
@@ -142,3 +142,22 @@ def test_graphraft_fallback_keeps_only_entities_the_question_names(movies, minil
     assert "no node the question names" in result.metadata["fallback"]
     free = method.retrieve_llm_free(question)
     assert [i.name for i in result.items] == [i.name for i in free.items]
+
+
+def test_graphraft_answers_only_with_its_best_querys_nodes_under_fallback(movies, minilm):
+    """GraphRAFT's fallback candidates are the best selected query's nodes: a prose answer
+    naming a node the vector top-up brought is refused, and the top node answers."""
+    from kgrag.methods.graphraft import GraphRAFT
+    from langchain_kgrag.testing import scripted_chat
+
+    question = "Who directed Paprika?"
+    free = GraphRAFT.from_graph(movies, embedder=minilm).retrieve(question)
+    best = GraphRAFT.fallback_candidates(GraphRAFT.from_graph(movies, embedder=minilm), free)
+    others = [i.name for i in free.items if i.name not in best and i.name != "Paprika"]
+    assert best and others and best[0] == free.items[0].name
+    prose = f"I think {others[0]} is the one."
+    method = GraphRAFT.from_graph(movies, llm=scripted_chat("Paprika", prose),
+                                  embedder=minilm, on_unusable_reply="fallback")
+    answer = method.answer(question)
+    assert answer.answers == best[:1]
+    assert "names none of" in answer.retrieval.metadata["fallback"]

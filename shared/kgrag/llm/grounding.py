@@ -174,7 +174,7 @@ def ground_answer(question: str, result: RetrievalResult, answer: Answer, *,
         return Answer(question, found, reply.strip(), result, answer.usage)
     if answer.answers and passages and grounded_in_passages(reply, passages, question=question):
         return answer
-    raise LLMOutputError("the answer names nothing from the retrieved context: "
+    raise LLMOutputError("the answer names none of the retrieval's answer candidates: "
                          f"{reply.strip()[:120]!r}")
 
 

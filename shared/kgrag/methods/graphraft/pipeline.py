@@ -408,6 +408,20 @@ class GraphRAFT(KGMethod):
         result.metadata["answer_reply"] = reply
         return self._answer(question, result, reply)
 
+    def fallback_candidates(self, result: RetrievalResult) -> list[str]:
+        """The nodes the best selected query returned, in rank order: what the LLM-free mode
+        answers with first, and under ``on_unusable_reply="fallback"`` the only names a
+        grounded answer may be -- so a node another query or the vector top-up brought ("The
+        Tripper" for "who acted in Trippin'?") cannot become the answer. Every retrieved node
+        when no query ran."""
+        nodes = [item for item in result.items if isinstance(item, ScoredEntity)]
+        selected = result.metadata.get("selected_queries") or []
+        if selected:
+            best = [item.name for item in nodes if selected[0] in item.metadata.get("patterns", ())]
+            if best:
+                return best
+        return [item.name for item in nodes]
+
     @staticmethod
     def _named_by_question(question: str, entities: Sequence[str]) -> list[str]:
         """Under ``on_unusable_reply="fallback"``: the linked nodes the question itself names
