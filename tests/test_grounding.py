@@ -161,3 +161,19 @@ def test_graphraft_answers_only_with_its_best_querys_nodes_under_fallback(movies
     answer = method.answer(question)
     assert answer.answers == best[:1]
     assert "names none of" in answer.retrieval.metadata["fallback"]
+
+
+def test_byokg_fallback_candidates_are_the_top_walk_score_tier(movies, minilm):
+    """ByoKG-RAG's grounded answers may name the candidates tied with the best walk score (the
+    ends of the best relation path), not a weaker walk's end; without LLM-free scores (the
+    LLM's own retrieval) every retrieved entity counts."""
+    from kgrag.methods.byokg import ByoKGRAG
+
+    method = ByoKGRAG.from_graph(movies, embedder=minilm)
+    items = [ScoredEntity("Satoshi Kon", 0.8), ScoredEntity("Mamoru Oshii", 0.8),
+             ScoredEntity("Tokyo", 0.5)]
+    ranked = RetrievalResult("q", items, metadata={"answer_candidates": [
+        "Satoshi Kon", "Mamoru Oshii", "Tokyo"]})
+    assert method.fallback_candidates(ranked) == ["Satoshi Kon", "Mamoru Oshii"]
+    unranked = RetrievalResult("q", [Triple("Paprika", "directed_by", "Satoshi Kon")])
+    assert method.fallback_candidates(unranked) == []

@@ -375,6 +375,19 @@ class ByoKGRAG(KGMethod):
         return Answer(question, answers, ", ".join(answers) if answers else reply.strip(),
                       result)
 
+    def fallback_candidates(self, result: RetrievalResult) -> list[str]:
+        """The LLM-free ranking's best-scored answer candidates (every walk end tied with the
+        top walk score: for "what does X act in", the films of X's best relation path), what a
+        grounded answer may name under ``on_unusable_reply="fallback"``; the first is what the
+        LLM-free mode answers. A walk end reached by a weaker path ("a new thriller film" for
+        a film question) is not an answer the model can promote. Every candidate when the
+        retrieval ranks none with scores (the LLM's own retrieval)."""
+        scored = [item for item in result.items if isinstance(item, ScoredEntity)]
+        if scored and result.metadata.get("answer_candidates"):
+            top = max(item.score for item in scored)
+            return [item.name for item in scored if item.score >= top - 1e-9]
+        return super().fallback_candidates(result)
+
     def retrieve_llm_free(self, question: str) -> RetrievalResult:
         """:meth:`retrieve_without_llm` (what ``on_unusable_reply="fallback"`` returns)."""
         return self.retrieve_without_llm(question)
