@@ -74,6 +74,7 @@ def _row(summary: dict, *, framework: str, policy: str, llm_spec: str, free: dic
         "tokens_per_question": summary["tokens_per_question"],
         "seconds_per_question": round((summary["latency_ms_mean"] or 0) / 1000, 2),
         "unusable_questions": summary.get("unusable_questions", 0),
+        "answer_fallbacks": summary.get("answer_fallbacks"),
         "llm_steps": summary.get("llm_steps", {}),
         "llm_free": free, "oracle": oracle,
     }
@@ -297,19 +298,22 @@ def _cell(value: Any, digits: int = 1) -> str:
 def table(path: Path = OUT) -> str:
     """The rows as the markdown table of docs/results.md."""
     rows = json.loads(path.read_text())["rows"]
-    lines = ["| method | dataset | n | framework / runtime | policy | Hits@1 | EM | answer recall "
-             "| LLM-free recall | oracle recall (n) | unusable replies by step | LLM calls/q "
-             "| s/q |", "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    lines = ["| method | dataset | n | framework / runtime | policy | Hits@1 | LLM-free Hits@1 "
+             "| EM | answer recall | LLM-free recall | oracle recall (n) "
+             "| unusable replies by step | answers refused | LLM calls/q | s/q |",
+             "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         runtime = "transformers" if "runtime=transformers" in r["llm"] else "llama.cpp"
         steps = ", ".join(f"{step} {v['unusable']}/{v['judged']}" for step, v in
                           r["llm_steps"].items() if v.get("judged"))
         free, oracle = r.get("llm_free") or {}, r.get("oracle") or {}
+        policy = r["policy"] + (" (replayed)" if r.get("replayed") else "")
         lines.append(
             f"| {r['method']} | {r['dataset']} | {r['n']} | {r['framework']} / {runtime} | "
-            f"{r['policy']} | {_cell(r['hits@1'])} | {_cell(r['em'])} | "
+            f"{policy} | {_cell(r['hits@1'])} | {_cell(free.get('hits@1'))} | {_cell(r['em'])} | "
             f"{_cell(r['answer_recall'])} | {_cell(free.get('answer_recall'))} | "
             f"{_cell(oracle.get('answer_recall'))} ({oracle.get('n', '–')}) | {steps or '–'} | "
+            f"{_cell(r.get('answer_fallbacks')) if r['policy'] == 'fallback' else '–'} | "
             f"{r['llm_calls_per_question']:.2f} | {r['seconds_per_question']:.1f} |")
     return "\n".join(lines)
 

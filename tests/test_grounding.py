@@ -105,7 +105,8 @@ def test_byokg_rewrites_nothing_under_the_default_policy(movies, minilm):
                                  on_unusable_reply="fallback")
     grounded = method.answer_from("Who directed Paprika?", free)
     assert grounded.answers == free.metadata["answer_candidates"][:1]
-    assert "names none of" in free.metadata["fallback"]
+    assert "names none of" in free.metadata["answer_fallback"]
+    assert free.metadata["fallback"] == free.metadata["answer_fallback"]
 
 
 def test_graphraft_fallback_selects_queries_without_the_chat_choice(movies, minilm):

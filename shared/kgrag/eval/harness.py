@@ -94,7 +94,7 @@ def outcome_from_answer(answer: Answer, seconds: float, *, as_text: bool = False
     out.answer_text = answer.text
     out.usage = answer.usage
     meta = answer.retrieval.metadata
-    for key in ("unusable_reply", "fallback"):  # the on_unusable_reply policy's marks
+    for key in ("unusable_reply", "fallback", "answer_fallback"):  # the policy's marks
         if meta.get(key):
             out.extra[key] = meta[key]
     return out

@@ -353,6 +353,9 @@ def summarize(records: list[dict], *, k: int = 10) -> dict[str, Any]:
         **({"llm_steps": steps} if (steps := step_stats(records)) else {}),
         "unusable_questions": sum(1 for r in records
                                   if (r.get("extra") or {}).get("unusable_reply")),
+        # answers replaced by the retrieval's best candidate (on_unusable_reply="fallback")
+        "answer_fallbacks": sum(1 for r in records
+                                if (r.get("extra") or {}).get("answer_fallback")),
     }
 
 

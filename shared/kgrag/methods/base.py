@@ -265,6 +265,7 @@ class KGMethod(ABC):
             "candidate (on_unusable_reply='fallback')", type(self).__name__, question[:200],
             reason)
         result.metadata["fallback"] = reason
+        result.metadata["answer_fallback"] = reason  # the answer step's own, apart from retrieval's
         candidates = self.fallback_candidates(result)
         total = Usage().add(result.usage).add(usage or Usage())
         if candidates:
