@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag.context.types import Answer, Chunk, RetrievalResult, ScoredEntity, Triple
+from kgrag.context.types import Answer, Chunk, Path, RetrievalResult, ScoredEntity, Subgraph, Triple
 from kgrag.errors import LLMOutputError
 from kgrag.llm.grounding import (
     ground_answer,
@@ -32,8 +32,11 @@ def test_names_the_question_mentions_are_not_answers():
 
 def test_item_names_cover_every_item_kind_in_rank_order():
     items = [Triple("Paprika", "directed_by", "Satoshi Kon"), ScoredEntity("Anime", 0.5),
-             Chunk("e1|Tokyo|city", "e1", 1.0, {"entity": "Tokyo"}), Chunk("free text")]
-    assert item_names(items) == ["Paprika", "Satoshi Kon", "Anime", "Tokyo"]
+             Chunk("e1|Tokyo|city", "e1", 1.0, {"entity": "Tokyo"}), Chunk("free text"),
+             Path(("Satoshi Kon", "Sapporo", "Japan"), ("born_in", "located_in")),
+             Subgraph((Triple("Perfect Blue", "directed_by", "Satoshi Kon"),))]
+    assert item_names(items) == ["Paprika", "Satoshi Kon", "Anime", "Tokyo", "Sapporo",
+                                 "Japan", "Perfect Blue"]
 
 
 def test_passage_grounding_needs_two_content_words_or_a_number_from_the_text():

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.context.types import Answer, RetrievalResult, Subgraph, Triple, Usage
+from kgrag.context.types import Answer, RetrievalResult, Usage
 from kgrag.eval.datasets import QAExample
 from kgrag.eval.oracles import (
     ByoKGOracleLLM,
@@ -32,6 +32,7 @@ from kgrag.eval.oracles import (
     simgrag_pattern,
     ultrag_branches_query,
 )
+from kgrag.llm.grounding import item_names
 
 MODES = ("oracle", "llm-free", "llm")
 
@@ -57,19 +58,9 @@ class Outcome:
 
 
 def context_names(items: Iterable[Any]) -> set[str]:
-    """Entity names in retrieved items (triples, paths, subgraphs, scored entities)."""
-    names: set[str] = set()
-    for item in items:
-        if isinstance(item, Triple):
-            names.update((item.head, item.tail))
-        elif isinstance(item, Subgraph):
-            for t in item.triples:
-                names.update((t.head, t.tail))
-        elif isinstance(getattr(item, "nodes", None), tuple):
-            names.update(item.nodes)
-        elif isinstance(getattr(item, "name", None), str):
-            names.add(item.name)
-    return names
+    """Entity names in retrieved items (:func:`kgrag.llm.grounding.item_names`: triples,
+    paths, subgraphs, scored entities, KET-RAG entity lines), as a set."""
+    return set(item_names(items))
 
 
 def outcome_from_retrieval(result: RetrievalResult, seconds: float, *,

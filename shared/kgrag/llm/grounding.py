@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kgrag.context.types import Answer, Chunk, Path, RetrievalResult, ScoredEntity, Subgraph, Triple
+from kgrag.context.types import Answer, Chunk, RetrievalResult, Subgraph, Triple
 from kgrag.errors import LLMOutputError
 from kgrag.llm.parsing import content_words
 
@@ -47,19 +47,21 @@ def _normal(text: str) -> str:
 
 def item_names(items: Iterable[Any]) -> list[str]:
     """The entity names of retrieved items, in rank order, each once: a triple's head and tail,
-    a path's nodes, a subgraph's nodes, an entity's name, a KET-RAG entity / relationship
-    line's entity, head and tail."""
+    a subgraph's nodes, a KET-RAG entity / relationship line's entity, head and tail, and any
+    item's ``nodes`` tuple (a path) or ``name`` (a scored entity, a custom method's item)."""
     seen: dict[str, None] = {}
     for item in items:
         if isinstance(item, Triple):
             names: Sequence[str] = (item.head, item.tail)
-        elif isinstance(item, (Path, Subgraph)):
-            names = list(item.nodes)
-        elif isinstance(item, ScoredEntity):
-            names = (item.name,)
+        elif isinstance(item, Subgraph):
+            names = item.nodes
         elif isinstance(item, Chunk):
             meta = item.metadata or {}
             names = [str(meta[k]) for k in ("entity", "head", "tail") if meta.get(k)]
+        elif isinstance(getattr(item, "nodes", None), tuple):
+            names = item.nodes
+        elif isinstance(getattr(item, "name", None), str):
+            names = (item.name,)
         else:
             names = ()
         for name in names:

@@ -386,11 +386,10 @@ class GraphRAFT(KGMethod):
     def _select(self, question: str, cands: Sequence[Candidate], m: int) -> Offload:
         """The selector's choice of ``m`` among ``cands``: ``select`` (sync); ``aselect`` when it
         has one, else ``select`` in a worker thread (token scoring, embeddings) under async."""
-        selector = self.selector
-        if self.on_unusable_reply == "fallback" and isinstance(selector, ChatChoiceSelector):
-            # a chat choice is a list of numbers: any of them is "valid", none can be checked
-            # against the graph, so the weak-model policy uses the LLM-free selector
-            selector = EmbeddingSelector(self.embedder, self.graph)
+        # a chat choice is a list of numbers: any of them is "valid", none can be checked
+        # against the graph, so the weak-model policy uses the LLM-free selector
+        selector = (self._llm_free_selector() if self.on_unusable_reply == "fallback"
+                    else self.selector)
         aselect = getattr(selector, "aselect", None)
         if aselect is not None:
             return Offload(lambda: selector.select(question, cands, m),
@@ -446,10 +445,16 @@ class GraphRAFT(KGMethod):
         method's configuration without its LLM (``on_unusable_reply="fallback"``)."""
         free = copy.copy(self)
         free.llm = None
-        if isinstance(self.selector, ChatChoiceSelector):
-            free.selector = EmbeddingSelector(self.embedder, self.graph)
+        free.selector = self._llm_free_selector()
         free._config = self.config.replace(on_unusable_reply="raise")
         return free.retrieve(question)
+
+    def _llm_free_selector(self) -> QuerySelector:
+        """The selector without the chat model: the configured one unless it is the chat
+        choice, which the :class:`EmbeddingSelector` replaces (a token scorer is no chat)."""
+        if isinstance(self.selector, ChatChoiceSelector):
+            return EmbeddingSelector(self.embedder, self.graph)
+        return self.selector
 
     def _result(self, question: str, mentions: list[str], entities: list[str],
                 cands: Sequence[Candidate], selected: Sequence[Candidate],
