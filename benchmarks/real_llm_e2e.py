@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> None:
         started = time.time()
         policy = _policy(method, args.policy)
         params = _params(method, policy)
-        out_dir, replayed = folder, None
+        out_dir, replayed, recorded = folder, None, []
         if args.replay:  # the recorded replies of this pair's run, re-read by today's code
             recorded = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
             llm = replayed = ReplayedModel(recorded)
@@ -185,10 +185,8 @@ def run(args: argparse.Namespace) -> None:
             row["replayed"] = {"from": str(folder.relative_to(ROOT)),
                                "divergent_calls": replayed.misses,
                                "seconds_per_question": "of the original run"}
-            original = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}"
-                                    ".jsonl")
-            if original:
-                seconds = [r["latency_ms"] for r in original]
+            if recorded:
+                seconds = [r["latency_ms"] for r in recorded]
                 row["seconds_per_question"] = round(sum(seconds) / len(seconds) / 1000, 2)
         _save([row], meta, Path(args.out))
         print(f"{time.strftime('%H:%M:%S')} {method} {dataset} {args.framework} {policy}: "
