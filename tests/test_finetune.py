@@ -88,7 +88,7 @@ def test_training_loop_learns_and_saves_an_adapter_with_its_manifest(base_dir, t
     assert report.losses[-1] < report.losses[0]  # the targets are learnable
     manifest = read_manifest(tmp_path / "run")
     assert manifest["method"] == "graphraft" and manifest["base"] == str(base_dir)
-    assert manifest["prompt_version"] == P.PROMPT_VERSION
+    assert manifest["prompt_version"] == P.PROMPT_VERSIONS[manifest["method"]]
     assert manifest["prompt_template"] == template
     assert manifest["data"]["pairs"] == len(PAIRS)
     assert manifest["adapter_bytes"] > 0

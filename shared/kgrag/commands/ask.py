@@ -61,13 +61,15 @@ def parse_written(method: str, text: str | None) -> Any:
 
 
 def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, written: Any = None,
-             top: int = 10, on_unusable_reply: str | None = None) -> Any:
+             top: int = 10, on_unusable_reply: str | None = None,
+             method_params: dict[str, Any] | None = None) -> Any:
     """Run ``method`` on ``question`` as the command line does; returns the RetrievalResult.
 
     ``written``: the input the method's LLM would write (SimGRAG's pattern, UltRAG's query:
     the registry entry's ``written_input``), as text or parsed; with it the method runs on it,
     without an LLM. A method that needs it gets it or an ``llm``. ``on_unusable_reply``: the
-    method's policy (default: see :func:`_policy`)."""
+    method's policy (default: see :func:`_policy`). ``method_params``: more constructor
+    parameters (a fine-tuned adapter's prompts or selector, :mod:`kgrag.finetune.use`)."""
     spec = _graph_method(method)
     hook = spec.written_input
     if isinstance(written, str) and not written:
@@ -81,6 +83,7 @@ def retrieve(kg: Any, question: str, method: str, *, llm: Any = None, written: A
         params["top_k"] = top if cap is None else min(top, cap)
     if llm is not None:
         params["on_unusable_reply"] = _policy(on_unusable_reply, spec.method_class())
+    params.update(method_params or {})
     built = spec.build(kg, llm=llm, **params)
     if hook is not None and written is not None:
         parsed = hook.parser()(written) if isinstance(written, str) else written
@@ -124,8 +127,12 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise KgragError(f"--show needs a .png or .html file name, got {args.show!r}")
     written = parse_written(args.method, _written_option(args))  # before the graph and model
     kg = graph_from_args(args)
+    from kgrag.finetune.use import finetuned_params  # --llm local:DIR, a fine-tuned adapter
+
+    tuned = finetuned_params(args.llm, args.method) if written is None else {}
     result = retrieve(kg, args.question, args.method, llm=load_factory(args.llm, "--llm"),
-                      written=written, top=args.top, on_unusable_reply=args.on_unusable_reply)
+                      written=written, top=args.top, on_unusable_reply=args.on_unusable_reply,
+                      method_params=tuned)
     print(f"question: {result.question}")
     print(f"method: {result.method}  items: {len(result.items)}  "
           f"LLM calls: {result.usage.calls}  (best first)")

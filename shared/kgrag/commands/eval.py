@@ -82,11 +82,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     llm = load_factory(args.llm, "--llm")
     if args.mode == "llm" and llm is None:
         raise KgragError("--mode llm needs --llm package.module:factory")
+    # --llm local:DIR, a kgrag fine-tuned adapter: the method uses it as it was trained
+    from kgrag.finetune.use import finetuned_params
+
+    params = {**finetuned_params(args.llm, args.method), **parse_params(args.param)}
     summary = evaluate(args.method, dataset, mode=args.mode, llm=llm, limit=args.limit,
                        seed=args.seed, out_dir=args.out, data_root=args.data_root,
                        embedder=load_factory(args.embedder, "--embedder"),
                        cache_dir=None if args.no_cache else args.cache_dir,
-                       params=parse_params(args.param), k=args.k,
+                       params=params, k=args.k,
                        progress=not args.no_progress)
     print(markdown_table([summary], k=args.k))
     print(f"per-question records: {summary['jsonl']}")

@@ -250,9 +250,14 @@ class ScoredChoiceSelector:
     Candidates are scored in their compact text (:func:`kgrag.finetune.pairs.candidate_text`),
     the form the selector was trained on."""
 
-    def __init__(self, scorer: CandidateScorer, *, per_token: bool = False) -> None:
+    def __init__(self, scorer: CandidateScorer, *, per_token: bool = False,
+                 source: str = "") -> None:
         self.scorer = scorer
         self.per_token = per_token
+        self.source = source  # the adapter folder, for a stable repr (an eval run's key)
+
+    def __repr__(self) -> str:
+        return (f"ScoredChoiceSelector(source={self.source!r}, per_token={self.per_token})")
 
     def select(self, question: str, candidates: Sequence[Any], m: int) -> list[int]:
         from kgrag.finetune.pairs import candidate_text

@@ -3,8 +3,9 @@
 A pair is ``(prompt, target)``: ``prompt`` is the user turn (rendered with the base model's chat
 template and the method's :data:`SYSTEM` message, see :func:`kgrag.finetune.model.prompt_template`),
 ``target`` what the model must write. The compact prompts are the same at training and at
-inference (:func:`compact_prompt` is the one function both use; the prompt version is
-:data:`PROMPT_VERSION`, recorded in every adapter's manifest).
+inference (:func:`compact_prompt` is the one function both use; each method's prompt version is
+in :data:`PROMPT_VERSIONS`, recorded in every adapter's manifest). :func:`method_prompts` is the
+``prompts=`` override that makes UltRAG or SimGRAG send a fine-tuned writer that same prompt.
 
 * **GraphRAFT** (L1, the paper's data, §4.1): prompt = the question; target = the best
   enumerated candidate query by (most gold hits, fewest results) when it reaches recall 1 and
@@ -16,9 +17,10 @@ inference (:func:`compact_prompt` is the one function both use; the prompt versi
 * **UltRAG**: target = the oracle query with the topic entity by name,
   ``"Paprika" -> directed_by`` (:func:`kgrag.eval.datasets.relation_path_text`), which UltRAG's
   parser reads.
-* **SimGRAG**: target = the oracle pattern (:func:`kgrag.eval.oracles.simgrag_pattern`), one
-  triple per line as ``head | relation | tail`` (:func:`format_pattern` /
-  :func:`parse_pattern`).
+* **SimGRAG**: target = the oracle pattern (:func:`kgrag.eval.oracles.simgrag_pattern`) as the
+  compact JSON object SimGRAG's own parser reads, ``{"triples": [["Paprika", "director",
+  "UNKNOWN person 1"]]}`` (:func:`format_pattern` / :func:`parse_pattern`; prompt version 2:
+  version 1 wrote one ``head | relation | tail`` line per triple, which SimGRAG does not read).
 
 **Split.** The datasets in ``../shared/data`` have no training files (MetaQA's ``qa_train.txt``
 and PathQuestion's split are not in the snapshot), so the training questions of a dataset are
@@ -38,13 +40,13 @@ from typing import Any, Iterable, Sequence
 from kgrag.eval.datasets import QAExample, relation_path_text
 from kgrag.finetune import METHODS
 
-#: Bumped whenever a compact prompt or a target format changes.
-PROMPT_VERSION = 1
+#: Per method, bumped whenever its compact prompt or target format changes.
+PROMPT_VERSIONS = {"graphraft": 1, "ultrag": 1, "simgrag": 2}
 #: The system message of each method's compact prompt.
 SYSTEM = {
     "graphraft": "Write the Cypher query that answers the question.",
     "ultrag": "Write the graph query that answers the question.",
-    "simgrag": "Write the question as graph triples: head | relation | tail, one per line.",
+    "simgrag": "Write the question as a graph pattern of triples.",
 }
 #: The harness's evaluation sample: the held-out questions of every dataset.
 EVAL_LIMIT = 300
@@ -64,6 +66,21 @@ def compact_prompt(method: str, question: str) -> str:
     if method not in SYSTEM:
         raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     return question.strip()
+
+
+def method_prompts(method: str) -> dict[str, str]:
+    """The ``prompts=`` override that sends a method's LLM step the compact prompt a writer
+    fine-tuned for it was trained on (system message :data:`SYSTEM`, the question as the user
+    turn): ``UltRAG(kg, llm=tuned, prompts=method_prompts("ultrag"))``. GraphRAFT's fine-tuned
+    selector scores candidates instead of writing (``ScoredChoiceSelector``), so it has none."""
+    if method == "ultrag":
+        return {"query_system": SYSTEM["ultrag"], "query": "{question}"}
+    if method == "simgrag":
+        return {"pattern_system": SYSTEM["simgrag"], "pattern": "{question}"}
+    if method == "graphraft":
+        raise ValueError("GraphRAFT's fine-tuned selector scores candidate queries; use "
+                         "kgrag.finetune.model.finetuned_selector(adapter), not prompts")
+    raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
 
 
 # ---------------------------------------------------------------- split
@@ -112,17 +129,18 @@ def assert_disjoint(train: Iterable[QAExample], heldout: Iterable[QAExample]) ->
 
 # ---------------------------------------------------------------- targets
 def format_pattern(triples: Sequence[Sequence[str]]) -> str:
-    return "\n".join(" | ".join(str(x).strip() for x in t) for t in triples)
+    """A SimGRAG pattern as the compact JSON object SimGRAG's parser reads."""
+    return json.dumps({"triples": [[str(x).strip() for x in t] for t in triples]},
+                      ensure_ascii=False)
 
 
 def parse_pattern(text: str) -> list[tuple[str, str, str]]:
-    """Triples from ``head | relation | tail`` lines; lines of another shape are skipped."""
-    triples = []
-    for line in (text or "").splitlines():
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) == 3 and all(parts):
-            triples.append((parts[0], parts[1], parts[2]))
-    return triples
+    """The triples of a written pattern, read by SimGRAG's own parser (raises
+    :class:`~kgrag.errors.LLMOutputError` when there is no pattern)."""
+    from kgrag.methods.simgrag.pattern import parse_pattern_reply
+
+    pattern = parse_pattern_reply(text, max_unknown_nodes=None, max_unknown_relations=None)
+    return [(str(h), str(r), str(t)) for h, r, t in pattern.triples]
 
 
 def candidate_text(pattern: Any) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kgrag.finetune.model import MANIFEST, encode, eos_id
-from kgrag.finetune.pairs import PROMPT_VERSION, TrainingPair
+from kgrag.finetune.pairs import PROMPT_VERSIONS, TrainingPair
 
 CHECKPOINT = "checkpoint"
 
@@ -269,8 +269,9 @@ def train_lora(
         adapter_config["base_model_name_or_path"] = base[len("local:"):]
         config_path.write_text(json.dumps(adapter_config, indent=2), encoding="utf-8")
     adapter_bytes = sum(f.stat().st_size for f in out.glob("adapter_model.*"))
+    method = str((manifest or {}).get("method"))
     full_manifest = {
-        "format": "kgrag-finetune/1", "prompt_version": PROMPT_VERSION,
+        "format": "kgrag-finetune/1", "prompt_version": PROMPT_VERSIONS.get(method, 1),
         "prompt_template": template, **(manifest or {}),
         "data": {**(manifest or {}).get("data", {}), "pairs": len(pairs),
                  "fingerprint": fingerprint},

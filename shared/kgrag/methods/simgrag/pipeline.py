@@ -204,7 +204,8 @@ class SimGRAG(KGMethod):
     def _pattern_steps(self, question: str) -> Steps[tuple[Pattern, str]]:
         """Ask for the pattern: one call, plus up to ``retries`` re-asks with the parse error."""
         return ask_and_parse(self.pattern_prompt(question), self._parse_pattern,
-                             retries=self.config.retries, step="pattern")
+                             retries=self.config.retries, step="pattern",
+                             system=self.prompts.template("pattern_system") or None)
 
     def _parse_pattern(self, reply: str) -> Pattern:
         """:func:`parse_pattern_reply` with this method's ``UNKNOWN`` budget."""

@@ -197,6 +197,8 @@ def answer_prompt(question: str, evidence: str, *, task: str = "qa",
 
 #: SimGRAG's prompts by name: ``SimGRAG(..., prompts={name: template})`` replaces them.
 PROMPTS: dict[str, Prompt] = {
+    "pattern_system": Prompt("", (), "System message of the pattern request (none by default; "
+                             "a fine-tuned pattern writer's compact prompt sets one)."),
     "pattern": Prompt(PATTERN_TEMPLATE, ("examples", "question"),
                       "Query to pattern graph; the reply is one {\"divided\", \"triples\"} object. "
                       "{examples} is the rendered few-shot list (see example packs)."),
