@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adapter", required=True, help="folder written by kgrag finetune")
     parser.add_argument("--method", required=True, choices=("ultrag", "simgrag"))
     parser.add_argument("--datasets", nargs="+", default=["metaqa-1hop", "metaqa-2hop", "pq-2h"])
-    parser.add_argument("--limit", type=int, default=100, help="first N held-out questions")
+    parser.add_argument("--limit", type=int, default=100,
+                        help="questions per dataset (the harness's seeded sample, <= 300)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data-root", default=os.environ.get("KGRAG_DATA", "/work/shared/data"))
@@ -180,7 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     graphs: dict[str, Any] = {}
     for dataset in args.datasets:
-        examples = heldout_examples(dataset, root)[:args.limit]
+        # the harness's own sample of --limit questions (what kgrag eval --limit N runs): a
+        # subset of the 300 held-out ones, none of them in the adapter's training pairs
+        examples = DATASETS[dataset].load_examples(root, args.limit, 0)
+        assert {ex.id for ex in examples} <= {ex.id for ex in heldout_examples(dataset, root)}
         _check_heldout(adapter, dataset, examples)
         if args.method == "ultrag":
             measured = run_ultrag(chat, spec, dataset, args.limit, root)

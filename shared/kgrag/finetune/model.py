@@ -81,52 +81,25 @@ def resolve_base(spec: str) -> BaseModelRef:
     raise ConfigurationError(f"no model at {spec!r}: give {known}, a model folder or a .gguf file")
 
 
-def _f32_cache(ref: BaseModelRef) -> Path:
-    """Where a de-quantised copy of a GGUF base is kept (``$KGRAG_MODEL_CACHE`` or
-    ``~/.cache/kgrag/models``): converting the GGUF takes ~35 s of CPU, reading safetensors
-    a second."""
-    import os
-
-    root = Path(os.environ.get("KGRAG_MODEL_CACHE", Path.home() / ".cache" / "kgrag" / "models"))
-    size = (Path(ref.folder) / str(ref.gguf_file)).stat().st_size
-    return root / f"{Path(str(ref.gguf_file)).stem}-{size}-f32"
-
-
 def load_base(spec: str | BaseModelRef, *, cache: bool = True) -> tuple[Any, Any]:
     """``(model, tokenizer)`` of a base model in float32 on the CPU, in eval mode.
 
-    A GGUF base is de-quantised once and kept as a float32 safetensors folder
-    (:func:`_f32_cache`) unless ``cache`` is false; the copy is written to a temporary folder
-    and renamed, so a concurrent or killed run never reads half a copy."""
+    A GGUF base is de-quantised once and kept as a float32 safetensors folder (the copy
+    :func:`kgrag.llm.local.load_gguf_float32` keeps for ``--llm local:...`` too) unless
+    ``cache`` is false."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     ref = spec if isinstance(spec, BaseModelRef) else resolve_base(spec)
+    model: Any
     if ref.gguf_file and cache:
-        cached = _f32_cache(ref)
-        if (cached / "config.json").is_file():
-            ref = BaseModelRef(ref.spec, str(cached))
+        from kgrag.llm.local import load_gguf_float32
+
+        model, tokenizer = load_gguf_float32(ref.folder, ref.gguf_file, local_files_only=False)
+        return model.eval(), tokenizer
     extra = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
     tokenizer = AutoTokenizer.from_pretrained(ref.folder, **extra)
-    model: Any = AutoModelForCausalLM.from_pretrained(ref.folder, dtype=torch.float32, **extra)
-    if ref.gguf_file and cache:
-        import os
-        import shutil
-
-        cached = _f32_cache(ref)
-        tmp = cached.with_name(f"{cached.name}.tmp{os.getpid()}")
-        # the weights are plain float32 now; transformers only refuses to save a model that
-        # came from a GGUF file because of the quantizer object it keeps from loading
-        quantizer = getattr(model, "hf_quantizer", None)
-        try:
-            model.hf_quantizer = None
-            model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-            tmp.rename(cached)
-        except (OSError, ValueError):  # another run got there first, read-only disk ...
-            shutil.rmtree(tmp, ignore_errors=True)
-        finally:
-            model.hf_quantizer = quantizer
+    model = AutoModelForCausalLM.from_pretrained(ref.folder, dtype=torch.float32, **extra)
     return model.eval(), tokenizer
 
 

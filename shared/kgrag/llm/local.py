@@ -20,9 +20,12 @@ Models (:func:`resolve_local_model`):
   Face id (``HuggingFaceTB/SmolLM2-135M-Instruct``). A ``.gguf`` file path works too.
 
 Runtimes: ``"llama.cpp"`` (llama-cpp-python; GGUF files only) or ``"transformers"`` (any of
-the above; a GGUF file is de-quantised to float32). ``"auto"`` (the default) takes llama.cpp
-for a GGUF model when llama-cpp-python is installed -- measured 7-8x faster on a 2-core CPU
-(benchmarks/local_llm_runtime.py, docs/results.md) -- and transformers otherwise.
+the above; a GGUF file is de-quantised to float32 -- ~45-55 s for SmolLM2 on 2 cores, mostly
+parsing the GGUF and building its tokenizer -- once: the float32 copy is kept as a safetensors
+folder in ``$KGRAG_MODEL_CACHE`` (default ``~/.cache/kgrag/models``; ``off`` keeps none) and
+later loads read it in about a second, :func:`float32_copy`). ``"auto"`` (the default) takes
+llama.cpp for a GGUF model when llama-cpp-python is installed -- measured 7-8x faster on a
+2-core CPU (benchmarks/local_llm_runtime.py, docs/results.md) -- and transformers otherwise.
 
 Decoding is greedy unless ``temperature > 0`` (replies are reproducible); ``n_threads`` sets
 llama.cpp's threads, or torch's process-wide thread count for the transformers runtime.
@@ -44,8 +47,8 @@ from kgrag.errors import ConfigurationError
 
 __all__ = ["INSTALL_EXTRA", "INSTALL_MODEL", "LocalModel", "MissingLocalDependency",
            "RUNTIMES", "chatml_prompt", "default_runtime", "from_cli_spec", "load_transformers",
-           "local_chat_model",
-           "local_llm", "resolve_local_model", "resolve_runtime"]
+           "float32_copy", "load_gguf_float32", "local_chat_model", "local_llm",
+           "model_cache_root", "prepare_float32_copy", "resolve_local_model", "resolve_runtime"]
 
 #: installs the runtimes and the two framework integrations
 INSTALL_EXTRA = "pip install 'kgrag[local]'"
@@ -214,6 +217,76 @@ def resolve_runtime(model: LocalModel, runtime: str) -> str:
 _LOAD_LOCK = threading.Lock()
 
 
+def model_cache_root() -> Path | None:
+    """Where de-quantised copies of GGUF models are kept: ``$KGRAG_MODEL_CACHE``, default
+    ``~/.cache/kgrag/models``; ``None`` when the variable is ``off`` (or empty)."""
+    value = os.environ.get("KGRAG_MODEL_CACHE")
+    if value is None:
+        return Path.home() / ".cache" / "kgrag" / "models"
+    if value.strip().lower() in ("", "off", "0", "none"):
+        return None
+    return Path(value).expanduser()
+
+
+def float32_copy(folder: str | os.PathLike[str], gguf_file: str) -> Path | None:
+    """The folder of the float32 copy of ``folder/gguf_file`` (named by the file's stem and
+    size), whether it exists yet or not; ``None`` with the cache off."""
+    root = model_cache_root()
+    if root is None:
+        return None
+    size = (Path(folder) / gguf_file).stat().st_size
+    return root / f"{Path(gguf_file).stem}-{size}-f32"
+
+
+def prepare_float32_copy(model: str | os.PathLike[str] = "smollm2-135m") -> Path | None:
+    """Write the float32 copy of a GGUF model now (setup time) unless it is there; its folder,
+    or ``None`` for a model that needs none (not a GGUF file) or with the cache off."""
+    resolved = resolve_local_model(model)
+    if resolved.gguf_file is None:
+        return None
+    copy = float32_copy(resolved.directory, resolved.gguf_file)
+    if copy is not None and not (copy / "config.json").is_file():
+        load_gguf_float32(resolved.directory, resolved.gguf_file)
+    return copy
+
+
+def load_gguf_float32(folder: str | os.PathLike[str], gguf_file: str, *,
+                      local_files_only: bool = True) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of a GGUF file de-quantised to float32: from its float32 copy
+    when there is one, else converted by transformers and the copy written (to a temporary
+    folder, then renamed, so a concurrent or killed run never reads half a copy; a read-only
+    disk or a race only skips writing it)."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    copy = float32_copy(folder, gguf_file)
+    if copy is not None and (copy / "config.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(copy), local_files_only=True)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(copy), dtype=torch.float32,
+                                                         local_files_only=True)
+        return model, tokenizer
+    kwargs = {"gguf_file": gguf_file, "local_files_only": local_files_only}
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32, **kwargs)
+    if copy is not None:
+        tmp = copy.with_name(f"{copy.name}.tmp{os.getpid()}")
+        # the weights are plain float32 now; transformers only refuses to save a model that
+        # came from a GGUF file because of the quantizer object it keeps from loading
+        quantizer = getattr(model, "hf_quantizer", None)
+        try:
+            model.hf_quantizer = None
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            tmp.rename(copy)
+        except (OSError, ValueError):  # another run got there first, a read-only disk ...
+            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            model.hf_quantizer = quantizer
+    return model, tokenizer
+
+
 @functools.lru_cache(maxsize=4)
 def _load_transformers_cached(model: LocalModel) -> tuple[Any, Any]:
     _require("transformers", "the transformers runtime")
@@ -223,17 +296,15 @@ def _load_transformers_cached(model: LocalModel) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    kwargs: dict[str, Any] = {"local_files_only": True}
+    network: Any
     if model.gguf_file is not None:
-        kwargs["gguf_file"] = model.gguf_file
-    tokenizer_dir = model.directory
-    if model.adapter is not None and (model.adapter / "tokenizer_config.json").is_file():
-        tokenizer_dir, tokenizer_kwargs = model.adapter, {"local_files_only": True}
+        network, tokenizer = load_gguf_float32(model.directory, model.gguf_file)
     else:
-        tokenizer_kwargs = kwargs
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), **tokenizer_kwargs)
-    network: Any = AutoModelForCausalLM.from_pretrained(str(model.directory), dtype=torch.float32,
-                                                   **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(str(model.directory), local_files_only=True)
+        network = AutoModelForCausalLM.from_pretrained(str(model.directory), dtype=torch.float32,
+                                                       local_files_only=True)
+    if model.adapter is not None and (model.adapter / "tokenizer_config.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(model.adapter), local_files_only=True)
     if model.adapter is not None:
         _require("peft", "loading a LoRA adapter", "pip install peft")
         from peft import PeftModel
