@@ -110,16 +110,11 @@ def run_setting(dataset: str, setting: str, examples: list, method: Any, selecto
 
     from kgrag.errors import LLMOutputError
     from kgrag.eval.oracles import GraphRAFTOracleSelector
+    from kgrag.eval.runner import read_records
 
     oracle = GraphRAFTOracleSelector()
-    done: dict[str, dict[str, Any]] = {}
-    if records_path.is_file():
-        for line in records_path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-                done[rec["id"]] = rec
-            except (json.JSONDecodeError, KeyError):
-                continue  # a half-written last line
+    # done questions (kgrag's records reader: a half-written last line is cut off the file)
+    done: dict[str, dict[str, Any]] = {rec["id"]: rec for rec in read_records(records_path)}
     untuned = (model.disable_adapter() if setting.startswith("base")
                and hasattr(model, "disable_adapter") else contextlib.nullcontext())
     with untuned, open(records_path, "a", encoding="utf-8") as handle:

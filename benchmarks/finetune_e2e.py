@@ -90,19 +90,14 @@ def run_ultrag(chat: Any, spec: str, dataset: str, limit: int, root: Path) -> di
 
 def run_simgrag(chat: Any, spec: str, dataset: str, examples: list, kg: Any, method: Any
                 ) -> dict[str, Any]:
+    from kgrag.eval.harness import subgraph_answers
     from kgrag.eval.metrics import answer_recall, hits_at_k
+    from kgrag.eval.runner import read_records
     from kgrag.llm.steps import record_replies
 
     path = RECORDS / Path(spec.split("?")[0]).name / f"simgrag__{dataset}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    done = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-                done[rec["id"]] = rec
-            except (json.JSONDecodeError, KeyError):
-                continue
+    done = {rec["id"]: rec for rec in read_records(path)}  # a torn last line is cut off
     with path.open("a", encoding="utf-8") as handle:
         for ex in examples:
             if ex.id in done:
@@ -113,9 +108,7 @@ def run_simgrag(chat: Any, spec: str, dataset: str, examples: list, kg: Any, met
             seconds = time.perf_counter() - start
             pattern = result.metadata.get("pattern") or []
             node = answer_node(pattern)
-            ranked = [sub.metadata["mapping"].get(node, "") for sub in result.items] if node \
-                else []
-            ranked = [r for r in dict.fromkeys(ranked) if r]
+            ranked = subgraph_answers(result.items, node) if node else []
             names = {n for sub in result.items for n in sub.metadata["mapping"].values()}
             rec = {"id": ex.id, "question": ex.question, "gold": list(ex.answers),
                    "pattern": pattern, "answer_node": node, "ranked": ranked[:10],

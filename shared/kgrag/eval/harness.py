@@ -183,12 +183,18 @@ def simgrag_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *,
     def run(ex: QAExample, question: str) -> Outcome:
         triples, answer_node = simgrag_pattern(ex, kg.relation_labels)
         result, s = _timed(lambda: method.retrieve_pattern(triples, question))
-        ranked = [sub.metadata["mapping"].get(answer_node, "") for sub in result.items]
-        out = outcome_from_retrieval(result, s, ranked=[r for r in dict.fromkeys(ranked) if r])
+        out = outcome_from_retrieval(result, s, ranked=subgraph_answers(result.items, answer_node))
         out.extra = {"pattern": [list(t) for t in triples],
                      "complete": bool(result.metadata.get("complete", True))}
         return out
     return run
+
+
+def subgraph_answers(subgraphs: Iterable[Any], answer_node: str) -> list[str]:
+    """The graph nodes SimGRAG's subgraphs map ``answer_node`` (a pattern node) to, best
+    subgraph first, each once."""
+    mapped = (sub.metadata["mapping"].get(answer_node, "") for sub in subgraphs)
+    return [name for name in dict.fromkeys(mapped) if name]
 
 
 def ultrag_runner(kg: Any, mode: str, llm: Any, embedder: Any, params: dict, *, k: int = 10

@@ -79,7 +79,7 @@ def method_prompts(method: str) -> dict[str, str]:
         return {"pattern_system": SYSTEM["simgrag"], "pattern": "{question}"}
     if method == "graphraft":
         raise ValueError("GraphRAFT's fine-tuned selector scores candidate queries; use "
-                         "kgrag.finetune.model.finetuned_selector(adapter), not prompts")
+                         "kgrag.finetune.use.finetuned_selector(adapter), not prompts")
     raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
 
 

@@ -55,10 +55,13 @@ def finetuned_selector(folder: str | Path, *, per_token: bool = False) -> Any:
     """GraphRAFT's query selector from an adapter fine-tuned for it: every candidate's compact
     text scored by the adapter after the training prompt (``per_token``: mean log-probability
     per token instead of the total)."""
-    from kgrag.finetune.model import CandidateScorer, ScoredChoiceSelector, load_finetuned
+    from kgrag.finetune.model import CandidateScorer, ScoredChoiceSelector
+    from kgrag.llm.local import load_transformers
 
     manifest = checked_manifest(folder, "graphraft")
-    model, tokenizer, _ = load_finetuned(folder)
+    # the base with the adapter, loaded once per process: --llm local:DIR's chat model (built
+    # by kgrag.llm.local from the same folder) shares these objects instead of loading again
+    model, tokenizer = load_transformers(str(folder))
     return ScoredChoiceSelector(CandidateScorer(model, tokenizer, manifest["prompt_template"]),
                                 per_token=per_token, source=str(folder))
 
