@@ -124,15 +124,16 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
 
         mem = SimGRAG(kg, embedder=emb, top_k=3, node_vectors=vectors)
         index = node_vector_index(store, emb)
-        from kgrag.methods.simgrag.db_candidates import OVERSAMPLE
+        from kgrag.methods.simgrag.db_candidates import BREADTH, OVERSAMPLE
 
         recalls, raw_recalls, same_gsd = [], [], 0
         for (h, r, _), res in zip(questions, got["results"]):
             q = np.asarray(emb.embed_query(h), np.float32)
             exact = set(np.argsort(-(vectors @ q), kind="stable")[:16].tolist())
-            # what SimGRAG keeps: the index's top 16 x OVERSAMPLE, re-scored exactly, best 16
+            # what SimGRAG keeps: the index's top 16 x OVERSAMPLE of a BREADTH-wide search,
+            # re-scored exactly, best 16
             hits = [kg.node_index[n] for n, _ in store.vector_search(
-                index.index, q.tolist(), 16 * OVERSAMPLE)]
+                index.index, q.tolist(), 16 * OVERSAMPLE, breadth=BREADTH)]
             found = set(sorted(hits, key=lambda i: (-float(vectors[i] @ q), i))[:16])
             raw = {kg.node_index[n] for n, _ in store.vector_search(index.index, q.tolist(), 16)}
             recalls.append(len(exact & found) / 16)
@@ -141,7 +142,8 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
             same_gsd += [round(s.metadata["gsd"], 5) for s in m.items] == res["gsd"]
         return {"recall_at_16_mean": round(statistics.mean(recalls), 4),
                 "recall_at_16_min": min(recalls), "same_gsds": same_gsd,
-                "index_only_recall_at_16_mean": round(statistics.mean(raw_recalls), 4)}
+                "index_only_recall_at_16_mean": round(statistics.mean(raw_recalls), 4),
+                "search_breadth": BREADTH}
     if method == "byokg":
         from kgrag.methods.byokg.triplets import TripletScorer
 

@@ -253,3 +253,36 @@ def test_cli_load_db_embed_then_index_db(falkordb_server, movies, minilm, capsys
         assert node_vector_index(store, minilm) is not None
     finally:
         store.close()
+
+
+def test_a_wider_search_beam_finds_the_exact_nearest(falkordb_server):
+    """An HNSW index built to be poor (M 4, efRuntime 1) misses true neighbours when asked for
+    k; asked with ``breadth`` = every node it searches exhaustively and returns exactly the k
+    nearest, in order, with only k rows coming back."""
+    from falkordb import FalkorDB
+
+    from kgrag.graph.cypher.store import SearchIndex
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    graph = FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("kgrag_beam")
+    graph.query("MATCH (n) DETACH DELETE n")
+    graph.query("CREATE VECTOR INDEX FOR (n:Entity) ON (n.embedding) OPTIONS {dimension: 32, "
+                "similarityFunction: 'cosine', M: 4, efConstruction: 8, efRuntime: 1}")
+    graph.query("UNWIND $rows AS r CREATE (:Entity {name: r.name, embedding: vecf32(r.v)})",
+                {"rows": [{"name": f"n{i}", "v": v.tolist()} for i, v in enumerate(vectors)]})
+    store = FalkorDBGraphStore.from_url("127.0.0.1", falkordb_server.port, graph="kgrag_beam")
+    index = SearchIndex("vector", "Entity", "Entity", "embedding", "falkordb",
+                        (("similarityFunction", "cosine"),))
+    narrow = wide = 0
+    for q in vectors[rng.choice(3000, 20, replace=False)] + 0.3 * rng.standard_normal((20, 32)):
+        exact = [f"n{i}" for i in np.argsort(-(vectors @ q), kind="stable")[:10]]
+        got = store.vector_search(index, q.tolist(), 10, breadth=3000)
+        assert len(got) == 10
+        assert [name for name, _ in got] == exact
+        wide += len(set(exact) & {name for name, _ in got})
+        narrow += len(set(exact) & {name for name, _ in store.vector_search(index, q.tolist(), 10)})
+    assert wide == 200
+    assert narrow < 200  # the poor index asked for k alone does miss some
+    store.close()

@@ -229,8 +229,8 @@ class CypherStore(GraphStore, CypherRunner, Protocol):
     def fulltext_search(self, index: Any, tokens: Sequence[str], limit: int
                         ) -> list[tuple[str, float]]: ...
 
-    def vector_search(self, index: Any, vector: Sequence[float], k: int
-                      ) -> list[tuple[str, float]]: ...
+    def vector_search(self, index: Any, vector: Sequence[float], k: int, *,
+                      breadth: int | None = None) -> list[tuple[str, float]]: ...
 
 
 @runtime_checkable

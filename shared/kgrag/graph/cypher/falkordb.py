@@ -388,15 +388,16 @@ class FalkorDBGraphStore(CypherGraphStore):
             {"label": index.label, "query": text, "limit": int(limit)})
         return [(str(name), float(score)) for name, score in rows]
 
-    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int
-                      ) -> list[tuple[str, float]]:
+    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int, *,
+                      breadth: int | None = None) -> list[tuple[str, float]]:
         """``db.idx.vector.queryNodes``; FalkorDB returns a *distance*, turned into a similarity
         in [0, 1]: cosine index ``1 - d``; euclidean index (unit vectors) ``1 - d^2 / 2``."""
         rows = self._read(
             f"CALL db.idx.vector.queryNodes($label, $prop, $k, vecf32($vec)) YIELD node, score "
             f"WITH node.{self._prop} AS name, score WHERE name IS NOT NULL "
-            f"RETURN name, score ORDER BY score, name",
-            {"label": index.label, "prop": index.property, "k": int(k),
+            f"RETURN name, score ORDER BY score, name LIMIT $keep",
+            {"label": index.label, "prop": index.property, "k": max(int(k), int(breadth or 0)),
+             "keep": int(k),
              "vec": [float(x) for x in vector]})
         function = str(dict(index.options).get("similarityFunction", "euclidean")).lower()
         out = []

@@ -457,16 +457,17 @@ class Neo4jGraphStore(CypherGraphStore):
             {"index": index.name, "query": text, "limit": int(limit)})
         return [(str(name), float(score)) for name, score in rows]
 
-    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int
-                      ) -> list[tuple[str, float]]:
+    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int, *,
+                      breadth: int | None = None) -> list[tuple[str, float]]:
         """``db.index.vector.queryNodes``; Neo4j's score ``s`` (cosine: ``(1 + cos) / 2``;
         euclidean: ``1 / (1 + d^2)``) mapped back to the cosine, clipped to [0, 1]: ``2 s - 1``,
         and for euclidean on unit vectors ``1 - (1 / s - 1) / 2``."""
         rows = self._read(
             f"CALL db.index.vector.queryNodes($index, $k, $vec) YIELD node, score "
             f"WITH node.{self._prop} AS name, score WHERE name IS NOT NULL "
-            f"RETURN name, score ORDER BY score DESC, name",
-            {"index": index.name, "k": int(k), "vec": [float(x) for x in vector]})
+            f"RETURN name, score ORDER BY score DESC, name LIMIT $keep",
+            {"index": index.name, "k": max(int(k), int(breadth or 0)), "keep": int(k),
+             "vec": [float(x) for x in vector]})
         euclidean = dict(index.options).get("similarityFunction") == "euclidean"
         out = []
         for name, score in rows:

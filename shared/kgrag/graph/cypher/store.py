@@ -296,9 +296,16 @@ class CypherGraphStore:
         """``(name, raw server score)`` of the best ``limit`` nodes for word ``tokens``."""
         raise GraphDatabaseError(f"{type(self).__name__} has no full-text search")
 
-    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int
-                      ) -> list[tuple[str, float]]:
-        """``(name, similarity in [0, 1])`` of the ``k`` nearest nodes to ``vector``."""
+    def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int, *,
+                      breadth: int | None = None) -> list[tuple[str, float]]:
+        """``(name, similarity in [0, 1])`` of the ``k`` nearest nodes to ``vector``.
+
+        ``breadth``: ask the index for ``max(k, breadth)`` neighbours and return the best ``k``
+        of them. An HNSW index's search beam is the larger of its ``efRuntime`` and the number
+        asked for (FalkorDB; Neo4j's beam is the number asked for), so a wider ask finds more
+        of the true nearest -- at 243k random 64-d vectors recall@16 rose from 0.80 (asking 16,
+        efRuntime 100) to 0.99 (asking 1,600): docs/graph-databases.md. The database ranks
+        and cuts; only ``k`` rows come back."""
         raise GraphDatabaseError(f"{type(self).__name__} has no vector search")
 
     def __enter__(self) -> "CypherGraphStore":

@@ -192,7 +192,8 @@ class SimGRAG(KGMethod):
             return None
         from kgrag.methods.simgrag.db_candidates import DatabaseNodeSearch, GrowingNameTable
 
-        return DatabaseNodeSearch(graph, stored.index, GrowingNameTable(), DEFAULT_PROPERTY)
+        return DatabaseNodeSearch(graph, stored.index, GrowingNameTable(), DEFAULT_PROPERTY,
+                                  breadth=self.config.database_search_breadth)
 
     # ------------------------------------------------------------------ query -> pattern
     def pattern_prompt(self, question: str) -> str:
