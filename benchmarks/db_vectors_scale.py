@@ -206,8 +206,13 @@ def main(argv: list[str] | None = None) -> int:
                               "load_average_start": os.getloadavg()}
     env = dict(os.environ, KGRAG_HASH_DIM=str(args.dim))
     try:
+        from kgrag.errors import GraphDatabaseError
+
         probe = _open(port)
-        loaded = probe._read("MATCH ()-[e]->() RETURN count(e)")[0][0] >= args.edges
+        try:
+            loaded = probe._read("MATCH ()-[e]->() RETURN count(e)")[0][0] >= args.edges
+        except GraphDatabaseError:  # a fresh server: the graph key does not exist yet
+            loaded = False
         probe.close()
         # a graph already loaded (a run cut short) is only embedded: index-db resumes
         command = (["index-db"] if loaded else ["load-db", tsv, "--sep", "tab",

@@ -117,6 +117,11 @@ def test_simgrag_takes_node_candidates_from_the_database_index(embedded, movies,
         return {(frozenset(s.triples), round(s.metadata["gsd"], 4)) for s in result.items}
 
     assert len(db_result.items) >= 3 and found(db_result) == found(in_memory)
+    # the index is searched with the configured beam (the default 2,048: every node here)
+    assert on_db.candidates.node_index.breadth == 2048
+    narrow = SimGRAG(embedded, embedder=minilm, top_k=10, database_search_breadth=64)
+    assert narrow.candidates.node_index.breadth == 64
+    assert found(narrow.retrieve_pattern(pattern)) == found(in_memory)
 
 
 def test_triplet_scores_use_stored_vectors(embedded, movies, minilm):

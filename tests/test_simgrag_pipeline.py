@@ -203,7 +203,8 @@ def test_knobs_are_a_config_passed_whole_or_as_keywords():
     with pytest.raises(TypeError, match=r"unknown SimGRAG parameter\(s\): k_node \(see"):
         SimGRAG(kg, embedder=emb, k_node=2)
     for bad in ({"top_k": 0}, {"injective": "sometimes"}, {"task": "chat"}, {"index": "ivf"},
-                {"relation_top_k": "many"}, {"retries": -1}, {"max_partials": -1}):
+                {"relation_top_k": "many"}, {"retries": -1}, {"max_partials": -1},
+                {"database_search_breadth": 0}):
         with pytest.raises(ValueError):
             SimGRAGConfig(**bad)
     # an example pack's task applies unless one is asked for
