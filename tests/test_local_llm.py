@@ -222,6 +222,20 @@ def test_llama_cpp_runtime_classes_adapters_and_frameworks():
     _check_adapter(chat)
     _check_adapter(llama)
     _answer_through_frameworks(chat, llama)
+    # ChatLlamaCpp's default RoPE base (10,000) would override the model's (SmolLM2: 100,000)
+    assert chat.client.context_params.rope_freq_base == llama._model.context_params.rope_freq_base
+    # both frameworks' classes render the model's own chat template (SmolLM2's adds a default
+    # system message), so greedy decoding writes the same reply through either
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from llama_index.core.llms import ChatMessage
+
+    for system in (None, "Answer with a name."):
+        lc = ([SystemMessage(system)] if system else []) + [HumanMessage("Who directed Paprika?")]
+        li = ([ChatMessage(role="system", content=system)] if system else []) + [
+            ChatMessage(role="user", content="Who directed Paprika?")]
+        assert chat.invoke(lc).content == llama.chat(li).message.content
+    assert llama.messages_to_prompt(li[1:]).startswith(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
 
 
 @needs_model

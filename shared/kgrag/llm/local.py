@@ -46,7 +46,7 @@ from typing import Any, Callable, Sequence
 from kgrag.errors import ConfigurationError
 
 __all__ = ["INSTALL_EXTRA", "INSTALL_MODEL", "LocalModel", "MissingLocalDependency",
-           "RUNTIMES", "chatml_prompt", "default_runtime", "from_cli_spec", "load_transformers",
+           "RUNTIMES", "ModelChatTemplate", "default_runtime", "from_cli_spec", "load_transformers",
            "float32_copy", "load_gguf_float32", "local_chat_model", "local_llm",
            "model_cache_root", "prepare_float32_copy", "resolve_local_model", "resolve_runtime"]
 
@@ -66,6 +66,10 @@ DEFAULT_CONTEXT = 4096
 #: ``ChatLlamaCpp`` defaults to 8, which made a 1,000-token prompt 7x slower here (209 s against
 #: 30 s, measured side by side on the 2-core EPYC under load) -- and kgrag's prompts are long
 LLAMA_CPP_BATCH = 512
+#: llama.cpp's repetition penalty in both frameworks' classes: LangChain's ``ChatLlamaCpp``
+#: default (LlamaIndex's ``LlamaCPP`` passes none, i.e. 1.0), so greedy decoding writes the
+#: same reply to the same prompt through either
+LLAMA_CPP_REPEAT_PENALTY = 1.1
 #: default cap on generated tokens: kgrag's step replies are short (tags, a path, a name)
 DEFAULT_MAX_NEW_TOKENS = 256
 
@@ -346,18 +350,42 @@ def _generate_kwargs(max_new_tokens: int, temperature: float, seed: int) -> dict
 
 
 # ------------------------------------------------------------------------------ llama.cpp
-def chatml_prompt(messages: Sequence[Any]) -> str:
-    """ChatML (SmolLM2's chat template) for LlamaIndex ``ChatMessage``s, ending with the
-    assistant turn's header, for LlamaIndex's ``LlamaCPP`` (its own default is Llama 2's)."""
-    parts = []
-    for message in messages:
-        role = getattr(message.role, "value", message.role)
-        parts.append(f"<|im_start|>{role}\n{message.content or ''}<|im_end|>\n")
-    return "".join(parts) + "<|im_start|>assistant\n"
+class ModelChatTemplate:
+    """The model's own chat template (the GGUF file's ``tokenizer.chat_template``) rendered by
+    llama.cpp's Jinja2 formatter -- exactly what LangChain's ``ChatLlamaCpp`` renders -- as the
+    ``messages_to_prompt`` / ``completion_to_prompt`` of LlamaIndex's ``LlamaCPP`` (whose own
+    default is Llama 2's format). Plain ChatML is not enough: SmolLM2's template adds a default
+    system message ("You are a helpful AI assistant named SmolLM ...") to a conversation without
+    one, and without it the same question got other replies through LlamaIndex than through
+    LangChain (1 call in 200 alike on SimGRAG's MetaQA run)."""
 
+    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-def _chatml_completion(prompt: str) -> str:
-    return f"<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"
+        vocab = Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
+        template = vocab.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ConfigurationError(
+                f"{gguf_path} has no chat template (tokenizer.chat_template); a chat model "
+                "needs one")
+
+        def token_text(token: int) -> str:
+            return vocab._model.token_get_text(token) if token != -1 else ""
+
+        self._format = Jinja2ChatFormatter(template=template,
+                                           eos_token=token_text(vocab.token_eos()),
+                                           bos_token=token_text(vocab.token_bos()))
+
+    def messages_to_prompt(self, messages: Sequence[Any]) -> str:
+        """LlamaIndex ``ChatMessage``s as the model's prompt, ending with the assistant's turn."""
+        return self._format(messages=[
+            {"role": getattr(m.role, "value", m.role), "content": m.content or ""}
+            for m in messages]).prompt
+
+    def completion_to_prompt(self, prompt: str) -> str:
+        """A completion prompt as one user turn of the model's template."""
+        return self._format(messages=[{"role": "user", "content": prompt}]).prompt
 
 
 def _threads(n_threads: int | None) -> int:
@@ -394,6 +422,10 @@ def local_chat_model(model: str | os.PathLike[str] | LocalModel = "smollm2-135m"
                             n_batch=LLAMA_CPP_BATCH, model_kwargs={"n_threads_batch": threads},
                             n_ctx=context_window, max_tokens=max_new_tokens,
                             temperature=float(temperature), top_k=0 if temperature else 1,
+                            repeat_penalty=LLAMA_CPP_REPEAT_PENALTY,
+                            # 0 = the model's own RoPE settings: ChatLlamaCpp's defaults
+                            # (base 10,000, scale 1) override the GGUF's (SmolLM2: 100,000)
+                            rope_freq_base=0.0, rope_freq_scale=0.0,
                             seed=seed, verbose=False)
     _require("langchain_huggingface", "LangChain's ChatHuggingFace")
     from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
@@ -413,23 +445,27 @@ def local_llm(model: str | os.PathLike[str] | LocalModel = "smollm2-135m", *,
               runtime: str = "auto", n_threads: int | None = None,
               max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, temperature: float = 0.0,
               context_window: int = DEFAULT_CONTEXT, seed: int = 0) -> Any:
-    """A LlamaIndex ``LLM`` running ``model`` locally: ``LlamaCPP`` (llama.cpp runtime, ChatML
-    prompts) or ``HuggingFaceLLM`` (transformers runtime, the tokenizer's chat template, a chat
-    model). Same options as :func:`local_chat_model`."""
+    """A LlamaIndex ``LLM`` running ``model`` locally: ``LlamaCPP`` (llama.cpp runtime, the
+    model's own chat template: :class:`ModelChatTemplate`) or ``HuggingFaceLLM``
+    (transformers runtime, the tokenizer's chat template, a chat model). Same options as
+    :func:`local_chat_model`; through either framework the model writes the same reply to the
+    same messages (same template, RoPE settings and greedy sampling)."""
     resolved, chosen = _model_and_runtime(model, runtime)
     if chosen == "llama.cpp":
         _require("llama_cpp", "the llama.cpp runtime", INSTALL_LLAMA_CPP)
         _require("llama_index.llms.llama_cpp", "LlamaIndex's LlamaCPP", INSTALL_LLAMA_CPP)
         from llama_index.llms.llama_cpp import LlamaCPP
 
+        template = ModelChatTemplate(str(resolved.gguf_path))
         return LlamaCPP(model_path=str(resolved.gguf_path), temperature=float(temperature),
                         max_new_tokens=max_new_tokens, context_window=context_window,
-                        generate_kwargs={"top_k": 0 if temperature else 1},
+                        generate_kwargs={"top_k": 0 if temperature else 1,
+                                         "repeat_penalty": LLAMA_CPP_REPEAT_PENALTY},
                         model_kwargs={"n_threads": _threads(n_threads),
                                       "n_threads_batch": _threads(n_threads),
                                       "n_batch": LLAMA_CPP_BATCH, "seed": seed},
-                        messages_to_prompt=chatml_prompt,
-                        completion_to_prompt=_chatml_completion, verbose=False)
+                        messages_to_prompt=template.messages_to_prompt,
+                        completion_to_prompt=template.completion_to_prompt, verbose=False)
     _require("llama_index.llms.huggingface", "LlamaIndex's HuggingFaceLLM")
     from llama_index.llms.huggingface import HuggingFaceLLM
 
