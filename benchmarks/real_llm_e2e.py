@@ -82,7 +82,8 @@ def _row(summary: dict, *, framework: str, policy: str, llm_spec: str, free: dic
 
 def _save(rows: list[dict], meta: dict, out_path: Path = OUT) -> None:
     existing = json.loads(out_path.read_text()) if out_path.exists() else {"rows": []}
-    key = lambda r: (r["method"], r["dataset"], r.get("framework"), r.get("policy"))  # noqa: E731
+    key = lambda r: (r["method"], r["dataset"], r.get("framework"), r.get("policy"),  # noqa: E731
+                     r.get("configuration", ""))
     merged = {key(r): r for r in existing.get("rows", [])}
     merged.update({key(r): r for r in rows})
     order = {pair: i for i, pair in enumerate(PAIRS)}
@@ -168,7 +169,8 @@ def run(args: argparse.Namespace) -> None:
         if args.replay:  # the recorded replies of this pair's run, re-read by today's code
             recorded = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
             llm = replayed = ReplayedModel(recorded)
-            out_dir = RECORDS / args.framework / ("replayed_" + _slug(args.llm))
+            out_dir = RECORDS / args.framework / ("replayed_" + _slug(args.llm)
+                                                  + args.records_suffix)
         summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
                            out_dir=out_dir, data_root=DATA, cache_dir=EMB_CACHE,
                            params=params, progress=False)
@@ -181,6 +183,7 @@ def run(args: argparse.Namespace) -> None:
         row = _row(summary, framework=args.framework, policy=policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
         row["params"] = FIT_TO_WINDOW.get(method, {})
+        row["configuration"] = args.records_suffix.lstrip("@")
         if replayed is not None:
             row["replayed"] = {"from": str(folder.relative_to(ROOT)),
                                "divergent_calls": replayed.misses,
@@ -225,6 +228,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
         row = _row(summary, framework=args.framework, policy=policy, llm_spec=spec,
                    free=free, oracle=_oracle_row(method, dataset))
         row["sample"] = f"the first {len(records)} of the seeded {args.limit}-question sample"
+        row["configuration"] = args.records_suffix.lstrip("@")
         rows.append(row)
     _save(rows, meta, Path(args.out))
     print(table(Path(args.out)))
@@ -340,6 +344,8 @@ def table(path: Path = OUT) -> str:
              "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         runtime = "transformers" if "runtime=transformers" in r["llm"] else "llama.cpp"
+        if r.get("configuration"):
+            runtime += f" ({r['configuration']})"
         steps = ", ".join(f"{step} {v['unusable']}/{v['judged']}" for step, v in
                           r["llm_steps"].items() if v.get("judged"))
         free, oracle = r.get("llm_free") or {}, r.get("oracle") or {}
@@ -373,9 +379,9 @@ def main() -> int:
     parser.add_argument("--compare-frameworks", action="store_true",
                         help="LangChain's and LlamaIndex's replies to the same questions")
     parser.add_argument("--records-suffix", default="",
-                        help="read / write the records of another configuration of the same "
-                             "--llm spec (the rows made before ChatLlamaCpp's RoPE fix: "
-                             "'@rope10000')")
+                        help="the records (and rows) of another configuration of the same "
+                             "--llm spec: '@before-fix' for those made before the frameworks' "
+                             "classes got the model's RoPE base and chat template")
     parser.add_argument("--out", default=str(OUT), help="the results JSON")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
