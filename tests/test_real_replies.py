@@ -26,8 +26,12 @@ FIXTURES = Path(__file__).parent / "data" / "llm_replies"
 
 def _byokg_linker(reply: str) -> list[str]:
     from kgrag.methods.byokg.parsing import parse_linker_reply
+    from kgrag.methods.byokg.prompts import linker_prompt
 
-    out = parse_linker_reply(reply)
+    # the default prompt's instructions, first iteration and later ones, without the inputs
+    instructions = "\n".join(linker_prompt("", "", context, with_query=True)
+                             for context in ("", "(graph context)"))
+    out = parse_linker_reply(reply, instructions=instructions)
     return [*out.entities, *out.paths, *out.answers] + ([out.query] if out.query else [])
 
 
@@ -201,3 +205,21 @@ def test_parser_outcome_matches_a_readers(step, entry):
     flat = " | ".join(parsed).casefold()
     for item in wanted:
         assert item.casefold() in flat, (item, parsed)
+
+
+#: KG-Linker replies of SmolLM2-135M (MetaQA 1-hop, through ChatLlamaCpp with the model's own
+#: RoPE base): the prompt's task text repeated, its example tags included
+KG_LINKER_ECHOES = json.loads((FIXTURES.parent / "kg_linker_echoes.json").read_text(
+    encoding="utf-8"))["replies"]
+
+
+@pytest.mark.parametrize("reply", KG_LINKER_ECHOES)
+def test_kg_linker_replies_that_repeat_the_instructions_are_refused(reply):
+    from kgrag.methods.byokg.parsing import parse_linker_reply
+
+    parse_linker_reply(reply)  # its tags read as a reply without the instructions to compare
+    with pytest.raises(LLMOutputError, match="repeats the prompt's instructions"):
+        _byokg_linker(reply)
+    # an answer in the tags, even one copying the question's and the context's words, is not
+    assert _byokg_linker("<entities>\nThe Butterfly Effect 2\n</entities>\n<paths>\n"
+                         "starred_actors\n</paths>") == ["The Butterfly Effect 2", "starred_actors"]

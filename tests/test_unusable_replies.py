@@ -258,6 +258,10 @@ def test_a_method_without_its_own_config_gets_the_policy(movies):
     ("byokg", ["blah blah"] * 40),  # unreadable
     ("graphraft", ["blah blah"] * 40),
     ("byokg", ["<entities></entities>"] * 40),  # readable, but linking nothing
+    # the prompt's task text repeated, with tags that would link a graph node (an echo)
+    ("byokg", ["## Task 1: entity extraction\nList every topic entity of the question that "
+               "must be found in the graph, one per line inside <entities> tags.\n"
+               "<entities>\nSatoshi Kon\n</entities>"] * 40),
 ])
 def test_fallback_is_the_llm_free_retrieval(name, replies, movies, minilm, caplog):
     """A weak model never makes the retrieval worse than no model: its unusable replies give

@@ -152,6 +152,41 @@ def content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.casefold()) if w not in ENGLISH_STOPWORDS]
 
 
+#: consecutive words a reply must share with a prompt's instructions to count as echoing them
+ECHO_WORDS = 6
+
+
+def echoed_instructions(reply: str, instructions: str, *, min_words: int = ECHO_WORDS
+                        ) -> str | None:
+    """The first run of ``min_words`` consecutive words (case and punctuation ignored) that
+    ``reply`` copies from ``instructions``, or ``None``.
+
+    A small model often answers by repeating its prompt's task text ("List every topic entity
+    of the question that must be found in the graph ... <entities></entities>"); the tags that
+    text contains then parse as an answer. Instructions are prose a reply never needs to
+    repeat, so six words of them in a row mark a reply as an echo, not an answer. Pass only
+    the instruction text: a reply may rightly copy the question, the schema or the graph
+    context.
+
+    >>> echoed_instructions("Task 1: list every topic entity of the question that must be "
+    ...                     "found <entities></entities>",
+    ...                     "List every topic entity of the question that must be found.")
+    'list every topic entity of the'
+    >>> echoed_instructions("<entities>Paprika</entities>", "List every topic entity ...") is None
+    True
+    """
+    source = _WORD.findall(_clip(instructions).casefold())
+    words = _WORD.findall(_clip(reply).casefold())
+    if len(source) < min_words or len(words) < min_words:
+        return None
+    runs = {tuple(source[i:i + min_words]) for i in range(len(source) - min_words + 1)}
+    for i in range(len(words) - min_words + 1):
+        run = tuple(words[i:i + min_words])
+        if run in runs:
+            return " ".join(run)
+    return None
+
+
 def mentioned_in(question: str, names: Iterable[str]) -> list[str]:
     """The ``names`` a reader would say the question mentions: every content word of the name
     occurs in the question (case and punctuation ignored, so ``"paprika"`` and ``"Paprika."``

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kgrag.errors import LLMOutputError
-from kgrag.llm.parsing import MAX_REPLY_CHARS, extract_all_tags, split_items
+from kgrag.llm.parsing import (
+    MAX_REPLY_CHARS,
+    echoed_instructions,
+    extract_all_tags,
+    split_items,
+)
 from kgrag.methods.byokg.prompts import FINISH
 
 _ARROW = re.compile(r"\s*(?:->|→|=>|⇒|-->)\s*")
@@ -98,15 +103,22 @@ LINKER_TAGS = ("entities", "entity", "paths", "path", "opencypher", "cypher", "a
                "stop", "task-completion", "task_completion")
 
 
-def parse_linker_reply(reply: str) -> LinkerOutput:
+def parse_linker_reply(reply: str, *, instructions: str = "") -> LinkerOutput:
     """:func:`parse_linker_output` of a reply that must use the KG-Linker's tags: a reply with
     none of them (empty, prose, junk) is an :class:`LLMOutputError`, re-asked once and then
     handled by ``on_unusable_reply``. Tags present but empty (``<entities></entities>``) are
-    a usable "nothing to link" reply."""
+    a usable "nothing to link" reply -- unless the reply repeats the prompt's
+    ``instructions`` (:func:`~kgrag.llm.parsing.echoed_instructions`): SmolLM2-135M answered
+    most MetaQA questions by copying the task text, whose example tags then read as "no entity,
+    no path" and sent the search nowhere."""
     text = (reply or "")[:MAX_REPLY_CHARS]
     if not extract_all_tags(text, LINKER_TAGS[0], aliases=LINKER_TAGS[1:]):  # one scan
         raise LLMOutputError(f"no KG-Linker tag (<entities>, <paths>, <answers>, ...) in the "
                              f"reply {text[:120]!r}")
+    echo = echoed_instructions(text, instructions) if instructions else None
+    if echo is not None:
+        raise LLMOutputError(f"the reply repeats the prompt's instructions ({echo!r} ...) "
+                             "instead of answering them")
     return parse_linker_output(text)
 
 

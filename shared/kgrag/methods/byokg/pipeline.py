@@ -31,6 +31,7 @@ Without an LLM, ``retrieve`` runs the LLM-free mode (:mod:`.llm_free`).
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Iterable, Sequence
 
@@ -240,12 +241,17 @@ class ByoKGRAG(KGMethod):
 
         for t in range(1, self.config.iterations + 1):
             # a reply with none of the linker's tags is re-asked once, then LLMOutputError
+            graph_context = context.verbalize()
+            prompt = linker_prompt(question, self.linker_schema, graph_context,
+                                   with_query=self.uses_cypher,
+                                   template=self.prompts.template("linker"))
+            # what a reply must not copy: the prompt without its question, schema and context
+            instructions = prompt
+            for filled in (graph_context, self.linker_schema, question):
+                instructions = instructions.replace(filled, "\n") if filled else instructions
             out, _ = yield from ask_and_parse(
-                linker_prompt(question, self.linker_schema, context.verbalize(),
-                              with_query=self.uses_cypher,
-                              template=self.prompts.template("linker")),
-                parse_linker_reply, retries=1, system=self.prompts.template("linker_system"),
-                step="kg_linker")
+                prompt, functools.partial(parse_linker_reply, instructions=instructions),
+                retries=1, system=self.prompts.template("linker_system"), step="kg_linker")
             if not self.uses_cypher:
                 out.query = ""
             entities = self.link(out.entities)
