@@ -234,6 +234,11 @@ def test_llama_cpp_runtime_classes_adapters_and_frameworks():
         li = ([ChatMessage(role="system", content=system)] if system else []) + [
             ChatMessage(role="user", content="Who directed Paprika?")]
         assert chat.invoke(lc).content == llama.chat(li).message.content
+    # and so through kgrag's adapters, a system message included
+    from kgrag.llm import as_llm
+
+    assert (as_llm(chat).complete("Who directed Paprika?", system="Answer with a name.")
+            == as_llm(llama).complete("Who directed Paprika?", system="Answer with a name."))
     assert llama.messages_to_prompt(li[1:]).startswith(
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
 

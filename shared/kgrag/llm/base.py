@@ -330,8 +330,17 @@ class LlamaIndexLLM(BaseLLMAdapter):
     """Wraps a LlamaIndex ``LLM`` (chat API when the model is a chat model, else completion)."""
 
     def _use_chat(self) -> bool:
+        """A chat model, or a completion model rendering messages with its own chat template
+        (``local_llm``'s ``LlamaCPP``: :class:`~kgrag.llm.local.ModelChatTemplate`), whose
+        ``chat`` sends a system message as the model's system turn rather than as text glued
+        before the prompt -- the same prompt LangChain's ``ChatLlamaCpp`` renders."""
         meta = getattr(self.model, "metadata", None)
-        return bool(getattr(meta, "is_chat_model", False))
+        if getattr(meta, "is_chat_model", False):
+            return True
+        from kgrag.llm.local import ModelChatTemplate
+
+        render = getattr(self.model, "messages_to_prompt", None)
+        return isinstance(getattr(render, "__self__", None), ModelChatTemplate)
 
     def _messages(self, prompt: str, system: str | None) -> list[Any]:
         from llama_index.core.llms import ChatMessage, MessageRole
