@@ -335,9 +335,10 @@ def _cell(value: Any, digits: int = 1) -> str:
             else str(value))
 
 
-def table(path: Path = OUT) -> str:
-    """The rows as the markdown table of docs/results.md."""
-    rows = json.loads(path.read_text())["rows"]
+def table(path: Path = OUT, configuration: str | None = None) -> str:
+    """The rows (of one ``configuration``, or all) as the markdown table of docs/results.md."""
+    rows = [r for r in json.loads(path.read_text())["rows"]
+            if configuration is None or r.get("configuration", "") == configuration]
     lines = ["| method | dataset | n | framework / runtime | policy | Hits@1 | LLM-free Hits@1 "
              "| EM | answer recall | LLM-free recall | oracle recall (n) "
              "| unusable replies by step | answers refused | LLM calls/q | s/q |",
@@ -387,7 +388,7 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if args.table:
-        print(table(Path(args.out)))
+        print(table(Path(args.out), args.records_suffix.lstrip("@")))
     elif args.summarize:
         summarize_partial(args)
     elif args.fixtures:
