@@ -26,11 +26,11 @@ FIXTURES = Path(__file__).parent / "data" / "llm_replies"
 
 def _byokg_linker(reply: str) -> list[str]:
     from kgrag.methods.byokg.parsing import parse_linker_reply
-    from kgrag.methods.byokg.prompts import linker_prompt
+    from kgrag.methods.byokg.prompts import linker_instructions
 
-    # the default prompt's instructions, first iteration and later ones, without the inputs
-    instructions = "\n".join(linker_prompt("", "", context, with_query=True)
-                             for context in ("", "(graph context)"))
+    # the default prompt's instructions, first iteration and later ones
+    instructions = "\n".join(linker_instructions(has_context=c, with_query=True)
+                             for c in (False, True))
     out = parse_linker_reply(reply, instructions=instructions)
     return [*out.entities, *out.paths, *out.answers] + ([out.query] if out.query else [])
 

@@ -57,7 +57,12 @@ from kgrag.methods.byokg.context import GraphContext
 from kgrag.methods.byokg.llm_free import llm_free_retrieve
 from kgrag.methods.byokg.parsing import parse_answers, parse_linker_reply
 from kgrag.methods.byokg.paths import RelationResolver, follow_metapath, shortest_paths
-from kgrag.methods.byokg.prompts import PROMPTS, answer_prompt, linker_prompt
+from kgrag.methods.byokg.prompts import (
+    PROMPTS,
+    answer_prompt,
+    linker_instructions,
+    linker_prompt,
+)
 from kgrag.methods.byokg.query import execute_query
 from kgrag.methods.byokg.triplets import GraphReranker, TripletScorer, agentic_traversal
 
@@ -241,16 +246,14 @@ class ByoKGRAG(KGMethod):
 
         for t in range(1, self.config.iterations + 1):
             # a reply with none of the linker's tags is re-asked once, then LLMOutputError
-            graph_context = context.verbalize()
-            prompt = linker_prompt(question, self.linker_schema, graph_context,
-                                   with_query=self.uses_cypher,
-                                   template=self.prompts.template("linker"))
-            # what a reply must not copy: the prompt without its question, schema and context
-            instructions = prompt
-            for filled in (graph_context, self.linker_schema, question):
-                instructions = instructions.replace(filled, "\n") if filled else instructions
+            graph_context, template = context.verbalize(), self.prompts.template("linker")
+            # a reply that copies the prompt's own text (not its inputs) is an echo, unusable
+            instructions = linker_instructions(has_context=bool(graph_context.strip()),
+                                               with_query=self.uses_cypher, template=template)
             out, _ = yield from ask_and_parse(
-                prompt, functools.partial(parse_linker_reply, instructions=instructions),
+                linker_prompt(question, self.linker_schema, graph_context,
+                              with_query=self.uses_cypher, template=template),
+                functools.partial(parse_linker_reply, instructions=instructions),
                 retries=1, system=self.prompts.template("linker_system"), step="kg_linker")
             if not self.uses_cypher:
                 out.query = ""

@@ -111,14 +111,26 @@ def linker_prompt(
     receives ``{tasks}``, ``{question}``, ``{schema}`` and ``{graph_context}``.
     """
     has_context = bool(graph_context.strip())
+    return _fill(template, tasks=_linker_tasks(has_context, with_query), question=question,
+                 schema=schema, graph_context=graph_context if has_context else NO_CONTEXT)
+
+
+def linker_instructions(*, has_context: bool, with_query: bool = False,
+                        template: str = LINKER_TEMPLATE) -> str:
+    """The KG-Linker prompt's own text, without its question, schema and graph context: what
+    a reply has no reason to copy (``parse_linker_reply(..., instructions=...)``)."""
+    return _fill(template, tasks=_linker_tasks(has_context, with_query), question="",
+                 schema="", graph_context="" if has_context else NO_CONTEXT)
+
+
+def _linker_tasks(has_context: bool, with_query: bool) -> str:
     tasks = [_ENTITY_TASK_NEXT if has_context else _ENTITY_TASK_FIRST, _PATH_TASK]
     if with_query:
         tasks.append(_QUERY_TASK)
     tasks.append(_ANSWER_TASK.format(n=len(tasks) + 1))
     if has_context:
         tasks.append(_STOP_TASK.format(n=len(tasks) + 1))
-    return _fill(template, tasks="\n\n".join(tasks), question=question, schema=schema,
-                 graph_context=graph_context if has_context else NO_CONTEXT)
+    return "\n\n".join(tasks)
 
 
 def _fill(template: str, **values: str) -> str:
