@@ -359,23 +359,24 @@ class ModelChatTemplate:
     one, and without it the same question got other replies through LlamaIndex than through
     LangChain (1 call in 200 alike on SimGRAG's MetaQA run)."""
 
-    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
-        from llama_cpp import Llama
+    def __init__(self, model: Any) -> None:
+        """``model``: a loaded ``llama_cpp.Llama`` (its GGUF metadata holds the template)."""
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        vocab = Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
-        template = vocab.metadata.get("tokenizer.chat_template")
+        template = model.metadata.get("tokenizer.chat_template")
         if not template:
             raise ConfigurationError(
-                f"{gguf_path} has no chat template (tokenizer.chat_template); a chat model "
-                "needs one")
+                f"{model.model_path} has no chat template (tokenizer.chat_template); a chat "
+                "model needs one")
 
         def token_text(token: int) -> str:
-            return vocab._model.token_get_text(token) if token != -1 else ""
+            if token == -1:
+                return ""
+            return model.detokenize([token], special=True).decode("utf-8", "replace")
 
         self._format = Jinja2ChatFormatter(template=template,
-                                           eos_token=token_text(vocab.token_eos()),
-                                           bos_token=token_text(vocab.token_bos()))
+                                           eos_token=token_text(model.token_eos()),
+                                           bos_token=token_text(model.token_bos()))
 
     def messages_to_prompt(self, messages: Sequence[Any]) -> str:
         """LlamaIndex ``ChatMessage``s as the model's prompt, ending with the assistant's turn."""
@@ -456,16 +457,19 @@ def local_llm(model: str | os.PathLike[str] | LocalModel = "smollm2-135m", *,
         _require("llama_index.llms.llama_cpp", "LlamaIndex's LlamaCPP", INSTALL_LLAMA_CPP)
         from llama_index.llms.llama_cpp import LlamaCPP
 
-        template = ModelChatTemplate(str(resolved.gguf_path))
-        return LlamaCPP(model_path=str(resolved.gguf_path), temperature=float(temperature),
-                        max_new_tokens=max_new_tokens, context_window=context_window,
-                        generate_kwargs={"top_k": 0 if temperature else 1,
-                                         "repeat_penalty": LLAMA_CPP_REPEAT_PENALTY},
-                        model_kwargs={"n_threads": _threads(n_threads),
-                                      "n_threads_batch": _threads(n_threads),
-                                      "n_batch": LLAMA_CPP_BATCH, "seed": seed},
-                        messages_to_prompt=template.messages_to_prompt,
-                        completion_to_prompt=template.completion_to_prompt, verbose=False)
+        llm = LlamaCPP(model_path=str(resolved.gguf_path), temperature=float(temperature),
+                       max_new_tokens=max_new_tokens, context_window=context_window,
+                       generate_kwargs={"top_k": 0 if temperature else 1,
+                                        "repeat_penalty": LLAMA_CPP_REPEAT_PENALTY},
+                       model_kwargs={"n_threads": _threads(n_threads),
+                                     "n_threads_batch": _threads(n_threads),
+                                     "n_batch": LLAMA_CPP_BATCH, "seed": seed},
+                       verbose=False)
+        # the template is read from the model LlamaCPP just loaded (no second open of the file)
+        template = ModelChatTemplate(llm._model)
+        llm.messages_to_prompt = template.messages_to_prompt
+        llm.completion_to_prompt = template.completion_to_prompt
+        return llm
     _require("llama_index.llms.huggingface", "LlamaIndex's HuggingFaceLLM")
     from llama_index.llms.huggingface import HuggingFaceLLM
 
