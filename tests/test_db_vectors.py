@@ -291,3 +291,83 @@ def test_a_wider_search_beam_finds_the_exact_nearest(falkordb_server):
     assert wide == 200
     assert narrow < 200  # the poor index asked for k alone does miss some
     store.close()
+
+
+def _ranked(triples) -> list[tuple[str, str, str, float]]:
+    return [(t.head, t.relation, t.tail, t.score) for t in triples]
+
+
+QUESTIONS = [("Who directed Paprika?", "Paprika"), ("Which films did Satoshi Kon write?",
+                                                     "Satoshi Kon"),
+             ("What genre is Tokyo Godfathers?", "Tokyo Godfathers")]
+
+
+@pytest.mark.parametrize("first_pairs", [None, 2])
+def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, first_pairs):
+    """The database ranks the neighbourhood's node pairs; the client reads only the best pairs'
+    relations and vectors and returns exactly what scoring the fetched neighbourhood gives.
+    ``first_pairs`` 2: two pairs per direction first, so the threshold pass runs."""
+    from kgrag.methods.byokg.triplets import TripletScorer
+
+    client = TripletScorer.from_graph(embedded, minilm)
+    client.rank_in_database = False
+    expected = {(q, k): _ranked(client.top_k(q, k=k, seeds=[s]))
+                for q, s in QUESTIONS for k in (1, 10)}
+    scorer = TripletScorer.from_graph(embedded, minilm)
+    scorer.database_first_pairs = first_pairs
+    passes: list[dict] = []
+    best_pairs = embedded.best_pairs
+
+    def counted(*args, **kwargs):
+        passes.append(kwargs)
+        return best_pairs(*args, **kwargs)
+
+    def no_fetch(*args, **kwargs):
+        raise AssertionError("the neighbourhood was fetched into the client")
+
+    monkeypatch.setattr(embedded, "best_pairs", counted)
+    monkeypatch.setattr(embedded, "k_hop_subgraph", no_fetch)
+    for q, s in QUESTIONS:
+        for k in (1, 10):
+            assert _ranked(scorer.top_k(q, k=k, seeds=[s])) == expected[(q, k)]
+    if first_pairs == 2:  # two pairs per direction cannot decide every question
+        assert any("threshold" in p for p in passes)
+
+
+def test_triplet_ranking_needs_every_neighbour_vector(falkordb_server, movies, minilm):
+    """A neighbour without a stored vector: the client path (which embeds that one name),
+    with the same result as a store whose every vector is there."""
+    from kgrag.methods.byokg.triplets import TripletScorer
+
+    store = _store(falkordb_server, "kgrag_dbvec_gap", movies)
+    try:
+        embed_store(store, minilm, progress=False, batch_size=64)
+        full = TripletScorer.from_graph(store, minilm).top_k("Who directed Paprika?", k=10,
+                                                             seeds=["Paprika"])
+        store._write("MATCH (n:Entity {name: 'Satoshi Kon'}) REMOVE n.embedding")
+        counter = CountingEmbedder(minilm)
+        scorer = TripletScorer.from_graph(store, counter)
+        gap = scorer.top_k("Who directed Paprika?", k=10, seeds=["Paprika"])
+        assert "Satoshi Kon" in counter.texts  # embedded in the client: it has no vector
+        assert [t[:3] for t in _ranked(gap)] == [t[:3] for t in _ranked(full)]
+        assert np.allclose([t.score for t in gap], [t.score for t in full], atol=1e-5)
+    finally:
+        store.close()
+
+
+def test_triplet_ranking_falls_back_when_the_server_refuses(embedded, minilm, monkeypatch,
+                                                            caplog):
+    """A server without the vector function answers with an error: one warning, then the
+    neighbourhood is scored in the client, with the same result."""
+    from kgrag.methods.byokg.triplets import TripletScorer
+
+    client = TripletScorer.from_graph(embedded, minilm)
+    client.rank_in_database = False
+    expected = _ranked(client.top_k("Who directed Paprika?", k=5, seeds=["Paprika"]))
+    monkeypatch.setattr(embedded, "_cosine",
+                        lambda var, prop, param: f"vec.noSuchFunction({var}.{prop})")
+    scorer = TripletScorer.from_graph(embedded, minilm)
+    with caplog.at_level(logging.WARNING, logger="kgrag.methods.byokg.triplets"):
+        assert _ranked(scorer.top_k("Who directed Paprika?", k=5, seeds=["Paprika"])) == expected
+        scorer.top_k("What genre is Tokyo Godfathers?", k=5, seeds=["Tokyo Godfathers"])
+    assert len([r for r in caplog.records if "in the database failed" in r.getMessage()]) == 1

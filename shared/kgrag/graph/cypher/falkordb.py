@@ -388,6 +388,10 @@ class FalkorDBGraphStore(CypherGraphStore):
             {"label": index.label, "query": text, "limit": int(limit)})
         return [(str(name), float(score)) for name, score in rows]
 
+    def _cosine(self, var: str, prop: str, param: str) -> str:
+        """``1 - vec.cosineDistance``: FalkorDB's cosine distance turned into the cosine."""
+        return f"(1.0 - vec.cosineDistance({var}.{prop}, vecf32(${param})))"
+
     def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int, *,
                       breadth: int | None = None) -> list[tuple[str, float]]:
         """``db.idx.vector.queryNodes``; FalkorDB returns a *distance*, turned into a similarity

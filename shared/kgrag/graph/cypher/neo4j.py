@@ -457,6 +457,12 @@ class Neo4jGraphStore(CypherGraphStore):
             {"index": index.name, "query": text, "limit": int(limit)})
         return [(str(name), float(score)) for name, score in rows]
 
+    def _cosine(self, var: str, prop: str, param: str) -> str:
+        """``2 s - 1`` of Neo4j's ``vector.similarity.cosine`` (``s = (1 + cos) / 2``), as in
+        :meth:`vector_search`. A server without the function (FalkorDB over Bolt) raises, and
+        the caller falls back to scoring in the client."""
+        return f"(2.0 * vector.similarity.cosine({var}.{prop}, ${param}) - 1.0)"
+
     def vector_search(self, index: SearchIndex, vector: Sequence[float], k: int, *,
                       breadth: int | None = None) -> list[tuple[str, float]]:
         """``db.index.vector.queryNodes``; Neo4j's score ``s`` (cosine: ``(1 + cos) / 2``;

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
@@ -33,6 +34,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from kgrag.graph.base import GraphStore
 
 DEFAULT_PROMPTS = PromptSet(PROMPTS, method="ByoKG-RAG")
+log = logging.getLogger(__name__)
+
+#: how far a database's float cosine of unit vectors may be from the client's float32 dot
+#: product (both are within ~1e-6 of the real value)
+DATABASE_SLACK = 1e-4
+#: a vector counts as unit length within this
+UNIT_TOLERANCE = 1e-3
 
 
 class TripletScorer:
@@ -50,8 +58,14 @@ class TripletScorer:
 
     def __init__(self, graph: GraphStore, embedder: Any, *, node_vectors: np.ndarray | None = None,
                  relation_vectors: np.ndarray | RelationTextVectors | None = None,
-                 hops: int = 2) -> None:
+                 hops: int = 2, rank_in_database: bool = True) -> None:
         self.graph = graph
+        #: on a database store with stored vectors, let the database rank the neighbourhood
+        #: (:meth:`_top_k_in_database`) instead of fetching it; same results either way
+        self.rank_in_database = rank_in_database
+        #: node pairs per chunk and direction the database returns first (None: the larger
+        #: of 64 and 8 per result asked)
+        self.database_first_pairs: int | None = None
         self.embedder = embedder
         self.hops = hops
         self.node_vectors = node_vectors
@@ -60,6 +74,8 @@ class TripletScorer:
             relation_vectors = RelationTextVectors(rows, np.arange(len(rows) + 1))
         self.relation_vectors: RelationTextVectors | None = relation_vectors
         self._memo: dict[str, np.ndarray] = {}
+        #: set when the backend refused the database ranking (then the client scores)
+        self._database_scoring_failed = False
         if isinstance(graph, IdIndexedGraph):
             if node_vectors is None or relation_vectors is None:
                 raise ValueError("use TripletScorer.from_graph to embed the graph's names")
@@ -135,11 +151,15 @@ class TripletScorer:
         """``cos(q, r)`` of the named relations (texts embedded on demand and memoised)."""
         if not names:
             return np.zeros(0, np.float32)
-        groups = [relation_texts(self.graph, n) for n in names]
+        # per distinct relation (a hub's neighbourhood repeats a few hundred names 100k times)
+        unique = list(dict.fromkeys(names))
+        groups = [relation_texts(self.graph, n) for n in unique]
         vectors = self._vectors([t for g in groups for t in g])
         indptr = np.zeros(len(groups) + 1, np.int64)
         np.cumsum([len(g) for g in groups], out=indptr[1:])
-        return RelationTextVectors(vectors, indptr).similarities(qvec)
+        sims = RelationTextVectors(vectors, indptr).similarities(qvec)
+        position = {n: i for i, n in enumerate(unique)}
+        return sims[np.fromiter((position[n] for n in names), np.int64, len(names))]
 
     def score_triples(self, qvec: np.ndarray, triples: Sequence[Triple]) -> np.ndarray:
         """Scores of arbitrary triples (names embedded on demand and memoised)."""
@@ -153,9 +173,11 @@ class TripletScorer:
             tl = np.fromiter((kg.node_index[t.tail] for t in triples), np.int64, len(triples))
             return (node_vectors[h] @ qvec + self.relation_similarities(qvec)[r]
                     + node_vectors[tl] @ qvec)
-        heads = self._vectors([t.head for t in triples], nodes=True) @ qvec
+        # one dot product per row (einsum's own loop), so a triple's score does not depend on
+        # which other triples are scored with it (a BLAS product's rounding can)
+        heads = np.einsum("ij,j->i", self._vectors([t.head for t in triples], nodes=True), qvec)
         rels = self.relation_similarities_for([t.relation for t in triples], qvec)
-        tails = self._vectors([t.tail for t in triples], nodes=True) @ qvec
+        tails = np.einsum("ij,j->i", self._vectors([t.tail for t in triples], nodes=True), qvec)
         return heads + rels + tails
 
     def top_k(self, question: str | np.ndarray, k: int = 10,
@@ -181,8 +203,109 @@ class TripletScorer:
         seeds = list(seeds)
         if not seeds:
             return []
+        found = self._top_k_in_database(qvec, seeds, k)
+        if found is not None:
+            return found
         candidates = self.graph.k_hop_subgraph(seeds, hops=self.hops)
         return rank_triples(candidates, self.score_triples(qvec, candidates), k)
+
+    def _top_k_in_database(self, qvec: np.ndarray, seeds: list[str], k: int
+                           ) -> list[Triple] | None:
+        """:meth:`top_k` with the database ranking the neighbourhood (None: not possible here).
+
+        The neighbourhood of a hub seed is most of a power-law graph (258k triples around one
+        seed of a 1M-edge graph: 108 s to fetch and score in the client). Instead the database
+        scores its *node pairs* by ``cos(q, h) + cos(q, t)`` over the stored vectors
+        (:meth:`~kgrag.graph.cypher.store.CypherGraphStore.best_pairs`; pairs, because naming
+        each edge is what is slow) and only the best pairs leave it:
+
+        1. the best ``max(64, 8 k)`` pairs per direction; their relations are read and each
+           triple estimated as pair score + ``cos(q, r)``, so ``lower`` = the k-th estimate
+           minus :data:`DATABASE_SLACK` (the database's float rounding) is at most the final
+           k-th score;
+        2. unless the pairs not returned are already out of reach, every pair scoring at least
+           ``lower - DATABASE_SLACK - max_r cos(q, r)`` (any other triple scores below
+           ``lower``);
+        3. the triples whose estimate is within ``2 x DATABASE_SLACK`` of the k-th estimate
+           are scored exactly as :meth:`score_triples` does (their vectors fetched) and ranked
+           as :func:`rank_triples` ranks the whole neighbourhood.
+
+        So the result is the client computation's, scores, ties and order included. Needs
+        stored vectors of this embedder's model on every node of the neighbourhood, unit-length
+        question and stored vectors (then the database's cosine is the client's dot product)
+        and a backend with vector functions; otherwise None, and :meth:`top_k` fetches the
+        neighbourhood (a warning says so once).
+        """
+        from kgrag.errors import GraphDatabaseError
+        from kgrag.graph.base import is_cypher_store
+        from kgrag.graph.cypher.vectors import stored_vectors_for
+
+        store: Any = self.graph
+        if (not self.rank_in_database or not is_cypher_store(self.graph)
+                or not hasattr(store, "best_pairs") or self._database_scoring_failed
+                or abs(float(np.linalg.norm(qvec)) - 1.0) > UNIT_TOLERANCE):
+            return None
+        stored = stored_vectors_for(store, self.embedder, "ByoKG-RAG triplet scoring",
+                                    "every node name of a scored triple is embedded in "
+                                    "the client (once per name and process)")
+        if stored is None:
+            return None
+        prop = stored.info.property
+        try:
+            frontier = store.existing_nodes(seeds)
+            level = frontier
+            for _ in range(self.hops - 1):  # the nodes whose edges the BFS reads
+                level = sorted(set(store.neighbour_names(level)) - set(frontier))
+                frontier = sorted(set(frontier) | set(level))
+            if not frontier:
+                return []
+            if store.count_pairs_without_vectors(frontier, prop):
+                return None
+            relations = store.list_relations()
+            best_relation = float(np.max(self.relation_similarities_for(relations, qvec),
+                                         initial=-np.inf))
+            pairs, bound = store.best_pairs(frontier, qvec, prop,
+                                            limit=self.database_first_pairs or max(64, 8 * k))
+            candidates, estimates = self._estimated_triples(store, pairs, qvec)
+            lower = (float(-np.partition(-estimates, k - 1)[k - 1]) - DATABASE_SLACK
+                     if len(estimates) >= k else -np.inf)
+            if bound is not None and bound + DATABASE_SLACK + best_relation >= lower:
+                threshold = lower - DATABASE_SLACK - best_relation
+                pairs, _ = store.best_pairs(frontier, qvec, prop, threshold=(
+                    threshold if np.isfinite(threshold) else None))
+                candidates, estimates = self._estimated_triples(store, pairs, qvec)
+        except GraphDatabaseError as exc:
+            self._database_scoring_failed = True
+            log.warning("%r: ranking triples in the database failed (%s); fetching the "
+                        "neighbourhood into the client instead", store, exc)
+            return None
+        if len(estimates) > k:  # only triples that can reach the k-th are scored exactly
+            kth = float(-np.partition(-estimates, k - 1)[k - 1])
+            keep = estimates >= kth - 2 * DATABASE_SLACK
+            candidates = [t for t, kept in zip(candidates, keep.tolist()) if kept]
+        scores = self.score_triples(qvec, candidates)
+        if not self._unit_vectors([t.head for t in candidates] + [t.tail for t in candidates]):
+            return None
+        return rank_triples(candidates, scores, k)
+
+    def _estimated_triples(self, store: Any, pairs: Sequence[tuple[str, str, float]],
+                           qvec: np.ndarray) -> tuple[list[Triple], np.ndarray]:
+        """The triples of ``pairs`` sorted by name, each estimated as its pair's database
+        score plus ``cos(q, r)``."""
+        pair_score = {(h, t): s for h, t, s in pairs}
+        triples = [Triple(h, r, t) for h, r, t in
+                   store.pair_relations([(h, t) for h, t, _ in pairs])]
+        rel = self.relation_similarities_for([t.relation for t in triples], qvec)
+        node = np.fromiter((pair_score[(t.head, t.tail)] for t in triples), np.float64,
+                           len(triples))
+        return triples, node + rel
+
+    def _unit_vectors(self, names: Sequence[str]) -> bool:
+        """Whether the memoised vectors of ``names`` all have unit length."""
+        if not names:
+            return True
+        norms = np.linalg.norm(np.stack([self._memo[n] for n in dict.fromkeys(names)]), axis=1)
+        return bool(np.all(np.abs(norms - 1.0) <= UNIT_TOLERANCE))
 
 
 def rank_triples(triples: Sequence[Triple], scores: np.ndarray, k: int | None) -> list[Triple]:
