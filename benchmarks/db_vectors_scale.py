@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 CACHE_DIR = os.path.join(HERE, ".cache")
 GRAPH_KEY = "dbvec"
-METHODS = ("simgrag", "byokg", "graphraft")
+METHODS = ("simgrag", "byokg", "graphraft", "ultrag", "ultrag-neural")
 
 
 def _questions(tsv: str, n: int, seed: int) -> list[tuple[str, str, str]]:
@@ -90,6 +90,19 @@ def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[
             top = m.top_k(f"{relation_words(r)} of {h}", k=10, seeds=[h])
             times.append(time.perf_counter() - t0)
             out.append([[t.head, t.relation, t.tail, round(float(t.score), 5)] for t in top])
+    elif method.startswith("ultrag"):
+        from kgrag.methods.ultrag import UltRAG
+
+        # the default executor (exact first: the projection runs in the database) or the
+        # neural one (UltraQuery on the SEPPR subgraph fetched around the leaf)
+        m = UltRAG(store, embedder=emb, linking="exact",
+                   executor="neural" if method == "ultrag-neural" else None)
+        for h, r, _ in questions:
+            t0 = time.perf_counter()
+            execution = m.run(_ultrag_query(h, r))
+            ranked = m.ranked(execution.scores, 10, execution.names)
+            times.append(time.perf_counter() - t0)
+            out.append(_ultrag_result(execution, ranked))
     else:
         from kgrag.methods.graphraft import GraphRAFT
 
@@ -109,6 +122,35 @@ def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[
     return {"method": method, "cold_start_s": round(cold, 3),
             "median_question_s": round(statistics.median(times), 4),
             "questions": len(times), "peak_rss_mb": round(rss_mb, 1), "results": out}
+
+
+def _ultrag_query(head: str, relation: str) -> str:
+    """The 1-hop projection of a sampled edge, its entity a quoted mention (resolved by name:
+    ``linking="exact"``, so both runs start from the same leaf; the database's dense linking is
+    measured in ``bench_db_linking.py``)."""
+    return f'"{head}" -> "{relation}"'
+
+
+def _ultrag_result(execution: Any, ranked: Any) -> dict[str, Any]:
+    """The top 10 (name, score) and every proved answer: the default executor's answers above
+    EXACT_TIER, compared as a set (equal scores are ordered by node id in memory and by the
+    database's order on a store, so a top 10 cut from more tied answers may differ)."""
+    import numpy as np
+
+    from kgrag.methods.ultrag.graph_executors import EXACT_TIER
+
+    names = execution.names
+    scores = np.asarray(execution.scores)
+    proved = sorted((names[i] if names is not None else str(i))
+                    for i in np.flatnonzero(scores > EXACT_TIER).tolist())
+    return {"top10": [[e.name, round(float(e.score), 4)] for e in ranked], "proved": proved}
+
+
+def _named(execution: Any, kg: Any) -> Any:
+    """An in-memory execution (scores by node id) with its node names attached."""
+    import dataclasses
+
+    return dataclasses.replace(execution, names=list(kg.node_names))
 
 
 def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg: Any,
@@ -158,6 +200,20 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
             top = rank_triples(cands, mem.score_triples(qvec, cands), 10)
             same += [[t.head, t.relation, t.tail, round(float(t.score), 5)] for t in top] == res
         return {"same_top10": same}
+    if method.startswith("ultrag"):
+        from kgrag.methods.ultrag import UltRAG
+
+        mem = UltRAG(kg, embedder=emb, linking="exact",
+                     executor="neural" if method == "ultrag-neural" else None)
+        same_top = same_proved = 0
+        for (h, r, _), res in zip(questions, got["results"]):
+            execution = mem.run(_ultrag_query(h, r))
+            ranked = mem.ranked(execution.scores, 10, execution.names)
+            mine = _ultrag_result(execution if execution.names is not None else
+                                  _named(execution, kg), ranked)
+            same_top += mine["top10"] == res["top10"]
+            same_proved += mine["proved"] == res["proved"]
+        return {"same_top10": same_top, "same_proved_answers": same_proved}
     same = 0
     for (h, r, _), res in zip(questions, got["results"]):
         qvec = np.asarray(emb.embed_query(f"{relation_words(r)} of {h}"), np.float32)
@@ -175,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--port", type=int, help="a running FalkorDB (default: start one)")
     ap.add_argument("--skip-memory", action="store_true", help="no in-memory agreement check")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "db_vectors_1M.json"))
     args = ap.parse_args(argv)
@@ -226,8 +284,11 @@ def main(argv: list[str] | None = None) -> int:
             time.perf_counter() - t0, 1)
         report["load_command"] = command[0]
         questions = [list(q) for q in _questions(tsv, args.questions, args.seed)]
+        methods = [m for m in args.methods.split(",") if m]
+        if set(methods) - set(METHODS):
+            ap.error(f"--methods: unknown {sorted(set(methods) - set(METHODS))}")
         runs = {}
-        for method in METHODS:
+        for method in methods:
             proc = subprocess.run(
                 [sys.executable, os.path.abspath(__file__), "--child", method, "--port",
                  str(port), "--dim", str(args.dim)], input=json.dumps({"questions": questions}),
@@ -245,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             kg = KnowledgeGraph.from_triples(iter_triples(tsv, sep="\t"))
             vectors = emb.embed_documents(kg.node_names)
             store = _open(port)
-            for method in METHODS:
+            for method in methods:
                 runs[method]["agreement"] = _agreement(method, runs[method], questions, kg,
                                                        vectors, emb, store)
             store.close()
