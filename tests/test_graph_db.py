@@ -269,6 +269,20 @@ def test_k_hop_subgraph_and_degree(pair):
         assert store.degree(names, direction=direction) == kg.degree(names, direction=direction)
 
 
+def test_neighbour_names_and_pair_relations(pair):
+    """The node-pair reads the database ranking of ByoKG-RAG builds on: the neighbours of a set
+    (either direction) and every relation of given head-tail pairs, as in memory."""
+    kg, store = pair
+    for nodes in _node_sets(kg)[:3] + [[_hub(kg)]]:
+        known = [n for n in nodes if kg.has_node(n)]
+        ends = {x for t in kg.one_hop(known, direction="both")
+                for x, y in ((t.head, t.tail), (t.tail, t.head)) if y in set(known)}
+        assert store.neighbour_names(nodes) == sorted(ends), nodes
+        triples = kg.one_hop(nodes, direction="both")
+        pairs = sorted({(t.head, t.tail) for t in triples})
+        assert store.pair_relations(pairs) == sorted(t.as_tuple() for t in triples), nodes
+
+
 def test_schema_summary(pair):
     kg, store = pair
     for max_relations in (3, 50):
