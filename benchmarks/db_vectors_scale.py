@@ -102,7 +102,7 @@ def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[
             execution = m.run(_ultrag_query(h, r))
             ranked = m.ranked(execution.scores, 10, execution.names)
             times.append(time.perf_counter() - t0)
-            out.append(_ultrag_result(execution, ranked))
+            out.append(_ultrag_result(execution.scores, execution.names, ranked))
     else:
         from kgrag.methods.graphraft import GraphRAFT
 
@@ -131,26 +131,17 @@ def _ultrag_query(head: str, relation: str) -> str:
     return f'"{head}" -> "{relation}"'
 
 
-def _ultrag_result(execution: Any, ranked: Any) -> dict[str, Any]:
+def _ultrag_result(scores: Any, names: Any, ranked: Any) -> dict[str, Any]:
     """The top 10 (name, score) and every proved answer: the default executor's answers above
     EXACT_TIER, compared as a set (equal scores are ordered by node id in memory and by the
-    database's order on a store, so a top 10 cut from more tied answers may differ)."""
+    database's order on a store, so a top 10 cut from more tied answers may differ).
+    ``names[i]`` names ``scores[i]``."""
     import numpy as np
 
     from kgrag.methods.ultrag.graph_executors import EXACT_TIER
 
-    names = execution.names
-    scores = np.asarray(execution.scores)
-    proved = sorted((names[i] if names is not None else str(i))
-                    for i in np.flatnonzero(scores > EXACT_TIER).tolist())
+    proved = sorted(names[i] for i in np.flatnonzero(np.asarray(scores) > EXACT_TIER).tolist())
     return {"top10": [[e.name, round(float(e.score), 4)] for e in ranked], "proved": proved}
-
-
-def _named(execution: Any, kg: Any) -> Any:
-    """An in-memory execution (scores by node id) with its node names attached."""
-    import dataclasses
-
-    return dataclasses.replace(execution, names=list(kg.node_names))
 
 
 def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg: Any,
@@ -209,8 +200,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         for (h, r, _), res in zip(questions, got["results"]):
             execution = mem.run(_ultrag_query(h, r))
             ranked = mem.ranked(execution.scores, 10, execution.names)
-            mine = _ultrag_result(execution if execution.names is not None else
-                                  _named(execution, kg), ranked)
+            mine = _ultrag_result(execution.scores, kg.node_names, ranked)  # scores by id
             same_top += mine["top10"] == res["top10"]
             same_proved += mine["proved"] == res["proved"]
         return {"same_top10": same_top, "same_proved_answers": same_proved}

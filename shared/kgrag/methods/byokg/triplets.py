@@ -267,7 +267,7 @@ class TripletScorer:
             pairs, bound = store.best_pairs(frontier, qvec, prop,
                                             limit=self.database_first_pairs or max(64, 8 * k))
             candidates, estimates = self._estimated_triples(store, pairs, qvec)
-            lower = (float(-np.partition(-estimates, k - 1)[k - 1]) - DATABASE_SLACK
+            lower = (_kth_largest(estimates, k) - DATABASE_SLACK
                      if len(estimates) >= k else -np.inf)
             if bound is not None and bound + DATABASE_SLACK + best_relation >= lower:
                 threshold = lower - DATABASE_SLACK - best_relation
@@ -280,8 +280,7 @@ class TripletScorer:
                         "neighbourhood into the client instead", store, exc)
             return None
         if len(estimates) > k:  # only triples that can reach the k-th are scored exactly
-            kth = float(-np.partition(-estimates, k - 1)[k - 1])
-            keep = estimates >= kth - 2 * DATABASE_SLACK
+            keep = estimates >= _kth_largest(estimates, k) - 2 * DATABASE_SLACK
             candidates = [t for t, kept in zip(candidates, keep.tolist()) if kept]
         scores = self.score_triples(qvec, candidates)
         if not self._unit_vectors([t.head for t in candidates] + [t.tail for t in candidates]):
@@ -306,6 +305,11 @@ class TripletScorer:
             return True
         norms = np.linalg.norm(np.stack([self._memo[n] for n in dict.fromkeys(names)]), axis=1)
         return bool(np.all(np.abs(norms - 1.0) <= UNIT_TOLERANCE))
+
+
+def _kth_largest(values: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values`` (1-based; ``len(values) >= k``)."""
+    return float(-np.partition(-values, k - 1)[k - 1])
 
 
 def rank_triples(triples: Sequence[Triple], scores: np.ndarray, k: int | None) -> list[Triple]:
