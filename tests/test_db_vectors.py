@@ -8,6 +8,7 @@ of another model are refused.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,9 @@ from kgrag.graph.cypher.vectors import (
 from kgrag.graph.io import iter_triples
 
 pytestmark = pytest.mark.server
+
+#: random unit vectors seeded by each name (fast; the index options are what is tested)
+HASH_EMBEDDER = Path(__file__).resolve().parent.parent / "benchmarks" / "hash_embedder.py"
 
 
 class CountingEmbedder:
@@ -258,6 +262,48 @@ def test_cli_load_db_embed_then_index_db(falkordb_server, movies, minilm, capsys
         assert node_vector_index(store, minilm) is not None
     finally:
         store.close()
+
+
+def _vector_index_options(server: Any, key: str) -> dict:
+    from falkordb import FalkorDB
+
+    rows = FalkorDB(host="127.0.0.1", port=server.port).select_graph(key).query(
+        "CALL db.indexes() YIELD label, options, types RETURN label, options, types").result_set
+    return {prop: dict(opts) for label, options, types in rows if label == "Entity"
+            for prop, opts in options.items() if "VECTOR" in types[prop]}
+
+
+def test_cli_index_build_options_reach_the_database(falkordb_server, movies, capsys):
+    """``--hnsw-m`` / ``--ef-construction`` become the FalkorDB index's ``M`` and
+    ``efConstruction`` (kgrag's efRuntime stays); without them the server's defaults hold."""
+    from falkordb import FalkorDB
+
+    from kgrag.cli import main
+
+    for key, flags, expected in (
+            ("kgrag_dbvec_hnsw", ["--hnsw-m", "8", "--ef-construction", "50"], (8, 50)),
+            ("kgrag_dbvec_hnsw_default", [], (16, 200))):
+        FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph(key).query(
+            "MATCH (n) DETACH DELETE n")
+        common = ["--backend", "falkordb", "--host", "127.0.0.1", "--port",
+                  str(falkordb_server.port), "--graph", key, "--no-progress",
+                  "--embedder", f"{HASH_EMBEDDER}:embedder", "--model", "hash-64"]
+        assert main(["load-db", str(demo_data_path()), "--embed", *flags, *common]) == 0
+        assert f"{movies.num_nodes} node vectors written" in capsys.readouterr().out
+        options = _vector_index_options(falkordb_server, key)["embedding"]
+        assert (options["M"], options["efConstruction"]) == expected
+        assert options["efRuntime"] == 100
+    assert main(["index-db", "--ef-construction", "1", *common]) != 0
+    assert "--ef-construction" in capsys.readouterr().err
+
+
+def test_hnsw_options_refuse_nonsense():
+    from kgrag.graph.cypher.vectors import HnswOptions
+
+    assert HnswOptions(16, 64) == HnswOptions(m=16, ef_construction=64)
+    for bad in ({"m": 1}, {"ef_construction": 0}, {"m": 2.5}, {"m": True}):
+        with pytest.raises(ValueError, match="HNSW"):
+            HnswOptions(**bad)
 
 
 def test_a_wider_search_beam_finds_the_exact_nearest(falkordb_server):

@@ -166,23 +166,57 @@ def _adopt_existing(store: Any, embedder: Any, model: str, prop: str) -> VectorI
     return VectorInfo(_label(store), prop, model, int(mine.shape[1]))
 
 
-def ensure_vector_index(store: Any, info: VectorInfo) -> str:
-    """Create the database's cosine vector index on ``info``'s property; say what was done."""
+@dataclass(frozen=True)
+class HnswOptions:
+    """Build settings of the database's HNSW vector index (``None``: the database's default).
+
+    ``m`` is the links per node (FalkorDB and Neo4j default 16), ``ef_construction`` the
+    candidate list while inserting (FalkorDB default 200, Neo4j 100). Insertion is what bounds
+    ``--embed`` on a large graph: on FalkorDB here, 40k random 64-d vectors took 37 s with
+    ``ef_construction`` 200 and 16 s with 50, with the same recall@16 (1.000) at SimGRAG's search
+    beam of 2,048 (``benchmarks/db_hnsw_beam.py``). A lower value builds faster and can lower
+    recall at a small beam; they only apply when the index is created.
+    """
+
+    m: int | None = None
+    ef_construction: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("m", "ef_construction"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 2):
+                raise ValueError(f"HNSW {name} must be an integer >= 2, got {value!r}")
+
+
+def ensure_vector_index(store: Any, info: VectorInfo, hnsw: HnswOptions | None = None) -> str:
+    """Create the database's cosine vector index on ``info``'s property; say what was done.
+
+    ``hnsw`` sets the index's build options (see :class:`HnswOptions`); an index that already
+    exists is kept as it is."""
+    hnsw = hnsw or HnswOptions()
     label, q = store._quote(info.label), store._quote(info.property)
     if store.backend == "falkordb":
+        extra = "".join(f", {key}: {int(value)}" for key, value in
+                        (("M", hnsw.m), ("efConstruction", hnsw.ef_construction))
+                        if value is not None)
         try:
             store._write(f"CREATE VECTOR INDEX FOR (n:{label}) ON (n.{q}) OPTIONS "
                          f"{{dimension: {int(info.dimension)}, similarityFunction: 'cosine', "
-                         f"efRuntime: {EF_RUNTIME}}}")
+                         f"efRuntime: {EF_RUNTIME}{extra}}}")
         except Exception as exc:  # GraphDatabaseError: already there
             if "already indexed" not in str(exc):
                 raise
             return "vector index (existing)"
         return "vector index (created)"
     name = store._quote(f"kgrag_{info.label}_{info.property}")
+    extra = "".join(f", `{key}`: {int(value)}" for key, value in
+                    (("vector.hnsw.m", hnsw.m), ("vector.hnsw.ef_construction",
+                                                 hnsw.ef_construction))
+                    if value is not None)
     store._write(f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{label}) ON n.{q} OPTIONS "
                  f"{{indexConfig: {{`vector.dimensions`: {int(info.dimension)}, "
-                 f"`vector.similarity_function`: 'cosine'}}}}")
+                 f"`vector.similarity_function`: 'cosine'{extra}}}}}")
     return "vector index"
 
 
@@ -201,13 +235,14 @@ class EmbedSummary:
 
 def embed_store(store: Any, embedder: Any, *, model: str | None = None,
                 prop: str = DEFAULT_PROPERTY, batch_size: int = 256,
-                progress: bool = True) -> EmbedSummary:
+                progress: bool = True, hnsw: HnswOptions | None = None) -> EmbedSummary:
     """Write ``embedder``'s vector of every entity node's name into ``prop`` and index it.
 
     Batched (``batch_size`` names per embedding call and write), with a progress bar, and
     resumable: nodes that already hold a vector of the recorded model are skipped. The model
     (``model`` or the embedder's cache key) and dimension are recorded first; a different one
-    raises :class:`VectorModelMismatch` before anything is written.
+    raises :class:`VectorModelMismatch` before anything is written. ``hnsw``: the vector
+    index's build options when it is created here (:class:`HnswOptions`).
     """
     from tqdm.auto import tqdm
 
@@ -222,7 +257,7 @@ def embed_store(store: Any, embedder: Any, *, model: str | None = None,
         info = VectorInfo(_label(store), prop, name, dim)
     check_model(info, name)
     _write_info(store, info)
-    summary = EmbedSummary(model=name, index=ensure_vector_index(store, info))
+    summary = EmbedSummary(model=name, index=ensure_vector_index(store, info, hnsw))
     write = (f"UNWIND $rows AS r MATCH {store._node('n', 'r[0]')} "
              f"SET n.{store._quote(prop)} = {_vector_literal(store, 'r[1]')}")
     # the progress total: one label count (store.counts() also counts every relation's edges)
