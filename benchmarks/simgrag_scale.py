@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", nargs="?", const="cumulative", metavar="SORT",
                         help="cProfile the timed pass and print the 30 costliest functions, "
                              "by SORT (a pstats key: cumulative (default), tottime, ...)")
+    parser.add_argument("--profile-out", metavar="FILE",
+                        help="with --profile, also write the raw profile here (pstats format)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
 
@@ -276,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         import pstats
 
         profiler.disable()
+        if args.profile_out:
+            profiler.dump_stats(args.profile_out)
         pstats.Stats(profiler, stream=sys.stderr).sort_stats(args.profile).print_stats(30)
     write_report(args, argv, kg, build_graph_s, build_index_s, load_start, per_shape, None)
 
