@@ -557,7 +557,11 @@ class SubgraphSearch:
         ``b``'s domain, so every other node is dropped from ``a``'s domain (a wildcard gets a
         finite domain at distance 0). Two passes over the pattern edges; a domain is not used as
         a filter when reading its edges would exceed ``budget``, nor back towards the node it was
-        derived from. Returns how many filters were applied.
+        derived from. A wildcard leaf (one pattern edge) gets no derived domain: it could only
+        filter back towards its one neighbour, and the search reaches it by that neighbour's
+        candidate edges, which end in that domain by construction -- the same matches without
+        reading every edge of the neighbour's domain (at 10M edges, a 1-edge pattern's 16k
+        candidates: about a third of its matching time). Returns how many filters were applied.
         """
         kg = self.kg
         applied = 0
@@ -579,6 +583,8 @@ class SubgraphSearch:
                         continue
                     if a in sources and len(sources.get(b, ())) == 1 and self.node_cost[a] is None:
                         continue  # a chain of wildcards learns nothing from one named node
+                    if self.node_cost[a] is None and self.degree[a] == 1:
+                        continue  # a wildcard leaf's domain would filter nothing (see above)
                     target = self.node_cost[a]
                     last = done.get((j, a, b))
                     if last is not None and last[0] is source and last[1] is target:
