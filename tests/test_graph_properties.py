@@ -79,6 +79,18 @@ def test_degree_matches_networkx(triples, direction):
     assert kg.degree(kg.node_names, direction=direction) == {n: nx_degree(n) for n in g.nodes}
 
 
+@SETTINGS
+@given(triple_lists)
+def test_total_degrees_match_networkx(triples):
+    """The cached per-node degree table (SimGRAG's read budgets) is networkx's total degree, a
+    self-loop counted twice, in int32."""
+    kg, _ = build(triples)
+    g = to_networkx(kg)
+    table = kg.total_degrees()
+    assert table.dtype == np.int32 and kg.total_degrees() is table
+    assert {n: int(table[i]) for i, n in enumerate(kg.node_names)} == dict(g.degree)
+
+
 # ---------------------------------------------------------------------- follow path
 def brute_force_walks(unique, sources, steps):
     """Every complete walk, as (nodes, relations, forward), enumerated edge by edge."""

@@ -41,6 +41,7 @@ class ArrayTraversal:
     _r: int
     _scratch: threading.local
     _adj_tables: tuple[np.ndarray, np.ndarray] | None
+    _degree_table: np.ndarray | None
     _mapped_files: Any
 
     if TYPE_CHECKING:  # provided by the storage class this is mixed into
@@ -63,6 +64,19 @@ class ArrayTraversal:
         if direction in ("in", "both"):
             deg += self.in_indptr[nodes + 1] - self.in_indptr[nodes]
         return deg
+
+    def total_degrees(self) -> np.ndarray:
+        """Every node's out-degree plus in-degree (a self-loop counts twice, as in
+        :meth:`degree_ids`), built on first use: 4 bytes per node (int32 while the largest
+        fits). Summing a node set's degrees is then one gather instead of four (a 16k-node
+        set at 10M edges: 0.2 ms instead of 2 ms)."""
+        table = self._degree_table
+        if table is None:
+            table = np.diff(self.out_indptr) + np.diff(self.in_indptr)
+            if len(table) and int(table.max()) < 2**31:
+                table = table.astype(np.int32)
+            self._degree_table = table
+        return table
 
     def _pair_ranges(self, nodes: np.ndarray, rel: int,
                      reverse: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -529,8 +529,10 @@ class SubgraphSearch:
                 domain.reads = len(domain.edges[0])
             else:
                 kg, ids = self.kg, domain.ids
-                domain.reads = int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
-                                   + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum())
+                table = getattr(kg, "total_degrees", None)  # not in the IdIndexedGraph protocol
+                domain.reads = (int(table()[ids].sum(dtype=np.int64)) if table is not None else
+                                int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
+                                    + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum()))
         return domain.reads
 
     def _domain_edges(self, domain: _NodeCosts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
