@@ -67,6 +67,24 @@ def test_linking_exact_then_dense_fallback(toy_kg, minilm):
     assert method.link(["strongyloidiasiss"]) == ["strongyloidiasis"]  # dense top-1
 
 
+def test_a_dense_link_takes_every_node_of_that_name(minilm):
+    """MetaQA has "Stanley Kramer" and "stanley kramer": the question's n-gram links both
+    (exact), so a model's phrase that links by embedding must too, or its retrieval loses what
+    hangs off the second node (a real-model run lost an answer to this)."""
+    kg = KnowledgeGraph.from_triples([
+        ("Judgment at Nuremberg", "directed_by", "Stanley Kramer"),
+        ("Judgment at Nuremberg", "in_language", "German"),
+        ("The Pride and the Passion", "directed_by", "stanley kramer"),
+        ("The Pride and the Passion", "in_language", "Spanish"),
+        ("Paprika", "directed_by", "Satoshi Kon"),
+    ])
+    method = GraphRAFT(kg, embedder=minilm)
+    assert sorted(method.link(["stanley kramer"])) == ["Stanley Kramer", "stanley kramer"]
+    linked = method.link(["The films directed by Stanley Kramer."])
+    assert sorted(linked) == ["Stanley Kramer", "stanley kramer"]
+    assert method.link(["Satoshi Kon!"]) == ["Satoshi Kon"]  # one node of that name: itself
+
+
 def test_llm_free_retrieval_context_cap_and_top_up(toy_kg, minilm):
     method = GraphRAFT(toy_kg, embedder=minilm, top_k=5)
     result = method.retrieve(QUESTION)

@@ -236,12 +236,21 @@ class GraphRAFT(KGMethod):
                              system=self.prompts.template("entity_system"), step="entities")
 
     def link(self, mentions: Sequence[str]) -> list[str]:
-        """Exact normalised name match first, else the top-1 dense match, per mention."""
+        """Exact normalised name match first, else the top-1 dense match, per mention.
+
+        A dense match stands for every node with its normalised name, as an exact match does
+        (ours; the paper links to "the" node): MetaQA has both ``Stanley Kramer`` and ``stanley
+        kramer``, and the mention "The films directed by Stanley Kramer." linked to one of them
+        only, where the question's own n-gram "stanley kramer" links both -- the answer's other
+        language hung off the second node (a real-model run lost it, below the LLM-free row)."""
         per_mention = {m: self.linker.exact(m) for m in dict.fromkeys(mentions)}
         unmatched = [m for m, hits in per_mention.items() if not hits]
         if unmatched:  # one batched embedding call for every mention without an exact match
             for m, hits in zip(unmatched, self.linker.dense_many(unmatched, top_m=1)):
-                per_mention[m] = hits
+                same_name = [link for hit in hits for link in self.linker.exact(hit.name)
+                             if link.source == "exact"]
+                per_mention[m] = list(hits) + [link for link in same_name
+                                               if link.name not in {h.name for h in hits}]
         linked: list[str] = []
         for hits in per_mention.values():
             for link in hits:
