@@ -59,7 +59,12 @@ def _cmd_load_db(args: argparse.Namespace) -> int:
         summary = store.load_triples(source, batch_size=args.batch_size,
                                      progress=not args.no_progress, **read_options)
         print(summary)
-        print(f"graph now: {store.counts()}")
+        if hasattr(store, "stored_counts"):  # a database: its own counts, no scan
+            nodes, edges = store.stored_counts()
+            print(f"graph now: {nodes} {store.node_label} nodes, {edges} relationships in the "
+                  "database")
+        else:
+            print(f"graph now: {store.counts()}")
         if args.embed:
             _embed(store, args)
     finally:

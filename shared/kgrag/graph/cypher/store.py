@@ -470,6 +470,15 @@ class CypherGraphStore:
         rel = self._relation_counts()
         return {"nodes": int(rows[0][0]), "edges": sum(rel.values()), "relations": len(rel)}
 
+    def stored_counts(self) -> tuple[int, int]:
+        """``(labelled nodes, relationships)`` as the database counts them, without scanning:
+        what ``kgrag load-db`` reports after loading. :meth:`counts` checks every edge's ends
+        (named entity nodes, per relation) -- at 10M edges on FalkorDB that took over 15
+        minutes, these two counts well under a second."""
+        nodes = self._read(f"MATCH {self._node('n')} RETURN count(n)")
+        edges = self._read("MATCH ()-[e]->() RETURN count(e)")
+        return int(nodes[0][0]), int(edges[0][0])
+
     def has_node(self, name: str) -> bool:
         rows = self._read(f"MATCH {self._node('n', '$name')}"
                           f"{self._where(self._not_excluded('n'))} RETURN n.{self._prop} LIMIT 1",
