@@ -128,6 +128,32 @@ def test_graphraft_fallback_selects_queries_without_the_chat_choice(movies, mini
     assert result.usage.calls == 1
 
 
+def test_graphraft_fallback_widens_a_partial_mention_to_the_questions_name(minilm):
+    """Under "fallback" the model's "Paris" for a question naming [Paris, France] stands for
+    "Paris, France" (the longer name the question mentions), not the other node "Paris";
+    under "raise" the model's entity is used as it is."""
+    from kgrag import KnowledgeGraph
+    from kgrag.methods.graphraft import GraphRAFT
+    from langchain_kgrag.testing import scripted_chat
+
+    kg = KnowledgeGraph.from_triples([
+        ("Paris, France", "directed_by", "Jerry Ciccoritti"),
+        ("Net Worth", "directed_by", "Jerry Ciccoritti"),
+        ("Paris", "directed_by", "Raymond Bernard"),
+        ("Les Croix de bois", "directed_by", "Raymond Bernard"),
+    ])
+    question = "which films have the same director of [Paris, France]"
+    method = GraphRAFT.from_graph(kg, llm=scripted_chat("Paris", "Net Worth"), embedder=minilm,
+                                  on_unusable_reply="fallback")
+    result = method.retrieve(question)
+    assert result.metadata["mentions"] == ["Paris"]
+    assert result.metadata["entities"] == ["Paris, France"]
+    assert result.items[0].name == "Net Worth"  # the query's answer first, before top-ups
+    raised = GraphRAFT.from_graph(kg, llm=scripted_chat("Paris", "1", "Les Croix de bois"),
+                                  embedder=minilm).retrieve(question)
+    assert raised.metadata["entities"] == ["Paris"]
+
+
 def test_graphraft_fallback_keeps_only_entities_the_question_names(movies, minilm):
     """Under "fallback" a mention that passes L0 ("Godfathers" is in the question) but links to
     a node the question does not name ("Tokyo Godfathers") sends GraphRAFT to its LLM-free

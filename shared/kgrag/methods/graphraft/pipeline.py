@@ -377,7 +377,7 @@ class GraphRAFT(KGMethod):
             mentions, _ = yield from self._entity_steps(question)
         entities = self.link(mentions)
         if self.llm is not None and self.on_unusable_reply == "fallback":
-            entities = self._named_by_question(question, entities)
+            entities = self._widened(question, self._named_by_question(question, entities))
         cands = self.candidates(entities)
         picked = (yield self._select(question, cands, self.config.beam_width)) if cands else []
         selected = [cands[i] for i in picked]
@@ -442,6 +442,26 @@ class GraphRAFT(KGMethod):
             raise LLMOutputError("the LLM's entities link to no node the question names: "
                                  f"{', '.join(entities[:5]) or '(none)'}")
         return kept
+
+    def _widened(self, question: str, entities: Sequence[str]) -> list[str]:
+        """Under ``on_unusable_reply="fallback"``: a linked name that is part of a longer name
+        the question itself mentions is replaced by that longer name's nodes (the question's
+        own n-gram mentions, as the LLM-free mode finds them). SmolLM2 answers "Paris" for
+        "which films have the same director of [Paris, France]"; the node "Paris" exists too,
+        and retrieval around it lost every answer the LLM-free row found."""
+        from kgrag.linking import extract_mentions
+        from kgrag.llm.parsing import content_words
+
+        longer = [(set(content_words(m.name)), m.name)
+                  for m in extract_mentions(question, self.linker)]
+        out: list[str] = []
+        for entity in entities:
+            words = set(content_words(entity))
+            wider = [name for mention_words, name in longer if words < mention_words]
+            for name in (self.link(wider) if wider else [entity]):
+                if name not in out:
+                    out.append(name)
+        return out
 
     def _check_grounded(self, nodes: Sequence[RetrievedNode]) -> None:
         """Under ``on_unusable_reply="fallback"``, replies that led to no node at all are as
