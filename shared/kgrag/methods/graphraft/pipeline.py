@@ -242,7 +242,7 @@ class GraphRAFT(KGMethod):
         (ours; the paper links to "the" node): MetaQA has both ``Stanley Kramer`` and ``stanley
         kramer``, and the mention "The films directed by Stanley Kramer." linked to one of them
         only, where the question's own n-gram "stanley kramer" links both -- the answer's other
-        language hung off the second node (a real-model run lost it, below the LLM-free row)."""
+        language hung off the second node (a SmolLM2 run lost it)."""
         per_mention = {m: self.linker.exact(m) for m in dict.fromkeys(mentions)}
         unmatched = [m for m, hits in per_mention.items() if not hits]
         if unmatched:  # one batched embedding call for every mention without an exact match
