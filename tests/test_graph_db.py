@@ -629,7 +629,7 @@ def test_load_db_command(falkordb_server, tmp_path, capsys):
         assert args.func(args) == 0
         out = capsys.readouterr().out
         assert f"{expected_created} relationships created" in out
-        assert "'edges': 2" in out
+        assert "graph now: 3 Entity nodes, 2 relationships in the database" in out
     args = parser.parse_args(["load-db", str(file), "--backend", "neo4j", "--uri",
                               falkordb_server.bolt_uri, "--label", "CliLoaded", "--no-progress"])
     assert args.func(args) == 0
