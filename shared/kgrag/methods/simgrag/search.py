@@ -528,11 +528,9 @@ class SubgraphSearch:
             if domain.edges is not None:
                 domain.reads = len(domain.edges[0])
             else:
-                kg, ids = self.kg, domain.ids
-                table = getattr(kg, "total_degrees", None)  # not in the IdIndexedGraph protocol
-                domain.reads = (int(table()[ids].sum(dtype=np.int64)) if table is not None else
-                                int((kg.out_indptr[ids + 1] - kg.out_indptr[ids]).sum()
-                                    + (kg.in_indptr[ids + 1] - kg.in_indptr[ids]).sum()))
+                table = getattr(self.kg, "total_degrees", None)  # not in IdIndexedGraph
+                domain.reads = int(table()[domain.ids].sum(dtype=np.int64) if table is not None
+                                   else self.kg.degree_ids(domain.ids).sum())
         return domain.reads
 
     def _domain_edges(self, domain: _NodeCosts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
