@@ -247,10 +247,10 @@ class GraphRAFT(KGMethod):
         unmatched = [m for m, hits in per_mention.items() if not hits]
         if unmatched:  # one batched embedding call for every mention without an exact match
             for m, hits in zip(unmatched, self.linker.dense_many(unmatched, top_m=1)):
-                same_name = [link for hit in hits for link in self.linker.exact(hit.name)
-                             if link.source == "exact"]
-                per_mention[m] = list(hits) + [link for link in same_name
-                                               if link.name not in {h.name for h in hits}]
+                found = {hit.name for hit in hits}
+                per_mention[m] = list(hits) + [
+                    link for hit in hits for link in self.linker.exact(hit.name)
+                    if link.source == "exact" and link.name not in found]
         linked: list[str] = []
         for hits in per_mention.values():
             for link in hits:
