@@ -19,6 +19,7 @@ from metaqa_samples import metaqa_films
 from protocol_store import ProtocolStore
 
 from kgrag import KnowledgeGraph
+from kgrag.context.types import Triple
 from kgrag.methods.ultrag import QueryResolutionError, QueryStructureError, UltRAG
 from kgrag.methods.ultrag.store_executor import StoreQueryExecutor
 from kgrag.methods.ultrag.vocabulary import GraphVocabulary
@@ -214,8 +215,8 @@ def test_neural_executor_on_a_database_runs_on_the_seppr_subgraph(falkor_stores,
 
 
 def test_neural_executor_on_a_store_without_a_server_cuts_to_the_seppr_subgraph(film_kg):
-    """Alg. 2 on a store, server-free: one k-hop read from the store (no one_hop per
-    projection), the SEPPR cut to ``subgraph_k`` nodes -- small enough here that it drops most
+    """Alg. 2 on a store, server-free: one read per level of the neighbourhood (no one_hop
+    per projection), the SEPPR cut to ``subgraph_k`` nodes -- small enough here that it drops most
     of the neighbourhood -- and UltraQuery on what is left: the genre's films rank first."""
     store = ProtocolStore(film_kg)
     k = 40
@@ -229,7 +230,8 @@ def test_neural_executor_on_a_store_without_a_server_cuts_to_the_seppr_subgraph(
     run = method.run(query)
     assert run.subgraph_nodes == len(run.names) == k  # the cut fired
     assert "Comedy" in run.names and set(run.names) < neighbourhood
-    assert store.calls["k_hop_subgraph"] == 1 and store.calls["one_hop"] == 0
+    assert store.calls["k_hop_subgraph"] == 2 and store.calls["degree"] == 1  # two levels
+    assert store.calls["one_hop"] == 0
     comedies = {t.head for t in film_kg.one_hop(["Comedy"], direction="in",
                                                 relations=["has_genre"])}
     assert comedies < set(run.names)  # SEPPR keeps the anchor's own neighbours
@@ -251,7 +253,62 @@ def test_neural_executor_on_a_store_without_a_server_cuts_to_the_seppr_subgraph(
     store.calls.clear()
     top = method.execute(both, top_k=len(answers))
     assert {e.name for e in top} == answers and min(e.score for e in top) > 0.5
-    assert store.calls["k_hop_subgraph"] == 1 and store.calls["one_hop"] == 0
+    # one neighbourhood for both leaves, not one per leaf or projection
+    assert store.calls["k_hop_subgraph"] == 2 and store.calls["one_hop"] == 0
+
+
+def _star_with_hub() -> list[tuple[str, str, str]]:
+    """A seed with three neighbours: two small ones and a hub of 40 leaves."""
+    triples = [("seed", "r", "a"), ("seed", "r", "b"), ("hub", "r", "seed"),
+               ("a", "r", "x"), ("b", "s", "y"), ("y", "r", "z")]
+    return triples + [("hub", "s", f"leaf {i:02d}") for i in range(40)]
+
+
+def test_budgeted_neighbourhood_reads_small_nodes_first_and_leaves_hubs_unexpanded():
+    from kgrag.methods.ultrag.neural import budgeted_neighbourhood
+
+    kg = KnowledgeGraph.from_triples(_star_with_hub())
+    full = {t.as_tuple() for t in kg.k_hop_subgraph(["seed"], hops=2)}
+    # a budget that holds everything: the whole 2-hop neighbourhood, as a BFS reads it
+    assert {t.as_tuple() for t in budgeted_neighbourhood(kg, ["seed"], max_edges=1000)} == full
+    # 3 seed edges + a's and b's (degree 2 each, one of them the edge back to the seed): the hub
+    # (degree 41) does not fit in what is left, so it stays a node with its one edge to the seed
+    got = budgeted_neighbourhood(kg, ["seed"], max_edges=8)
+    assert [t.as_tuple() for t in got] == sorted([
+        ("seed", "r", "a"), ("seed", "r", "b"), ("hub", "r", "seed"), ("a", "r", "x"),
+        ("b", "s", "y")])
+    assert len(got) <= 8
+    # a budget smaller than the seed's own edges: as many of them as it holds (which ones is
+    # the store's k_hop_subgraph cap: lowest ids in memory, name order in a database)
+    capped = {t.as_tuple() for t in budgeted_neighbourhood(kg, ["seed"], max_edges=2)}
+    assert len(capped) == 2 and capped < {t.as_tuple() for t in kg.one_hop(["seed"])}
+    assert budgeted_neighbourhood(kg, ["seed"], hops=1, max_edges=1000) == sorted(
+        kg.one_hop(["seed"]), key=Triple.as_tuple)
+
+
+@pytest.mark.server
+def test_budgeted_neighbourhood_on_falkordb_counts_without_naming_edges(falkordb_server):
+    """The database counts a hub's edges as node pairs (``neighbour_counts``), then reads the
+    same edges as the in-memory graph under the same budget."""
+    from falkordb import FalkorDB
+
+    from kgrag.graph.cypher.falkordb import FalkorDBGraphStore
+    from kgrag.methods.ultrag.neural import budgeted_neighbourhood
+
+    key = "ultrag_budget_star"
+    FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph(key).query(
+        "MATCH (n) DETACH DELETE n")
+    store = FalkorDBGraphStore.from_url("127.0.0.1", falkordb_server.port, graph=key)
+    try:
+        kg = KnowledgeGraph.from_triples(_star_with_hub())
+        store.load_triples(kg, progress=False)
+        names = ["seed", "hub", "a", "leaf 00", "nobody"]
+        assert store.neighbour_counts(names) == kg.degree(names)  # no parallel edges here
+        for budget in (5, 8, 30, 1000):  # the seed's 3 edges fit: no store-specific cap
+            assert (budgeted_neighbourhood(store, ["seed"], max_edges=budget)
+                    == budgeted_neighbourhood(kg, ["seed"], max_edges=budget)), budget
+    finally:
+        store.close()
 
 
 @pytest.mark.server

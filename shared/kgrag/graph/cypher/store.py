@@ -745,6 +745,21 @@ class CypherGraphStore:
             found.update(str(row[0]) for row in self._read(query, {"names": chunk}))
         return sorted(found)
 
+    def neighbour_counts(self, names: Iterable[str]) -> dict[str, int]:
+        """Per known node, how many edges join it to named nodes (either direction), counted
+        as node pairs (no edge resolved: a hub's count costs about what a small node's does).
+
+        A cheap size estimate for planning a read (parallel edges between one pair may count
+        once), not :meth:`degree`, which names every edge and so costs as much as reading them.
+        """
+        query = (f"{self._anchor()}MATCH (n)-{self._pair_pattern()}-{self._node('m')}"
+                 f"{self._where(self._has_name('m'))} RETURN nm, count(m)")
+        found: dict[str, int] = {}
+        for chunk in self._chunks(self._names(names)):
+            for nm, count in self._read(query, {"names": chunk}):
+                found[str(nm)] = found.get(str(nm), 0) + int(count)
+        return found
+
     def count_pairs_without_vectors(self, names: Iterable[str], prop: str) -> int:
         """Edges touching ``names`` (as node pairs) with an end that has no ``prop`` vector."""
         q = self._quote(prop)
