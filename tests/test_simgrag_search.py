@@ -387,6 +387,28 @@ def test_zero_cost_domain_lookup_by_mask_equals_binary_search():
     assert np.array_equal(costly(query), np.where(np.isin(query, ids), 0.5, np.inf))
 
 
+def test_costed_domain_lookup_by_mask_equals_binary_search():
+    """Large queries into a domain with distinct costs go through the membership mask too and
+    read each member's own cost: the same values as one binary search per id."""
+    from kgrag.methods.simgrag.search import _NodeCosts
+
+    rng = np.random.default_rng(11)
+    ids = rng.choice(80_000, 5_000, replace=False)
+    costs = rng.random(len(ids))
+    domain = _NodeCosts(ids, costs)
+    query = rng.integers(0, 90_000, 4 * _NodeCosts.MASK_QUERIES)
+    query[:500] = ids[:500]
+    cost_of = dict(zip(ids.tolist(), costs.tolist()))
+    expected = np.asarray([cost_of.get(q, np.inf) for q in query.tolist()])
+    assert np.array_equal(domain(query), expected)  # the mask path
+    assert np.array_equal(domain(query[:100]), expected[:100])  # the binary-search path
+    keep = rng.random(len(ids)) < 0.3
+    narrowed = domain.restrict(keep)
+    kept = dict(zip(domain.ids[keep].tolist(), domain.costs[keep].tolist()))
+    assert np.array_equal(narrowed(query),
+                          np.asarray([kept.get(q, np.inf) for q in query.tolist()]))
+
+
 def test_adjacency_filter_reads_either_domain_with_the_same_result():
     """Refinement's filter (target nodes joined to the source domain through a candidate
     relation) is read from the domain with fewer incident edges; both ways agree with the
