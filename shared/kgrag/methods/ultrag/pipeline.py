@@ -126,7 +126,8 @@ class UltRAG(KGMethod):
         run UltraQuery on the SEPPR subgraph of ``subgraph_k`` nodes (default 30,000, the
         paper's) around the query's anchors.
     store_hops [2], store_max_edges [200,000]: the neighbourhood fetched from a GraphStore for
-        the neural executor before SEPPR.
+        the neural executor before SEPPR (smallest nodes first within the edge budget; hubs
+        beyond the first level stay unexpanded: :func:`~.neural.budgeted_neighbourhood`).
     top_k [50]: entities returned by :meth:`retrieve` and shown to the arbitrator.
     min_membership [ours; 0.001]: entities scoring below it are left out of the returned items
         (``retrieve``, ``execute``, ``ranked``; ``metadata["below_min_membership"]`` counts
