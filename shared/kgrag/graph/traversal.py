@@ -119,10 +119,14 @@ class ArrayTraversal:
         nodes = np.asarray(nodes, dtype=np.int64)
         e_out, own_out = self._edges_one_direction(nodes, False, None)
         e_in, own_in = self._edges_one_direction(nodes, True, None)
+        # an in-edge's tail is its owner node, so one gather of the heads (random reads over
+        # the edge arrays: the cost of this call on a big domain) tells self-loops and gives
+        # the other ends
+        heads_in = self.heads[e_in]
         if self_loops_once:
-            keep = self.heads[e_in] != self.tails[e_in]
-            e_in, own_in = e_in[keep], own_in[keep]
-        other = np.concatenate([self.tails[e_out], self.heads[e_in]]).astype(np.int64)
+            keep = heads_in != nodes[own_in]
+            e_in, own_in, heads_in = e_in[keep], own_in[keep], heads_in[keep]
+        other = np.concatenate([self.tails[e_out], heads_in]).astype(np.int64)
         forward = np.concatenate([np.ones(len(e_out), bool), np.zeros(len(e_in), bool)])
         return np.concatenate([own_out, own_in]), np.concatenate([e_out, e_in]), other, forward
 
