@@ -125,8 +125,9 @@ class CandidateSet:
 class _NodeCosts:
     """Distances of a node domain, looked up by id with a binary search (no graph-sized array).
 
-    ``edges`` / ``reads`` cache the domain's incident edges and their count once read (see
-    :meth:`SubgraphSearch._domain_edges`); a restricted domain inherits the filtered edges.
+    ``edges`` / ``reads`` cache the domain's incident edges (with their relation ids) and their
+    count once read (see :meth:`SubgraphSearch._domain_edges`); a restricted domain inherits
+    the filtered edges.
     """
 
     __slots__ = ("costs", "edges", "ids", "reads", "zero")
@@ -141,7 +142,7 @@ class _NodeCosts:
         order = np.argsort(ids, kind="stable")
         self.ids = np.ascontiguousarray(ids[order], dtype=np.int64)
         self.costs = np.ascontiguousarray(costs[order], dtype=np.float64)
-        self.edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.reads: int | None = None
         self.zero = not self.costs.any()
 
@@ -168,9 +169,9 @@ class _NodeCosts:
         out.edges, out.reads = None, None
         out.zero = self.zero
         if self.edges is not None:
-            own, e, other = self.edges
+            own, e, other, rel = self.edges
             ok = keep[own]
-            out.edges = ((np.cumsum(keep) - 1)[own[ok]], e[ok], other[ok])
+            out.edges = ((np.cumsum(keep) - 1)[own[ok]], e[ok], other[ok], rel[ok])
         return out
 
 
@@ -539,18 +540,22 @@ class SubgraphSearch:
                                    else self.kg.degree_ids(domain.ids).sum())
         return domain.reads
 
-    def _domain_edges(self, domain: _NodeCosts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_incident` of the domain's ids, read once and kept on the domain."""
+    def _domain_edges(self, domain: _NodeCosts
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_incident` of the domain's ids and the edges' relation ids, read once and
+        kept on the domain (every filter and index over the domain costs its edges by relation:
+        one gather of the relation ids instead of one per use)."""
         if domain.edges is None:
-            domain.edges = self._incident(domain.ids)
+            own, e, other = self._incident(domain.ids)
+            domain.edges = (own, e, other, self.kg.rels[e])
         return domain.edges
 
     def _neighbours(self, domain: _NodeCosts, rel_cost: np.ndarray | None) -> np.ndarray:
         """Nodes joined to the domain by an edge (either direction) with a candidate relation."""
         def compute() -> np.ndarray:
-            _, e, other = self._domain_edges(domain)
+            _, _, other, rel = self._domain_edges(domain)
             if rel_cost is not None:
-                other = other[np.isfinite(rel_cost[self.kg.rels[e]])]
+                other = other[np.isfinite(rel_cost[rel])]
             return other
 
         return self.shared.neighbours(domain, rel_cost, compute)
@@ -625,12 +630,12 @@ class SubgraphSearch:
         the named domain it filters, which reading its own edges answers just as well."""
         kg = self.kg
         if self._domain_reads(target) < self._domain_reads(source):
-            own, e, other = self._domain_edges(target)
+            own, _, other, rel = self._domain_edges(target)
             inside = np.zeros(kg.num_nodes, dtype=bool)
             inside[source.ids] = True
             ok = inside[other]
             if rel_cost is not None:
-                ok &= np.isfinite(rel_cost[kg.rels[e]])
+                ok &= np.isfinite(rel_cost[rel])
             keep = np.zeros(len(target.ids), dtype=bool)
             keep[own[ok]] = True
             return keep
@@ -648,11 +653,11 @@ class SubgraphSearch:
         if (domain is None or (last is not None and last[1] is domain)
                 or self._domain_reads(domain) > budget):
             return None
-        own, e, other = self._domain_edges(domain)
+        own, _, other, rel = self._domain_edges(domain)
         ok = other == domain.ids[own]
         rel_cost = self.rel_cost[j]
         if rel_cost is not None:
-            ok &= np.isfinite(rel_cost[self.kg.rels[e]])
+            ok &= np.isfinite(rel_cost[rel])
         keep = np.zeros(len(domain.ids), dtype=bool)
         keep[own[ok]] = True
         if not keep.all():
@@ -781,13 +786,12 @@ class SubgraphSearch:
 
     def _build_reverse_index(self, target: _NodeCosts, rel_cost: np.ndarray | None,
                              new: bool, source: _NodeCosts | None) -> tuple:
-        kg = self.kg
-        own, e, outer = self._domain_edges(target)
+        own, e, outer, rel = self._domain_edges(target)
         keep = None
         if source is not None:
             keep = np.isfinite(source(outer))
         if rel_cost is not None:  # what _option_cost(s, e, inner) adds, term by term
-            cost = rel_cost[kg.rels[e]]
+            cost = rel_cost[rel]
             finite = np.isfinite(cost)
             keep = finite if keep is None else keep & finite
         if keep is not None and not keep.all():
@@ -806,8 +810,8 @@ class SubgraphSearch:
         """:meth:`_step_index` from the source domain's edges: those whose other end is in
         the target domain (any, when it is unknown), costed by :meth:`_option_cost` (a closing
         step: relation only)."""
-        own, e, other = self._domain_edges(source)
-        cost = self._option_cost(s, e, other)
+        own, e, other, rel = self._domain_edges(source)
+        cost = self._option_cost(s, e, other, rel)
         if not self.steps[s].new and target is not None:
             cost = np.where(np.isfinite(target(other)), cost, np.inf)
         keep = np.isfinite(cost)
@@ -837,14 +841,16 @@ class SubgraphSearch:
         order = np.argsort(own, kind="stable")
         return own[order], e[order], t[order], cost[order]
 
-    def _option_cost(self, s: int, edges: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    def _option_cost(self, s: int, edges: np.ndarray, ends: np.ndarray,
+                     rels: np.ndarray | None = None) -> np.ndarray:
         """What taking graph edge ``edges[i]`` to ``ends[i]`` adds at step ``s`` (``inf`` when
-        the relation or the node is not a candidate); a closing step adds the relation only."""
+        the relation or the node is not a candidate); a closing step adds the relation only.
+        ``rels``: the edges' relation ids when already read."""
         step = self.steps[s]
         cost = np.zeros(len(edges), dtype=np.float64)
         rel_cost = self.rel_cost[step.edge]
         if rel_cost is not None:
-            cost += rel_cost[self.kg.rels[edges]]
+            cost += rel_cost[self.kg.rels[edges] if rels is None else rels]
         target = self.node_cost[step.dst]
         if step.new and target is not None:
             cost += target(ends)
