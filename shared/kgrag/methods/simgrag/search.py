@@ -454,7 +454,10 @@ class SubgraphSearch:
         domains = {v: c for v, c in enumerate(self.node_cost) if c is not None}
         self.root = min(domains, key=lambda v: (len(domains[v].ids), -self.degree[v], v))
         root_cost = domains[self.root]
-        self.root_candidates = CandidateSet(root_cost.ids, root_cost.costs)
+        # the domain's ids are distinct and its costs checked: only the order by (cost, id)
+        order = np.lexsort((root_cost.ids, root_cost.costs))
+        self.root_candidates = CandidateSet.presorted(root_cost.ids[order],
+                                                      root_cost.costs[order])
         self.steps = plan_steps(n_nodes, self.edges, self.root)
         self.step_of_edge = [0] * len(self.edges)
         for s, step in enumerate(self.steps):
