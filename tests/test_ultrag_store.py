@@ -334,3 +334,20 @@ def test_hybrid_executor_on_a_database(falkor_stores, film_kg, kind):
     assert guessed.items and all(e.metadata["source"] == "neural"
                                  and 0 <= e.score <= 0.5 for e in guessed.items)
     assert guessed.metadata["subgraph_nodes"] > 1
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("kind", ["falkordb", "neo4j-bolt"])
+def test_neighbour_counts_bound_the_edges_a_read_returns(falkor_stores, film_kg, kind):
+    """``neighbour_counts`` (node pairs, no edge named) never exceeds the edges ``one_hop``
+    returns for a node and equals them where no two edges join the same pair."""
+    store = falkor_stores[kind]
+    names = sorted(film_kg.node_names)[:60] + ["no such node"]
+    counts = store.neighbour_counts(names)
+    assert "no such node" not in counts and set(counts) <= set(names)
+    for name in names[:60]:
+        edges = film_kg.one_hop([name])
+        pairs = {frozenset((t.head, t.tail)) for t in edges}
+        assert counts.get(name, 0) <= len(edges), name
+        if len(pairs) == len(edges):
+            assert counts.get(name, 0) == len(edges), name
