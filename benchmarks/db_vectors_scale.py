@@ -175,7 +175,9 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         from kgrag.graph.cypher.vectors import node_vector_index
         from kgrag.methods.simgrag import SimGRAG
 
-        mem = SimGRAG(kg, embedder=emb, top_k=3, node_vectors=vectors)
+        # exact search in memory (above 1M names "auto" would build an HNSW index: 25 min
+        # at 2.4M names, and approximate)
+        mem = SimGRAG(kg, embedder=emb, top_k=3, node_vectors=vectors, index="flat")
         index = node_vector_index(store, emb)
         from kgrag.methods.simgrag.db_candidates import BREADTH, OVERSAMPLE
 
