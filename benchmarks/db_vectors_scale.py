@@ -78,7 +78,8 @@ def _open(port: int) -> Any:
     return FalkorDBGraphStore.from_url("127.0.0.1", port, graph=GRAPH_KEY)
 
 
-def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[str, Any]:
+def child(method: str, port: int, questions: list[list[str]], dim: int,
+          breadth: int | None = None) -> dict[str, Any]:
     """One method in this process: cold start, per-question latency, peak RSS, its results."""
     import numpy as np
     from hash_embedder import HashUnitEmbedder
@@ -93,7 +94,8 @@ def child(method: str, port: int, questions: list[list[str]], dim: int) -> dict[
     if method == "simgrag":
         from kgrag.methods.simgrag import SimGRAG
 
-        m: Any = SimGRAG(store, embedder=emb, top_k=3)
+        m: Any = SimGRAG(store, embedder=emb, top_k=3,
+                         **({"database_search_breadth": breadth} if breadth else {}))
         for h, r, _ in questions:
             t0 = time.perf_counter()
             res = m.retrieve_pattern([(h, relation_words(r), "UNKNOWN 1")])
@@ -165,7 +167,8 @@ def _ultrag_result(scores: Any, names: Any, ranked: Any) -> dict[str, Any]:
 
 
 def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg: Any,
-               vectors: Any, emb: Any, store: Any) -> dict[str, Any]:
+               vectors: Any, emb: Any, store: Any, breadth: int | None = None
+               ) -> dict[str, Any]:
     """Compare a child's results with the in-memory computation on the same graph."""
     import numpy as np
 
@@ -181,6 +184,8 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         index = node_vector_index(store, emb)
         from kgrag.methods.simgrag.db_candidates import BREADTH, OVERSAMPLE
 
+        breadth = breadth or BREADTH
+
         recalls, raw_recalls, same_gsd = [], [], 0
         for (h, r, _), res in zip(questions, got["results"]):
             q = np.asarray(emb.embed_query(h), np.float32)
@@ -188,7 +193,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
             # what SimGRAG keeps: the index's top 16 x OVERSAMPLE of a BREADTH-wide search,
             # re-scored exactly, best 16
             hits = [kg.node_index[n] for n, _ in store.vector_search(
-                index.index, q.tolist(), 16 * OVERSAMPLE, breadth=BREADTH)]
+                index.index, q.tolist(), 16 * OVERSAMPLE, breadth=breadth)]
             found = set(sorted(hits, key=lambda i: (-float(vectors[i] @ q), i))[:16])
             raw = {kg.node_index[n] for n, _ in store.vector_search(index.index, q.tolist(), 16)}
             recalls.append(len(exact & found) / 16)
@@ -198,7 +203,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         return {"recall_at_16_mean": round(statistics.mean(recalls), 4),
                 "recall_at_16_min": min(recalls), "same_gsds": same_gsd,
                 "index_only_recall_at_16_mean": round(statistics.mean(raw_recalls), 4),
-                "search_breadth": BREADTH}
+                "search_breadth": breadth}
     if method == "byokg":
         from kgrag.methods.byokg.triplets import TripletScorer
 
@@ -248,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child-timeout", type=float, default=3600.0,
                     help="seconds one method's process may take (then reported as failed)")
     ap.add_argument("--skip-memory", action="store_true", help="no in-memory agreement check")
+    ap.add_argument("--simgrag-breadth", type=int, default=None,
+                    help="SimGRAG's database_search_breadth (default: the library's, 2,048)")
     ap.add_argument("--no-index-check", action="store_true",
                     help="a graph already loaded is used as it is (index-db reads every node "
                          "to find missing vectors: minutes at 10M edges)")
@@ -258,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         spec = json.loads(sys.stdin.read())
-        print(json.dumps(child(args.child, args.port, spec["questions"], args.dim)))
+        print(json.dumps(child(args.child, args.port, spec["questions"], args.dim,
+                               spec.get("breadth"))))
         return 0
 
     import synthetic
@@ -281,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         server = FalkorDBServer().start()
         port = server.port
     report: dict[str, Any] = {"edges": args.edges, "dim": args.dim, "questions": args.questions,
+                              "simgrag_breadth": args.simgrag_breadth,
                               "ef_construction": args.ef_construction or 200,
                               "load_average_start": os.getloadavg()}
     env = dict(os.environ, KGRAG_HASH_DIM=str(args.dim))
@@ -322,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc = subprocess.run(
                     [sys.executable, os.path.abspath(__file__), "--child", method, "--port",
                      str(port), "--dim", str(args.dim)],
-                    input=json.dumps({"questions": questions}), capture_output=True, text=True,
+                    input=json.dumps({"questions": questions, "breadth": args.simgrag_breadth}), capture_output=True, text=True,
                     env=env, timeout=args.child_timeout)
             except subprocess.TimeoutExpired:
                 runs[method] = {"method": method, "failed": f"no answer in {args.child_timeout} s"}
@@ -347,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             store = _open(port)
             for method in (m for m in methods if "failed" not in runs[m]):
                 runs[method]["agreement"] = _agreement(method, runs[method], questions, kg,
-                                                       vectors, emb, store)
+                                                       vectors, emb, store,
+                                                       args.simgrag_breadth)
             store.close()
         for run in runs.values():
             run.pop("results", None)
