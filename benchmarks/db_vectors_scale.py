@@ -331,8 +331,8 @@ def main(argv: list[str] | None = None) -> int:
                 proc = subprocess.run(
                     [sys.executable, os.path.abspath(__file__), "--child", method, "--port",
                      str(port), "--dim", str(args.dim)],
-                    input=json.dumps({"questions": questions, "breadth": args.simgrag_breadth}), capture_output=True, text=True,
-                    env=env, timeout=args.child_timeout)
+                    input=json.dumps({"questions": questions, "breadth": args.simgrag_breadth}),
+                    capture_output=True, text=True, env=env, timeout=args.child_timeout)
             except subprocess.TimeoutExpired:
                 runs[method] = {"method": method, "failed": f"no answer in {args.child_timeout} s"}
             else:
