@@ -94,8 +94,8 @@ def child(method: str, port: int, questions: list[list[str]], dim: int,
     if method == "simgrag":
         from kgrag.methods.simgrag import SimGRAG
 
-        m: Any = SimGRAG(store, embedder=emb, top_k=3,
-                         **({"database_search_breadth": breadth} if breadth else {}))
+        options: dict[str, Any] = {"database_search_breadth": breadth} if breadth else {}
+        m: Any = SimGRAG(store, embedder=emb, top_k=3, **options)
         for h, r, _ in questions:
             t0 = time.perf_counter()
             res = m.retrieve_pattern([(h, relation_words(r), "UNKNOWN 1")])
