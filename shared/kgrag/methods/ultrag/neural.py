@@ -177,19 +177,18 @@ def budgeted_neighbourhood(store: GraphStore, names: Sequence[str], *, hops: int
         room = max_edges - len(taken)
         if not frontier or room <= 0:
             break
-        if level == 0:
-            fresh = store.k_hop_subgraph(frontier, hops=1, max_edges=room)
-        else:
+        chosen = frontier  # the seeds are always read (up to the cap)
+        if level > 0:
             counts = counter(frontier)
-            chosen: list[str] = []
-            total = 0
+            chosen, total = [], 0
             for name in sorted(frontier, key=lambda n: (counts.get(n, 0), n)):
-                if total + counts.get(name, 0) > room:
+                total += counts.get(name, 0)
+                if total > room:
                     break
                 chosen.append(name)
-                total += counts.get(name, 0)
-            # the cap binds only where the counts undercount (parallel edges counted as pairs)
-            fresh = store.k_hop_subgraph(chosen, hops=1, max_edges=room) if chosen else []
+        # beyond the seeds the cap binds only where the counts undercount (parallel edges
+        # counted as pairs)
+        fresh = store.k_hop_subgraph(chosen, hops=1, max_edges=room) if chosen else []
         level_edges = [t for t in fresh if t not in taken]
         taken.update(level_edges)
         ends = {t.head for t in level_edges} | {t.tail for t in level_edges}
