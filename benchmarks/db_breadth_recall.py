@@ -1,8 +1,8 @@
 """SimGRAG's database search beam against recall, on a graph already loaded by
 ``db_vectors_scale.py`` (issue 27): for each ``--breadths`` value, recall@16 of what SimGRAG
 keeps from the database's vector index (its best 16 x OVERSAMPLE of a ``breadth``-wide HNSW
-search, re-ranked exactly) against exact search over every node's vector, and the median time
-of one index query.
+search, re-ranked exactly: ``db_vectors_scale.kept_recall``) against exact search over every
+node's vector, and the median time of one index query.
 
 Queries: the benchmark's ``--questions`` seeds plus ``--extra`` random node names. Vectors:
 the benchmark's hash embedder (random unit vectors, the hardest case for HNSW).
@@ -19,7 +19,6 @@ import os
 import random
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -45,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from kgrag.graph.cypher.vectors import node_vector_index
     from kgrag.graph.io import iter_triples
-    from kgrag.methods.simgrag.db_candidates import OVERSAMPLE
 
     tsv = os.path.join(scale.CACHE_DIR, f"dbvec_{args.edges}_{args.seed}.tsv")
     names = sorted({x for h, _, t in iter_triples(tsv, sep="\t") for x in (h, t)})
@@ -62,12 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         recalls, seconds = [], []
         for name in queries:
             q = np.asarray(emb.embed_query(name), np.float32)
-            exact = set(np.argsort(-(vectors @ q), kind="stable")[:16].tolist())
-            t0 = time.perf_counter()
-            hits = store.vector_search(index.index, q.tolist(), 16 * OVERSAMPLE, breadth=breadth)
-            seconds.append(time.perf_counter() - t0)
-            kept = sorted((row[n] for n, _ in hits), key=lambda i: (-float(vectors[i] @ q), i))
-            recalls.append(len(exact & set(kept[:16])) / 16)
+            recall, took = scale.kept_recall(store, index.index, vectors, row, q, breadth)
+            recalls.append(recall)
+            seconds.append(took)
         results.append({"breadth": breadth, "recall_at_16_mean": round(statistics.mean(recalls), 4),
                         "recall_at_16_min": min(recalls),
                         "query_seconds_median": round(statistics.median(seconds), 3)})
