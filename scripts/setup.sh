@@ -28,8 +28,18 @@ HF_HUB_OFFLINE=1 .venv/bin/python -c "from kgrag.llm.local import prepare_float3
 # found (~9 minutes on 2 cores, once: pip caches the wheel; PIP_FIND_LINKS=DIR uses a built one).
 # KGRAG_NO_LLAMACPP=1 skips it (kgrag.llm.local then runs on transformers; its tests skip).
 # A failed build (no cmake / C++ compiler) is a warning, not a failed setup.
+# It is built for the AVX2 + FMA baseline, not -march=native: a native build on a virtual
+# machine whose CPU reports AMX uses AMX tile instructions that the hypervisor does not enable,
+# and the first generation dies with SIGILL (seen on a KVM Sapphire Rapids guest); an AVX2
+# build runs on every x86-64 CPU of the last decade. CMAKE_ARGS set by the caller wins.
+# --no-cache-dir: pip's wheel cache ignores CMAKE_ARGS and would hand back a native build.
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+if [ "${KGRAG_NO_LLAMACPP:-0}" != "1" ] && [ -z "${CMAKE_ARGS:-}" ] && .venv/bin/python -c "import llama_cpp, sys; sys.exit('AMX_INT8 = 1' not in llama_cpp.llama_print_system_info().decode())" 2>/dev/null; then
+    echo "setup: rebuilding llama-cpp-python without AMX (this build's AMX kernels can crash a virtual machine)" >&2
+    .venv/bin/python -m pip uninstall -q -y llama-cpp-python
+fi
 if [ "${KGRAG_NO_LLAMACPP:-0}" != "1" ] && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-    .venv/bin/python -m pip install -q -e ".[local-llamacpp]" || echo "warning: llama-cpp-python did not install (needs cmake and a C++ compiler); the local model runs on transformers" >&2
+    CMAKE_ARGS="${CMAKE_ARGS:-$LLAMA_CMAKE_ARGS}" .venv/bin/python -m pip install -q --no-cache-dir -e ".[local-llamacpp]" || echo "warning: llama-cpp-python did not install (needs cmake and a C++ compiler); the local model runs on transformers" >&2
 fi
 # The other end of the neo4j driver range kgrag declares (>=5.25,<7), kept apart from the venv
 # (which has 5.25.0) for tests/test_neo4j_driver_range.py.
