@@ -352,11 +352,15 @@ QUESTIONS = [("Who directed Paprika?", "Paprika"), ("Which films did Satoshi Kon
              ("What genre is Tokyo Godfathers?", "Tokyo Godfathers")]
 
 
+@pytest.mark.parametrize("typed", [0, 1, 4, 100])
 @pytest.mark.parametrize("first_pairs", [None, 2])
-def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, first_pairs):
+def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, first_pairs,
+                                                 typed):
     """The database ranks the neighbourhood's node pairs; the client reads only the best pairs'
     relations and vectors and returns exactly what scoring the fetched neighbourhood gives.
-    ``first_pairs`` 2: two pairs per direction first, so the threshold pass runs."""
+    ``first_pairs`` 2: two pairs per direction first, so the threshold passes run. ``typed``:
+    relations with their own passes (0: one untyped pass; 100: every relation typed, no
+    untyped pass)."""
     from kgrag.methods.byokg.triplets import TripletScorer
 
     client = TripletScorer.from_graph(embedded, minilm)
@@ -365,6 +369,7 @@ def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, 
                 for q, s in QUESTIONS for k in (1, 10)}
     scorer = TripletScorer.from_graph(embedded, minilm)
     scorer.database_first_pairs = first_pairs
+    scorer.database_typed_relations = typed
     passes: list[dict] = []
     best_pairs = embedded.best_pairs
 
@@ -382,6 +387,12 @@ def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, 
             assert _ranked(scorer.top_k(q, k=k, seeds=[s])) == expected[(q, k)]
     if first_pairs == 2:  # two pairs per direction cannot decide every question
         assert any("threshold" in p for p in passes)
+    typed_passes = [p for p in passes if p.get("relation")]
+    assert bool(typed_passes) == (typed > 0)
+    if typed == 100:  # every relation has its own pass: none untyped
+        assert all(p.get("relation") for p in passes)
+    if typed and first_pairs == 2:  # a typed relation's pairs beyond its first two
+        assert any("threshold" in p for p in typed_passes)
 
 
 def test_triplet_ranking_needs_every_neighbour_vector(falkordb_server, movies, minilm):
@@ -401,6 +412,12 @@ def test_triplet_ranking_needs_every_neighbour_vector(falkordb_server, movies, m
         assert "Satoshi Kon" in counter.texts  # embedded in the client: it has no vector
         assert [t[:3] for t in _ranked(gap)] == [t[:3] for t in _ranked(full)]
         assert np.allclose([t.score for t in gap], [t.score for t in full], atol=1e-5)
+        # the pass itself tells: the pair without a vector ranks first, score NaN
+        q = minilm.embed_query("Who directed Paprika?")
+        pairs, _ = store.best_pairs(["Paprika"], q, "embedding", limit=1)
+        assert any("Satoshi Kon" in (h, t) and np.isnan(s) for h, t, s in pairs)
+        assert not any(np.isnan(s) for _, _, s in
+                       store.best_pairs(["Parasite"], q, "embedding")[0])
     finally:
         store.close()
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 #: how far a database's float cosine of unit vectors may be from the client's float32 dot
 #: product (both are within ~1e-6 of the real value)
 DATABASE_SLACK = 1e-4
+#: default :attr:`TripletScorer.database_typed_relations`
+DATABASE_TYPED_RELATIONS = 8
 #: a vector counts as unit length within this
 UNIT_TOLERANCE = 1e-3
 
@@ -66,6 +69,9 @@ class TripletScorer:
         #: node pairs per chunk and direction the database returns first (None: the larger
         #: of 64 and 8 per result asked)
         self.database_first_pairs: int | None = None
+        #: relations closest to the question that get their own (typed) database passes;
+        #: 0 ranks every relation in one untyped pass (see :meth:`_database_candidates`)
+        self.database_typed_relations: int = DATABASE_TYPED_RELATIONS
         self.embedder = embedder
         self.hops = hops
         self.node_vectors = node_vectors
@@ -219,13 +225,16 @@ class TripletScorer:
         (:meth:`~kgrag.graph.cypher.store.CypherGraphStore.best_pairs`; pairs, because naming
         each edge is what is slow) and only the best pairs leave it:
 
-        1. the best ``max(64, 8 k)`` pairs per direction; their relations are read and each
-           triple estimated as pair score + ``cos(q, r)``, so ``lower`` = the k-th estimate
-           minus :data:`DATABASE_SLACK` (the database's float rounding) is at most the final
-           k-th score;
-        2. unless the pairs not returned are already out of reach, every pair scoring at least
-           ``lower - DATABASE_SLACK - max_r cos(q, r)`` (any other triple scores below
-           ``lower``);
+        1. the best ``max(64, 8 k)`` pairs per direction of each of the
+           :attr:`database_typed_relations` relations closest to the question (typed passes:
+           the relation is known); each triple is estimated as pair score + ``cos(q, r)``, so
+           ``lower`` = the k-th estimate minus :data:`DATABASE_SLACK` (the database's float
+           rounding) is at most the final k-th score;
+        2. every pair of any relation scoring at least ``lower - DATABASE_SLACK - cos(q, r')``,
+           ``r'`` the best relation without a typed pass (its relations read), and each typed
+           relation's pairs down to ``lower - DATABASE_SLACK - cos(q, r)`` where its first
+           pass did not reach that (any other triple scores below ``lower``);
+           :meth:`_database_candidates` has the details;
         3. the triples whose estimate is within ``2 x DATABASE_SLACK`` of the k-th estimate
            are scored exactly as :meth:`score_triples` does (their vectors fetched) and ranked
            as :func:`rank_triples` ranks the whole neighbourhood.
@@ -234,7 +243,8 @@ class TripletScorer:
         stored vectors of this embedder's model on every node of the neighbourhood, unit-length
         question and stored vectors (then the database's cosine is the client's dot product)
         and a backend with vector functions; otherwise None, and :meth:`top_k` fetches the
-        neighbourhood (a warning says so once).
+        neighbourhood (a warning says so once). A pair lacking a vector is found by the first
+        pass itself: the database ranks it first (NaN score), so no separate scan checks.
         """
         from kgrag.errors import GraphDatabaseError
         from kgrag.graph.base import is_cypher_store
@@ -259,21 +269,12 @@ class TripletScorer:
                 frontier = sorted(set(frontier) | set(level))
             if not frontier:
                 return []
-            if store.count_pairs_without_vectors(frontier, prop):
+            found = self._database_candidates(store, frontier, qvec, prop, k)
+            if found is None:
                 return None
-            relations = store.list_relations()
-            best_relation = float(np.max(self.relation_similarities_for(relations, qvec),
-                                         initial=-np.inf))
-            pairs, bound = store.best_pairs(frontier, qvec, prop,
-                                            limit=self.database_first_pairs or max(64, 8 * k))
-            candidates, estimates = self._estimated_triples(store, pairs, qvec)
-            lower = (_kth_largest(estimates, k) - DATABASE_SLACK
-                     if len(estimates) >= k else -np.inf)
-            if bound is not None and bound + DATABASE_SLACK + best_relation >= lower:
-                threshold = lower - DATABASE_SLACK - best_relation
-                pairs, _ = store.best_pairs(frontier, qvec, prop, threshold=(
-                    threshold if np.isfinite(threshold) else None))
-                candidates, estimates = self._estimated_triples(store, pairs, qvec)
+            keys = sorted(found)  # name order, as the fetched neighbourhood's
+            candidates = [Triple(*key) for key in keys]
+            estimates = np.fromiter((found[key] for key in keys), np.float64, len(keys))
         except GraphDatabaseError as exc:
             self._database_scoring_failed = True
             log.warning("%r: ranking triples in the database failed (%s); fetching the "
@@ -286,6 +287,67 @@ class TripletScorer:
         if not self._unit_vectors([t.head for t in candidates] + [t.tail for t in candidates]):
             return None
         return rank_triples(candidates, scores, k)
+
+    def _database_candidates(self, store: Any, frontier: list[str], qvec: np.ndarray,
+                             prop: str, k: int) -> dict[tuple[str, str, str], float] | None:
+        """Every neighbourhood triple that can reach the k-th score, and more, each with its
+        estimate (database pair score + ``cos(q, r)``); None if a pair lacks a vector.
+
+        Relations are split by their similarity to the question: the
+        :attr:`database_typed_relations` closest ones get typed passes (one relation's edges
+        each, relation known), the rest one untyped pass whose threshold subtracts only the
+        best *remaining* relation similarity -- so the question's own relations, which lower
+        the threshold most, never make the untyped pass return thousands of pairs whose
+        relations must then be named. Steps: (1) the best pairs of each typed relation give
+        the k-th estimate ``lower`` (the best pairs of any relation when they give fewer than
+        k); (2) every untyped pair scoring at least ``lower - slack - best remaining cos(q,
+        r)``; (3) a typed relation's pairs beyond its first ones, when they can still reach
+        ``lower``. A pair lacking a vector scores NaN and comes first in any pass.
+        """
+        limit = self.database_first_pairs or max(64, 8 * k)
+        relations = store.list_relations()
+        sims = np.asarray(self.relation_similarities_for(relations, qvec), np.float64)
+        order = np.argsort(-sims, kind="stable")[:max(0, self.database_typed_relations)]
+        typed = {relations[i]: float(sims[i]) for i in order.tolist()}
+        rest = np.delete(sims, order)
+        found: dict[tuple[str, str, str], float] = {}
+
+        def add(pairs: Sequence[tuple[str, str, float]], relation: str | None = None) -> bool:
+            if _lacks_vectors(pairs):
+                return False
+            if relation is None:
+                triples, estimates = self._estimated_triples(store, pairs, qvec)
+                found.update(zip((t.as_tuple() for t in triples), estimates.tolist()))
+            else:
+                found.update(((h, relation, t), s + typed[relation]) for h, t, s in pairs)
+            return True
+
+        first: dict[str | None, float | None] = {}  # per pass: bound of the pairs not returned
+        for relation in typed:
+            pairs, first[relation] = store.best_pairs(frontier, qvec, prop, limit=limit,
+                                                      relation=relation)
+            if not add(pairs, relation):
+                return None
+        if len(found) < k and len(rest):  # the typed relations are rare here
+            pairs, first[None] = store.best_pairs(frontier, qvec, prop, limit=limit)
+            if not add(pairs):
+                return None
+            if first[None] is None:  # that pass returned every pair: every triple is known
+                return found
+        estimates = np.fromiter(found.values(), np.float64, len(found))
+        lower = _kth_largest(estimates, k) - DATABASE_SLACK if len(found) >= k else -np.inf
+        passes = [(None, float(rest.max()))] if len(rest) else []
+        passes += list(typed.items())
+        for relation, similarity in passes:
+            threshold = lower - DATABASE_SLACK - similarity
+            bound = first.get(relation, np.inf)  # no first pass: nothing known
+            if bound is None or bound < threshold:  # nothing left that can reach lower
+                continue
+            pairs, _ = store.best_pairs(frontier, qvec, prop, relation=relation, threshold=(
+                threshold if np.isfinite(threshold) else None))
+            if not add(pairs, relation):
+                return None
+        return found
 
     def _estimated_triples(self, store: Any, pairs: Sequence[tuple[str, str, float]],
                            qvec: np.ndarray) -> tuple[list[Triple], np.ndarray]:
@@ -305,6 +367,11 @@ class TripletScorer:
             return True
         norms = np.linalg.norm(np.stack([self._memo[n] for n in dict.fromkeys(names)]), axis=1)
         return bool(np.all(np.abs(norms - 1.0) <= UNIT_TOLERANCE))
+
+
+def _lacks_vectors(pairs: Sequence[tuple[str, str, float]]) -> bool:
+    """Whether a database pass returned a pair with an end lacking a stored vector (NaN)."""
+    return any(math.isnan(score) for _, _, score in pairs)
 
 
 def _kth_largest(values: np.ndarray, k: int) -> float:
