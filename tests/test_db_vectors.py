@@ -395,6 +395,58 @@ def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, 
         assert any("threshold" in p for p in typed_passes)
 
 
+def test_untyped_pairs_name_only_the_relations_that_can_reach_the_kth():
+    """A pair needs the relations whose similarity lifts it to ``lower`` (minus 2 slacks): a
+    prefix of the relations best first, its length rounded up to a power of four; a pair no
+    relation lifts is dropped; beyond MAX_NAMED_RELATIONS, or without a finite ``lower``: every
+    relation (None)."""
+    from kgrag.methods.byokg.triplets import (
+        DATABASE_SLACK,
+        MAX_NAMED_RELATIONS,
+        _pairs_by_relations,
+    )
+
+    names = [f"r{i}" for i in range(40)]
+    sims = np.linspace(0.5, 0.1, 40)  # r0 best, steps of ~0.0103
+    lower = 1.0
+    pairs = [("a", "b", 0.55),   # needs sim >= 0.45 - 2 slack: r0..r4 -> 16
+             ("c", "d", 0.52),   # needs 0.48: r0, r1 -> 4
+             ("e", "f", 0.40),   # needs 0.60: none, dropped
+             ("g", "h", 0.75),   # needs 0.25: r0..r24, beyond 16: every relation
+             ("i", "j", 1.0 - 0.5 + 2 * DATABASE_SLACK)]  # exactly r0 -> 1
+    groups = {None if k is None else len(k): [p[0] for p in v]
+              for k, v in _pairs_by_relations(pairs, names, sims, lower)}
+    assert groups == {16: ["a"], 4: ["c"], None: ["g"], 1: ["i"]}
+    assert all(k is None or list(k) == names[:len(k)]
+               for k, _ in _pairs_by_relations(pairs, names, sims, lower))
+    assert MAX_NAMED_RELATIONS == 16
+    assert _pairs_by_relations(pairs, names, sims, -np.inf) == [(None, pairs)]
+    assert _pairs_by_relations([], names, sims, lower) == []
+
+
+def test_pair_relations_of_named_relations(embedded, monkeypatch):
+    """``relations=``: only those relations' edges between the pairs (an empty list: none)."""
+    pairs = [("Tokyo Godfathers", "Satoshi Kon")]
+    assert embedded.pair_relations(pairs) == [("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+                                              ("Tokyo Godfathers", "written_by", "Satoshi Kon")]
+    assert embedded.pair_relations(pairs, ["written_by", "has_genre"]) == [
+        ("Tokyo Godfathers", "written_by", "Satoshi Kon")]
+    assert embedded.pair_relations(pairs, []) == []
+    # groups in one round trip, each with its own relations; duplicates across groups once
+    assert embedded.grouped_pair_relations([
+        (["written_by"], pairs), (None, [("Paprika", "Satoshi Kon")] + pairs), ([], pairs),
+        (["has_genre"], [("Tokyo Godfathers", "Comedy")])]) == sorted([
+            ("Tokyo Godfathers", "directed_by", "Satoshi Kon"),
+            ("Tokyo Godfathers", "written_by", "Satoshi Kon"),
+            ("Tokyo Godfathers", "has_genre", "Comedy"),
+            *[t for t in embedded.pair_relations([("Paprika", "Satoshi Kon")])]])
+    assert embedded.pair_relations([("Paprika", "Satoshi Kon")])  # Paprika was directed by him
+    groups = [(["written_by"], pairs), (None, [("Paprika", "Satoshi Kon")] + pairs)]
+    together = embedded.grouped_pair_relations(groups)
+    monkeypatch.setattr(embedded, "batch_size", 1)  # one pair per query
+    assert embedded.grouped_pair_relations(groups) == together
+
+
 def test_triplet_ranking_needs_every_neighbour_vector(falkordb_server, movies, minilm):
     """A neighbour without a stored vector: the client path (which embeds that one name),
     with the same result as a store whose every vector is there."""

@@ -340,13 +340,15 @@ class CypherGraphStore:
         return (f"UNWIND $names AS nm MATCH {self._node('n', 'nm')}"
                 f"{self._where(self._not_excluded('n'))} WITH n, nm ")
 
-    def _rel(self, var: str, relations: Sequence[str] | None) -> tuple[str, str | None]:
-        """Relationship pattern and its WHERE condition for the relation filter (None = any)."""
+    def _rel(self, var: str, relations: Sequence[str] | None, param: str = "rels"
+             ) -> tuple[str, str | None]:
+        """Relationship pattern and its WHERE condition for the relation filter (None = any);
+        in relation-property mode the condition reads the relations from ``$param``."""
         if self._rel_prop is None:
             if relations is None:
                 return f"[{var}]", None
             return f"[{var}:{'|'.join(self._quote(r) for r in relations)}]", None
-        cond = None if relations is None else f"{var}.{self._rel_prop} IN $rels"
+        cond = None if relations is None else f"{var}.{self._rel_prop} IN ${param}"
         return f"[{var}:{self._rel_type}]", cond
 
     def _rel_name(self, var: str) -> str:
@@ -826,17 +828,48 @@ class CypherGraphStore:
                     bound = last if bound is None else max(bound, last)
         return [(h, t, s) for (h, t), s in pairs.items()], bound
 
-    def pair_relations(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
-        """Every distinct ``(head, relation, tail)`` of the given head-tail name pairs."""
-        pattern, _ = self._rel("e", None)
-        query = (f"UNWIND $pairs AS p MATCH {self._node('h', 'p[0]')}, "
-                 f"{self._node('t', 'p[1]')} WITH h, t MATCH (h)-{pattern}->(t) "
-                 f"RETURN DISTINCT h.{self._prop}, {self._rel_name('e')}, t.{self._prop}")
+    def pair_relations(self, pairs: Sequence[tuple[str, str]],
+                       relations: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
+        """Every distinct ``(head, relation, tail)`` of the given head-tail name pairs, of
+        ``relations`` only when given (:meth:`grouped_pair_relations` with one group)."""
+        return self.grouped_pair_relations([(relations, pairs)])
+
+    def grouped_pair_relations(
+            self, groups: Sequence[tuple[Sequence[str] | None, Sequence[tuple[str, str]]]]
+    ) -> list[tuple[str, str, str]]:
+        """Every distinct ``(head, relation, tail)`` of each group's head-tail name pairs, of
+        the group's relations (``None``: any; empty: none), sorted; the groups go to the
+        database together (``UNION ALL``), ``batch_size`` pairs per query.
+
+        FalkorDB names an untyped edge's relation by looking in every relation's matrix
+        (3,000 pairs of a 200-relation graph: 224 ms), while a few named relations cost a few
+        lookups (1 relation: 35 ms, 16: 129 ms): so pairs that only some relations matter for
+        are read with those named."""
+        branches: list[tuple[Sequence[str] | None, list[tuple[str, str]]]] = []
+        for relations, pairs in groups:
+            if relations is not None and not relations:
+                continue
+            unique = list(dict.fromkeys((str(h), str(t)) for h, t in pairs))
+            branches.extend((relations, unique[i:i + self.batch_size])
+                            for i in range(0, len(unique), self.batch_size))
         found: set[tuple[str, str, str]] = set()
-        unique = list(dict.fromkeys((str(h), str(t)) for h, t in pairs))
-        for i in range(0, len(unique), self.batch_size):
-            rows = self._read(query, {"pairs": [list(p) for p in unique[i:i + self.batch_size]]})
-            found.update((str(h), str(r), str(t)) for h, r, t in rows)
+        parts: list[str] = []
+        params: dict[str, Any] = {}
+        size = 0
+        for n, (relations, chunk) in enumerate(branches):
+            pattern, cond = self._rel("e", None if relations is None else list(relations),
+                                      f"rels{n}")
+            parts.append(f"UNWIND $pairs{n} AS p MATCH {self._node('h', 'p[0]')}, "
+                         f"{self._node('t', 'p[1]')} WITH h, t MATCH (h)-{pattern}->(t)"
+                         f"{self._where(cond)} RETURN DISTINCT h.{self._prop} AS hn, "
+                         f"{self._rel_name('e')} AS rn, t.{self._prop} AS tn")
+            params[f"pairs{n}"] = [list(p) for p in chunk]
+            params[f"rels{n}"] = list(relations or ())
+            size += len(chunk)
+            if size >= self.batch_size or n == len(branches) - 1:
+                rows = self._read(" UNION ALL ".join(parts), params)
+                found.update((str(h), str(r), str(t)) for h, r, t in rows)
+                parts, params, size = [], {}, 0
         return sorted(found)
 
     def degree(self, nodes: Iterable[str], *, direction: Direction = "both") -> dict[str, int]:
