@@ -395,6 +395,41 @@ def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, 
         assert any("threshold" in p for p in typed_passes)
 
 
+def test_triplet_ranking_with_relations_in_an_edge_property(falkordb_server, movies, minilm,
+                                                            monkeypatch):
+    """Relations kept in an edge property: no typed passes (each would read every edge), the
+    same ranking as the client's."""
+    from falkordb import FalkorDB
+
+    from kgrag.methods.byokg.triplets import TripletScorer
+
+    FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph(
+        "kgrag_dbvec_relprop").query("MATCH (n) DETACH DELETE n")
+    store = to_falkordb(movies, "127.0.0.1", falkordb_server.port, graph="kgrag_dbvec_relprop",
+                        progress=False, relation_property="relation", relationship_type="REL")
+    try:
+        assert not store.relations_are_types
+        embed_store(store, minilm, progress=False, batch_size=64)
+        client = TripletScorer.from_graph(store, minilm)
+        client.rank_in_database = False
+        scorer = TripletScorer.from_graph(store, minilm)
+        scorer.database_first_pairs = 2  # the threshold pass and the relation reads run
+        passes: list[dict] = []
+        best_pairs = store.best_pairs
+
+        def counted(*args, **kwargs):
+            passes.append(kwargs)
+            return best_pairs(*args, **kwargs)
+
+        monkeypatch.setattr(store, "best_pairs", counted)
+        for q, seed in QUESTIONS:
+            assert _ranked(scorer.top_k(q, k=10, seeds=[seed])) == \
+                _ranked(client.top_k(q, k=10, seeds=[seed]))
+        assert passes and not any(p.get("relation") for p in passes)
+    finally:
+        store.close()
+
+
 def test_untyped_pairs_name_only_the_relations_that_can_reach_the_kth():
     """A pair needs the relations whose similarity lifts it to ``lower`` (minus 2 slacks): a
     prefix of the relations best first, its length rounded up to a power of four; a pair no

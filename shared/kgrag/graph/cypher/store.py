@@ -736,6 +736,12 @@ class CypherGraphStore:
         return [Triple(*e) for e in sorted(taken)]
 
     # ------------------------------------------------------------------ scoring in the database
+    @property
+    def relations_are_types(self) -> bool:
+        """Whether each relation is its own relationship type (not a property of one type): a
+        typed pattern then reads only that relation's edges (one matrix in FalkorDB)."""
+        return self._rel_prop is None
+
     # An untyped edge pattern that names its relationship (``-[e]-``) makes FalkorDB resolve
     # every edge against each relation matrix: the 256k edges into one hub's neighbours of a
     # 1M-edge graph took 20 s that way, and 0.1 s as node pairs (``-[]-``, no variable).

@@ -299,7 +299,8 @@ class TripletScorer:
 
         Relations are split by their similarity to the question: the
         :attr:`database_typed_relations` closest ones get typed passes (one relation's edges
-        each, relation known), the rest one untyped pass whose threshold subtracts only the
+        each, relation known; none where relations are an edge property, since such a pass
+        would read every edge), the rest one untyped pass whose threshold subtracts only the
         best *remaining* relation similarity -- so the question's own relations, which lower
         the threshold most, never make the untyped pass return thousands of pairs whose
         relations must then be named. Steps: (1) the best pairs of each typed relation give
@@ -312,7 +313,8 @@ class TripletScorer:
         relations = store.list_relations()
         sims = np.asarray(self.relation_similarities_for(relations, qvec), np.float64)
         by_similarity = np.argsort(-sims, kind="stable")
-        cut = max(0, self.database_typed_relations)
+        # relations kept in an edge property: a "typed" pass would read every edge again
+        cut = max(0, self.database_typed_relations) if store.relations_are_types else 0
         typed = {relations[i]: float(sims[i]) for i in by_similarity[:cut].tolist()}
         rest_names = [relations[i] for i in by_similarity[cut:].tolist()]
         rest = sims[by_similarity[cut:]]  # the untyped relations' similarities, best first
