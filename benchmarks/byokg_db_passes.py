@@ -28,9 +28,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 # count_pairs_without_vectors: only in kgrag before 2026-11-28 (the before/after comparison)
-TIMED = ("best_pairs", "pair_relations", "grouped_pair_relations", "existing_nodes",
-         "neighbour_names", "list_relations",
-         "count_pairs_without_vectors")
+TIMED = ("best_pairs", "best_triples", "pair_relations", "grouped_pair_relations",
+         "existing_nodes", "neighbour_names", "list_relations", "count_pairs_without_vectors")
 
 
 def _rows(result: Any) -> int:

@@ -370,28 +370,35 @@ def test_triplet_top_k_is_ranked_in_the_database(embedded, minilm, monkeypatch, 
     scorer = TripletScorer.from_graph(embedded, minilm)
     scorer.database_first_pairs = first_pairs
     scorer.database_typed_relations = typed
-    passes: list[dict] = []
-    best_pairs = embedded.best_pairs
+    passes: list[tuple[str, dict]] = []
 
-    def counted(*args, **kwargs):
-        passes.append(kwargs)
-        return best_pairs(*args, **kwargs)
+    def counted(name):
+        method = getattr(embedded, name)
+
+        def call(*args, **kwargs):
+            passes.append((name, {**kwargs, "relations": list(args[3]) if len(args) > 3
+                                  else None}))
+            return method(*args, **kwargs)
+        return call
 
     def no_fetch(*args, **kwargs):
         raise AssertionError("the neighbourhood was fetched into the client")
 
-    monkeypatch.setattr(embedded, "best_pairs", counted)
+    monkeypatch.setattr(embedded, "best_pairs", counted("best_pairs"))
+    monkeypatch.setattr(embedded, "best_triples", counted("best_triples"))
     monkeypatch.setattr(embedded, "k_hop_subgraph", no_fetch)
     for q, s in QUESTIONS:
         for k in (1, 10):
             assert _ranked(scorer.top_k(q, k=k, seeds=[s])) == expected[(q, k)]
     if first_pairs == 2:  # two pairs per direction cannot decide every question
-        assert any("threshold" in p for p in passes)
-    typed_passes = [p for p in passes if p.get("relation")]
+        assert any("threshold" in p for _, p in passes)
+    typed_passes = [p for name, p in passes if name == "best_triples"]
     assert bool(typed_passes) == (typed > 0)
-    if typed == 100:  # every relation has its own pass: none untyped
-        assert all(p.get("relation") for p in passes)
-    if typed and first_pairs == 2:  # a typed relation's pairs beyond its first two
+    assert all(len(p["relations"]) == min(typed, len(embedded.list_relations()))
+               for p in typed_passes)
+    if typed == 100:  # every relation is read by type: no untyped pass
+        assert all(name == "best_triples" for name, _ in passes)
+    if typed and first_pairs == 2:  # the typed triples beyond the first two
         assert any("threshold" in p for p in typed_passes)
 
 
@@ -422,12 +429,40 @@ def test_triplet_ranking_with_relations_in_an_edge_property(falkordb_server, mov
             return best_pairs(*args, **kwargs)
 
         monkeypatch.setattr(store, "best_pairs", counted)
+        typed_reads: list[tuple] = []
+        monkeypatch.setattr(store, "best_triples", lambda *a, **kw: typed_reads.append(a))
         for q, seed in QUESTIONS:
             assert _ranked(scorer.top_k(q, k=10, seeds=[seed])) == \
                 _ranked(client.top_k(q, k=10, seeds=[seed]))
-        assert passes and not any(p.get("relation") for p in passes)
+        assert passes
+        assert not typed_reads
     finally:
         store.close()
+
+
+def test_best_triples_scores_named_relations_in_the_database(embedded, movies, minilm):
+    """``best_triples``: the edges of the named relations touching the names, each scored
+    cos(q, h) + cos(q, t) + its relation's score; ``limit`` keeps the best per direction and
+    bounds the rest; ``threshold`` keeps all at or above it."""
+    q = np.asarray(minilm.embed_query("Who directed Paprika?"), np.float32)
+    names = ["Paprika", "Satoshi Kon"]
+    scores = {"directed_by": 0.5, "written_by": 0.1}
+    vec = {n: np.asarray(minilm.embed_query(n), np.float32) for n in movies.node_names}
+    expected = {(h, r, t): float(vec[h] @ q + vec[t] @ q) + scores[r]
+                for h, r, t in (e.as_tuple() for e in movies.triples())
+                if r in scores and (h in names or t in names)}
+    got, bound = embedded.best_triples(names, q, "embedding", scores)
+    assert bound is None
+    assert {(h, r, t) for h, r, t, _ in got} == set(expected)
+    assert all(abs(s - expected[(h, r, t)]) < 1e-4 for h, r, t, s in got)
+    best, bound = embedded.best_triples(names, q, "embedding", scores, limit=2)
+    assert bound is not None and len(best) <= 4  # two per direction
+    assert all(expected[t] <= bound + 1e-4 for t in set(expected) - {b[:3] for b in best})
+    cut = sorted(expected.values())[len(expected) // 2]
+    above, _ = embedded.best_triples(names, q, "embedding", scores, threshold=cut)
+    assert {b[:3] for b in above} >= {t for t, s in expected.items() if s >= cut + 1e-4}
+    assert all(s >= cut for *_, s in above) and len(above) < len(expected)
+    assert embedded.best_triples(names, q, "embedding", {}) == ([], None)
 
 
 def test_untyped_pairs_name_only_the_relations_that_can_reach_the_kth():

@@ -57,9 +57,10 @@ MISSING_VECTOR_SCORE = 1.0e6
 
 
 def _pair_score(value: Any) -> float:
-    """A database pair score; NaN for :data:`MISSING_VECTOR_SCORE` (an end has no vector)."""
+    """A database pair score; NaN for :data:`MISSING_VECTOR_SCORE` (an end has no vector; a
+    relation's score of at most 1 may have been added to it)."""
     score = float(value)
-    return math.nan if score >= MISSING_VECTOR_SCORE else score
+    return math.nan if score >= MISSING_VECTOR_SCORE / 2 else score
 
 
 class CypherRows(list):
@@ -779,8 +780,7 @@ class CypherGraphStore:
         return found
 
     def best_pairs(self, names: Iterable[str], vector: Sequence[float], prop: str, *,
-                   limit: int | None = None, threshold: float | None = None,
-                   relation: str | None = None
+                   limit: int | None = None, threshold: float | None = None
                    ) -> tuple[list[tuple[str, str, float]], float | None]:
         """Head-tail name pairs of the edges touching ``names``, scored in the database by
         ``cos(q, head) + cos(q, tail)`` over the stored ``prop`` vectors: the best ``limit``
@@ -789,50 +789,78 @@ class CypherGraphStore:
         pair was returned; with ``threshold``, the pairs not returned score below it). Only
         these rows leave the database, never the neighbourhood.
 
-        ``relation``: only the pairs joined by an edge of that relation. A typed pattern reads
-        one relation's edges (FalkorDB keeps one matrix per relation), so it costs a fraction
-        of the untyped pass, and the caller knows the pairs' relation without
-        :meth:`pair_relations` (naming an untyped edge's relation costs ~0.1 ms per pair on
-        FalkorDB: it is looked up in every relation's matrix).
-
         A pair with an end that has no ``prop`` vector scores NaN. The database ranks it above
         every scored pair (:data:`MISSING_VECTOR_SCORE`), so it is always returned: a caller
         learns from the pass itself, without a separate scan of the neighbourhood, that the
         database cannot rank these pairs."""
+        rows, bound = self._scored_edges(names, vector, prop, None, limit, threshold)
+        pairs = {(h, t): score for h, _, t, score in rows}
+        return [(h, t, score) for (h, t), score in pairs.items()], bound
+
+    def best_triples(self, names: Iterable[str], vector: Sequence[float], prop: str,
+                     relation_scores: Mapping[str, float], *, limit: int | None = None,
+                     threshold: float | None = None
+                     ) -> tuple[list[tuple[str, str, str, float]], float | None]:
+        """``(head, relation, tail, score)`` of the edges of the relations in
+        ``relation_scores`` touching ``names``, scored in the database by ``cos(q, head) +
+        cos(q, tail) + relation_scores[relation]``: the best ``limit`` of each chunk of names
+        and direction, or every one scoring at least ``threshold``; and a bound on the score of
+        any edge not returned, as :meth:`best_pairs`. One query reads a few relations' edges
+        (FalkorDB: one matrix each) and names their relation among those few, where naming an
+        untyped edge's relation looks in every relation's matrix. A triple with an end lacking
+        a vector scores NaN and comes first, as in :meth:`best_pairs`."""
+        if not relation_scores:
+            return [], None
+        return self._scored_edges(names, vector, prop, dict(relation_scores), limit, threshold)
+
+    def _scored_edges(self, names: Iterable[str], vector: Sequence[float], prop: str,
+                      relation_scores: dict[str, float] | None, limit: int | None,
+                      threshold: float | None
+                      ) -> tuple[list[tuple[str, str, str, float]], float | None]:
+        """:meth:`best_pairs` (``relation_scores`` None: node pairs of any relation, relation
+        ``""``) and :meth:`best_triples`."""
         q = self._quote(prop)
-        pattern, typed = self._pair_pattern(), None
-        if relation is not None:  # unnamed when typed: naming the edge would resolve it
-            pattern, typed = (f"[:{self._quote(relation)}]", None) if self._rel_prop is None \
-                else self._rel("e", [relation])
+        params: dict[str, Any] = {"q": [float(x) for x in vector], "limit": limit,
+                                  "threshold": threshold}
+        if relation_scores is None:
+            pattern, typed, relation, bonus = self._pair_pattern(), None, "''", ""
+        else:
+            edge, typed = self._rel("e", list(relation_scores))
+            pattern, relation = edge, self._rel_name("e")
+            params["rels"] = list(relation_scores)
+            cases = []
+            for i, (name, score) in enumerate(relation_scores.items()):
+                params[f"rel{i}"], params[f"score{i}"] = name, float(score)
+                cases.append(f"WHEN $rel{i} THEN $score{i}")
+            bonus = f" + CASE {relation} {' '.join(cases)} END"
+
         # each named node's cosine once (a hub's 240k neighbours then cost one cosine each);
         # no DISTINCT: an unnamed pattern gives FalkorDB one row per node pair, and where a
         # backend gives one per parallel edge the client keeps one (DISTINCT doubled the pass)
-        def scored(edge: str, ends: str) -> str:
+        def scored(arrow: str, ends: str) -> str:
             return (f"WITH n, {self._cosine('n', q, 'q')} AS cn "
-                    f"MATCH (n){edge}{self._node('m')}{self._where(typed, self._has_name('m'))} "
-                    f"WITH {ends}, coalesce(cn + {self._cosine('m', q, 'q')}, "
-                    f"{MISSING_VECTOR_SCORE}) AS s")
+                    f"MATCH (n){arrow.format(pattern)}{self._node('m')}"
+                    f"{self._where(typed, self._has_name('m'))} WITH {ends}, {relation} AS r, "
+                    f"coalesce(cn + {self._cosine('m', q, 'q')}, {MISSING_VECTOR_SCORE})"
+                    f"{bonus} AS s")
 
-        matches = (scored(f"-{pattern}->", "n AS h, m AS t"),
-                   scored(f"<-{pattern}-", "m AS h, n AS t"))
+        matches = (scored("-{}->", "n AS h, m AS t"), scored("<-{}-", "m AS h, n AS t"))
         cut = " WHERE s >= $threshold" if threshold is not None else ""
-        order = " ORDER BY s DESC, hn, tn LIMIT $limit" if limit is not None else ""
-        params = {"q": [float(x) for x in vector], "limit": limit, "threshold": threshold,
-                  "rels": [relation]}
-        pairs: dict[tuple[str, str], float] = {}
+        order = " ORDER BY s DESC, hn, r, tn LIMIT $limit" if limit is not None else ""
+        found: dict[tuple[str, str, str], float] = {}
         bound: float | None = threshold
         for chunk in self._chunks(self._names(names)):
             for match in matches:
                 rows = self._read(
-                    f"{self._anchor()}{match}{cut} RETURN h.{self._prop} AS hn, "
-                    f"t.{self._prop} AS tn, s{order}", {**params, "names": chunk})
-                for h, t, s in rows:
-                    pairs[(str(h), str(t))] = _pair_score(s)
+                    f"{self._anchor()}{match} WITH h, t, r, s{cut} RETURN h.{self._prop} AS hn, "
+                    f"r, t.{self._prop} AS tn, s{order}", {**params, "names": chunk})
+                for h, r, t, score in rows:
+                    found[(str(h), str(r), str(t))] = _pair_score(score)
                 if limit is not None and len(rows) >= limit:  # the rest score at most this
-                    last = _pair_score(rows[-1][2])
+                    last = _pair_score(rows[-1][3])
                     last = math.inf if math.isnan(last) else last
                     bound = last if bound is None else max(bound, last)
-        return [(h, t, s) for (h, t), s in pairs.items()], bound
+        return [(h, r, t, score) for (h, r, t), score in found.items()], bound
 
     def pair_relations(self, pairs: Sequence[tuple[str, str]],
                        relations: Sequence[str] | None = None) -> list[tuple[str, str, str]]:

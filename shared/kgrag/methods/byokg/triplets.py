@@ -297,17 +297,19 @@ class TripletScorer:
         """Every neighbourhood triple that can reach the k-th score, and more, each with its
         estimate (database pair score + ``cos(q, r)``); None if a pair lacks a vector.
 
-        Relations are split by their similarity to the question: the
-        :attr:`database_typed_relations` closest ones get typed passes (one relation's edges
-        each, relation known; none where relations are an edge property, since such a pass
-        would read every edge), the rest one untyped pass whose threshold subtracts only the
-        best *remaining* relation similarity -- so the question's own relations, which lower
-        the threshold most, never make the untyped pass return thousands of pairs whose
-        relations must then be named. Steps: (1) the best pairs of each typed relation give
-        the k-th estimate ``lower`` (the best pairs of any relation when they give fewer than
-        k); (2) every untyped pair scoring at least ``lower - slack - best remaining cos(q,
-        r)``; (3) a typed relation's pairs beyond its first ones, when they can still reach
-        ``lower``. A pair lacking a vector scores NaN and comes first in any pass.
+        Relations are split by their similarity to the question. The
+        :attr:`database_typed_relations` closest ones are read by their type
+        (:meth:`~kgrag.graph.cypher.store.CypherGraphStore.best_triples`: their edges only,
+        the relation named among those few, the estimate computed in the database; none where
+        relations are an edge property, since such a pass would read every edge). The rest
+        share one untyped pass whose threshold subtracts only the best *remaining* relation
+        similarity -- so the question's own relations, which lower the threshold most, never
+        make the untyped pass return thousands of pairs whose relations must then be named.
+        Steps: (1) the best typed triples give the k-th estimate ``lower`` (with the best
+        pairs of any relation when they are fewer than k); (2) every untyped pair scoring at
+        least ``lower - slack - best remaining cos(q, r)``, and every typed triple estimated
+        at least ``lower - slack`` when the first typed pass did not reach that far. A pair
+        lacking a vector scores NaN and comes first in any pass.
         """
         limit = self.database_first_pairs or max(64, 8 * k)
         relations = store.list_relations()
@@ -320,42 +322,45 @@ class TripletScorer:
         rest = sims[by_similarity[cut:]]  # the untyped relations' similarities, best first
         found: dict[tuple[str, str, str], float] = {}
 
-        def add(pairs: Sequence[tuple[str, str, float]], relation: str | None = None,
-                lower: float = -np.inf) -> bool:
-            if _lacks_vectors(pairs):
+        def add_typed(triples: Sequence[tuple[str, str, str, float]]) -> bool:
+            if any(math.isnan(score) for *_, score in triples):
                 return False
-            if relation is None:
-                groups = _pairs_by_relations(pairs, rest_names, rest, lower)
-                triples, estimates = self._estimated_triples(store, groups, qvec)
-                found.update(zip((t.as_tuple() for t in triples), estimates.tolist()))
-            else:
-                found.update(((h, relation, t), s + typed[relation]) for h, t, s in pairs)
+            found.update(((h, r, t), score) for h, r, t, score in triples)
             return True
 
-        first: dict[str | None, float | None] = {}  # per pass: bound of the pairs not returned
-        for relation in typed:
-            pairs, first[relation] = store.best_pairs(frontier, qvec, prop, limit=limit,
-                                                      relation=relation)
-            if not add(pairs, relation):
+        def add_pairs(pairs: Sequence[tuple[str, str, float]], lower: float = -np.inf) -> bool:
+            if _lacks_vectors(pairs):
+                return False
+            groups = _pairs_by_relations(pairs, rest_names, rest, lower)
+            triples, estimates = self._estimated_triples(store, groups, qvec)
+            found.update(zip((t.as_tuple() for t in triples), estimates.tolist()))
+            return True
+
+        typed_bound = untyped_bound = np.inf  # no first pass: nothing known of what is left
+        if typed:
+            triples, typed_bound = store.best_triples(frontier, qvec, prop, typed, limit=limit)
+            if not add_typed(triples):
                 return None
         if len(found) < k and len(rest):  # the typed relations are rare here
-            pairs, first[None] = store.best_pairs(frontier, qvec, prop, limit=limit)
-            if not add(pairs):
+            pairs, untyped_bound = store.best_pairs(frontier, qvec, prop, limit=limit)
+            if not add_pairs(pairs):
                 return None
-            if first[None] is None:  # that pass returned every pair: every triple is known
+            if untyped_bound is None:  # that pass returned every pair: every triple is known
                 return found
         estimates = np.fromiter(found.values(), np.float64, len(found))
         lower = _kth_largest(estimates, k) - DATABASE_SLACK if len(found) >= k else -np.inf
-        passes = [(None, float(rest[0]))] if len(rest) else []
-        passes += list(typed.items())
-        for relation, similarity in passes:
-            threshold = lower - DATABASE_SLACK - similarity
-            bound = first.get(relation, np.inf)  # no first pass: nothing known
-            if bound is None or bound < threshold:  # nothing left that can reach lower
-                continue
-            pairs, _ = store.best_pairs(frontier, qvec, prop, relation=relation, threshold=(
+        if len(rest):
+            threshold = lower - DATABASE_SLACK - float(rest[0])
+            if untyped_bound >= threshold:  # pairs left that can still reach lower
+                pairs, _ = store.best_pairs(frontier, qvec, prop, threshold=(
+                    threshold if np.isfinite(threshold) else None))
+                if not add_pairs(pairs, lower):
+                    return None
+        if typed and typed_bound is not None and typed_bound >= lower - DATABASE_SLACK:
+            threshold = lower - DATABASE_SLACK
+            triples, _ = store.best_triples(frontier, qvec, prop, typed, threshold=(
                 threshold if np.isfinite(threshold) else None))
-            if not add(pairs, relation, lower):
+            if not add_typed(triples):
                 return None
         return found
 
