@@ -200,9 +200,9 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         # at 2.4M names, and approximate)
         mem = SimGRAG(kg, embedder=emb, top_k=3, node_vectors=vectors, index="flat")
         index = node_vector_index(store, emb)
-        from kgrag.methods.simgrag.db_candidates import BREADTH
+        from kgrag.methods.simgrag.db_candidates import auto_breadth
 
-        breadth = breadth or BREADTH
+        breadth = breadth or auto_breadth(store.stored_counts()[0])  # SimGRAG's default
 
         recalls, raw_recalls, same_gsd = [], [], 0
         for (h, r, _), res in zip(questions, got["results"]):

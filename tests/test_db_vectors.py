@@ -121,7 +121,8 @@ def test_simgrag_takes_node_candidates_from_the_database_index(embedded, movies,
         return {(frozenset(s.triples), round(s.metadata["gsd"], 4)) for s in result.items}
 
     assert len(db_result.items) >= 3 and found(db_result) == found(in_memory)
-    # the index is searched with the configured beam (the default 2,048: every node here)
+    # the index is searched with the configured beam (the default grows with the index:
+    # 2,048 for the 198 nodes here)
     assert on_db.candidates.node_index.breadth == 2048
     narrow = SimGRAG(embedded, embedder=minilm, top_k=10, database_search_breadth=64)
     assert narrow.candidates.node_index.breadth == 64
@@ -463,6 +464,16 @@ def test_best_triples_scores_named_relations_in_the_database(embedded, movies, m
     assert {b[:3] for b in above} >= {t for t, s in expected.items() if s >= cut + 1e-4}
     assert all(s >= cut for *_, s in above) and len(above) < len(expected)
     assert embedded.best_triples(names, q, "embedding", {}) == ([], None)
+
+
+def test_default_search_breadth_grows_with_the_index():
+    """2,048 up to ~600k nodes, then one beam node per 300 index nodes (a power of two), at
+    most 32,768: 8,192 at the 2.4M nodes where that gave recall 0.99."""
+    from kgrag.methods.simgrag.db_candidates import BREADTH, MAX_AUTO_BREADTH, auto_breadth
+
+    assert [auto_breadth(n) for n in (0, 198, 243_000, 614_400)] == [BREADTH] * 4
+    assert auto_breadth(614_401) == 4096 and auto_breadth(2_424_518) == 8192
+    assert auto_breadth(50_000_000) == MAX_AUTO_BREADTH == 32768
 
 
 def test_untyped_pairs_name_only_the_relations_that_can_reach_the_kth():

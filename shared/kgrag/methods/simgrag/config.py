@@ -33,8 +33,9 @@ class SimGRAGConfig(MethodConfig):
       [30 s] per search, ``max_local_edges`` [2,000,000] for database stores.
     - Node vector index: ``index`` ["auto"], ``hnsw_threshold``, ``hnsw_m`` [32],
       ``ef_construction`` [200], ``ef_search_factor`` [8]; on a database store with node
-      vectors, ``database_search_breadth`` [2,048] nodes asked of its vector index per pattern
-      node (the HNSW beam; the best 4 x k(n) are re-scored exactly).
+      vectors, ``database_search_breadth`` [None: grows with the graph, 2,048 up to 600k
+      nodes, 8,192 at 2.4M; see ``db_candidates.auto_breadth``] nodes asked of its vector
+      index per pattern node (the HNSW beam; the best 4 x k(n) are re-scored exactly).
     - LLM steps: ``task`` ["qa" or "fact"], ``retries`` [1] re-asks of an unparsable pattern
       (or a blank answer), ``on_unusable_reply`` ["raise" or "empty"; docs/examples.md,
       "Unusable LLM replies"], ``humanize_relations`` [True] (``directed_by`` is embedded as
@@ -60,7 +61,7 @@ class SimGRAGConfig(MethodConfig):
     hnsw_m: int = 32
     ef_construction: int = 200
     ef_search_factor: int = 8
-    database_search_breadth: int = 2048
+    database_search_breadth: int | None = None
     max_partials: int | None = 20_000_000
     time_limit: float | None = 30.0
     lookahead: bool = True
@@ -80,7 +81,7 @@ class SimGRAGConfig(MethodConfig):
         if self.relation_top_k != "auto" and (isinstance(self.relation_top_k, str)
                                               or self.relation_top_k < 1):
             raise ValueError("relation_top_k must be a positive integer or 'auto'")
-        if self.database_search_breadth < 1:
+        if self.database_search_breadth is not None and self.database_search_breadth < 1:
             raise ValueError("database_search_breadth must be at least 1")
         if self.node_top_k < 1 or self.type_top_k < 1:
             raise ValueError("node_top_k and type_top_k must be at least 1")

@@ -4,11 +4,12 @@ On a database store whose node vectors were written by ``kgrag index-db`` / ``kg
 --embed`` with SimGRAG's embedder (:mod:`kgrag.graph.cypher.vectors`), the k(n) nearest nodes of a
 pattern node come from the database vector index (FalkorDB / Neo4j HNSW: approximate, recall
 measured in docs/graph-databases.md): the index searches with a beam of ``breadth`` (default
-2,048: the database's HNSW widens its beam to the number asked for), the database keeps its best
-``oversample x k(n)``, and those are re-scored exactly -- their stored vectors fetched and the L2
-distance to the pattern node's vector computed as in memory, so the Graph Semantic Distance is
-the in-memory one and the best k(n) are kept. Node ids are positions in a :class:`GrowingNameTable`
-that holds only the names some search has returned -- never the graph's full name list.
+:func:`auto_breadth`, 2,048 up to ~600k nodes: the database's HNSW widens its beam to the number
+asked for), the database keeps its best ``oversample x k(n)``, and those are re-scored exactly --
+their stored vectors fetched and the L2 distance to the pattern node's vector computed as in
+memory, so the Graph Semantic Distance is the in-memory one and the best k(n) are kept. Node ids
+are positions in a :class:`GrowingNameTable` that holds only the names some search has returned --
+never the graph's full name list.
 """
 
 from __future__ import annotations
@@ -24,9 +25,25 @@ from kgrag.methods.simgrag.search import CandidateSet
 #: the database returns its best ``oversample x k`` nodes, which are re-scored exactly
 OVERSAMPLE = 4
 
-#: the default search beam: FalkorDB's HNSW (efRuntime 100) found 0.80 of the exact 16 nearest
-#: of 243k random 64-d vectors asking for 16 or 100, 0.97 asking for 800, 0.99 for 1,600
+#: the smallest default search beam: FalkorDB's HNSW (efRuntime 100) found 0.80 of the exact 16
+#: nearest of 243k random 64-d vectors asking for 16 or 100, 0.97 asking for 800, 0.99 for 1,600
 BREADTH = 2048
+#: the default beam grows by one node per this many indexed nodes (rounded up to a power of
+#: two): at 2.4M random 64-d vectors (efConstruction 200) a 2,048 beam found 0.91 of the exact
+#: 16 nearest, 4,096 0.97, 8,192 0.99 (docs/graph-databases.md)
+NODES_PER_BEAM_NODE = 300
+#: the largest default beam (1.000 at 2.4M nodes; 0.25 s per query there)
+MAX_AUTO_BREADTH = 32768
+
+
+def auto_breadth(nodes: int) -> int:
+    """The default search beam for an index over ``nodes`` nodes: :data:`BREADTH` up to
+    ~600k nodes, then ``nodes / NODES_PER_BEAM_NODE`` rounded up to a power of two, at most
+    :data:`MAX_AUTO_BREADTH`. HNSW needs a wider beam for the same recall as the index grows;
+    fitted on two sizes of random vectors (the hardest case), so a guide, not a guarantee:
+    set ``database_search_breadth`` to override."""
+    wanted = max(BREADTH, -(-int(nodes) // NODES_PER_BEAM_NODE))
+    return min(MAX_AUTO_BREADTH, 1 << (wanted - 1).bit_length())
 
 
 class GrowingNameTable(list):

@@ -190,10 +190,19 @@ class SimGRAG(KGMethod):
                             "embedded there before the first question (client memory and "
                             "start-up grow with the graph: 4 bytes x dimension per node)")
             return None
-        from kgrag.methods.simgrag.db_candidates import DatabaseNodeSearch, GrowingNameTable
+        from kgrag.methods.simgrag.db_candidates import (
+            BREADTH,
+            DatabaseNodeSearch,
+            GrowingNameTable,
+            auto_breadth,
+        )
 
+        breadth = self.config.database_search_breadth
+        if breadth is None:  # grows with the index (the database counts its nodes)
+            counts = getattr(graph, "stored_counts", None)
+            breadth = auto_breadth(counts()[0]) if counts is not None else BREADTH
         return DatabaseNodeSearch(graph, stored.index, GrowingNameTable(), DEFAULT_PROPERTY,
-                                  breadth=self.config.database_search_breadth)
+                                  breadth=breadth)
 
     # ------------------------------------------------------------------ query -> pattern
     def pattern_prompt(self, question: str) -> str:
