@@ -202,7 +202,7 @@ def _agreement(method: str, got: dict[str, Any], questions: list[list[str]], kg:
         index = node_vector_index(store, emb)
         from kgrag.methods.simgrag.db_candidates import auto_breadth
 
-        breadth = breadth or auto_breadth(store.stored_counts()[0])  # SimGRAG's default
+        breadth = breadth or auto_breadth(store.stored_node_count())  # SimGRAG's default
 
         recalls, raw_recalls, same_gsd = [], [], 0
         for (h, r, _), res in zip(questions, got["results"]):

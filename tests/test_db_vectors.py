@@ -466,6 +466,13 @@ def test_best_triples_scores_named_relations_in_the_database(embedded, movies, m
     assert embedded.best_triples(names, q, "embedding", {}) == ([], None)
 
 
+def test_stored_counts_are_the_databases_own(embedded, movies):
+    """The counts ``load-db`` reports and SimGRAG's default beam reads: the labelled nodes (the
+    vector metadata node has its own label) and every relationship."""
+    assert embedded.stored_node_count() == movies.num_nodes
+    assert embedded.stored_counts() == (movies.num_nodes, movies.num_edges)
+
+
 def test_default_search_breadth_grows_with_the_index():
     """2,048 up to ~600k nodes, then one beam node per 300 index nodes (a power of two), at
     most 32,768: 8,192 at the 2.4M nodes where that gave recall 0.99."""

@@ -488,9 +488,13 @@ class CypherGraphStore:
         what ``kgrag load-db`` reports after loading. :meth:`counts` checks every edge's ends
         (named entity nodes, per relation) -- at 10M edges on FalkorDB that took over 15
         minutes, these two counts well under a second."""
-        nodes = self._read(f"MATCH {self._node('n')} RETURN count(n)")
         edges = self._read("MATCH ()-[e]->() RETURN count(e)")
-        return int(nodes[0][0]), int(edges[0][0])
+        return self.stored_node_count(), int(edges[0][0])
+
+    def stored_node_count(self) -> int:
+        """The labelled nodes as the database counts them (the first of :meth:`stored_counts`),
+        without counting the relationships too."""
+        return int(self._read(f"MATCH {self._node('n')} RETURN count(n)")[0][0])
 
     def has_node(self, name: str) -> bool:
         rows = self._read(f"MATCH {self._node('n', '$name')}"
@@ -794,8 +798,7 @@ class CypherGraphStore:
         learns from the pass itself, without a separate scan of the neighbourhood, that the
         database cannot rank these pairs."""
         rows, bound = self._scored_edges(names, vector, prop, None, limit, threshold)
-        pairs = {(h, t): score for h, _, t, score in rows}
-        return [(h, t, score) for (h, t), score in pairs.items()], bound
+        return [(h, t, score) for h, _, t, score in rows], bound  # one row per pair: r is ""
 
     def best_triples(self, names: Iterable[str], vector: Sequence[float], prop: str,
                      relation_scores: Mapping[str, float], *, limit: int | None = None,

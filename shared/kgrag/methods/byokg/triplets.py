@@ -73,8 +73,9 @@ class TripletScorer:
         #: node pairs per chunk and direction the database returns first (None: the larger
         #: of 64 and 8 per result asked)
         self.database_first_pairs: int | None = None
-        #: relations closest to the question that get their own (typed) database passes;
-        #: 0 ranks every relation in one untyped pass (see :meth:`_database_candidates`)
+        #: relations closest to the question that the database reads by type (one typed read
+        #: for all of them); 0 ranks every relation in the untyped pass (see
+        #: :meth:`_database_candidates`)
         self.database_typed_relations: int = DATABASE_TYPED_RELATIONS
         self.embedder = embedder
         self.hops = hops
@@ -229,15 +230,15 @@ class TripletScorer:
         (:meth:`~kgrag.graph.cypher.store.CypherGraphStore.best_pairs`; pairs, because naming
         each edge is what is slow) and only the best pairs leave it:
 
-        1. the best ``max(64, 8 k)`` pairs per direction of each of the
-           :attr:`database_typed_relations` relations closest to the question (typed passes:
-           the relation is known); each triple is estimated as pair score + ``cos(q, r)``, so
-           ``lower`` = the k-th estimate minus :data:`DATABASE_SLACK` (the database's float
-           rounding) is at most the final k-th score;
+        1. the best ``max(64, 8 k)`` triples per direction of the
+           :attr:`database_typed_relations` relations closest to the question, read by type
+           and estimated in the database as pair score + ``cos(q, r)``, so ``lower`` = the
+           k-th estimate minus :data:`DATABASE_SLACK` (the database's float rounding) is at
+           most the final k-th score;
         2. every pair of any relation scoring at least ``lower - DATABASE_SLACK - cos(q, r')``,
-           ``r'`` the best relation without a typed pass (its relations read), and each typed
-           relation's pairs down to ``lower - DATABASE_SLACK - cos(q, r)`` where its first
-           pass did not reach that (any other triple scores below ``lower``);
+           ``r'`` the best relation without a typed read (its relations read), and the typed
+           triples estimated at least ``lower - DATABASE_SLACK`` where the first read did not
+           reach that (any other triple scores below ``lower``);
            :meth:`_database_candidates` has the details;
         3. the triples whose estimate is within ``2 x DATABASE_SLACK`` of the k-th estimate
            are scored exactly as :meth:`score_triples` does (their vectors fetched) and ranked
@@ -323,7 +324,7 @@ class TripletScorer:
         found: dict[tuple[str, str, str], float] = {}
 
         def add_typed(triples: Sequence[tuple[str, str, str, float]]) -> bool:
-            if any(math.isnan(score) for *_, score in triples):
+            if _lacks_vectors(triples):
                 return False
             found.update(((h, r, t), score) for h, r, t, score in triples)
             return True
@@ -420,9 +421,10 @@ def _pairs_by_relations(pairs: Sequence[tuple[str, str, float]], names: Sequence
     return [(None if key is None else names[:key], group) for key, group in groups.items()]
 
 
-def _lacks_vectors(pairs: Sequence[tuple[str, str, float]]) -> bool:
-    """Whether a database pass returned a pair with an end lacking a stored vector (NaN)."""
-    return any(math.isnan(score) for _, _, score in pairs)
+def _lacks_vectors(rows: Sequence[tuple[Any, ...]]) -> bool:
+    """Whether a database pass returned a pair or triple (score last) with an end lacking a
+    stored vector (NaN)."""
+    return any(math.isnan(row[-1]) for row in rows)
 
 
 def _kth_largest(values: np.ndarray, k: int) -> float:

@@ -199,8 +199,8 @@ class SimGRAG(KGMethod):
 
         breadth = self.config.database_search_breadth
         if breadth is None:  # grows with the index (the database counts its nodes)
-            counts = getattr(graph, "stored_counts", None)
-            breadth = auto_breadth(counts()[0]) if counts is not None else BREADTH
+            count = getattr(graph, "stored_node_count", None)
+            breadth = auto_breadth(count()) if count is not None else BREADTH
         return DatabaseNodeSearch(graph, stored.index, GrowingNameTable(), DEFAULT_PROPERTY,
                                   breadth=breadth)
 
