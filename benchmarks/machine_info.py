@@ -23,6 +23,25 @@ SIMD_FLAGS = (
 )
 
 
+#: environment variables that restrict or pick the instruction set a library uses: a run with
+#: any of them set measures that instruction set's code path on this CPU (e.g. AVX2 kernels on
+#: an AVX-512 machine), not everything the CPU has, so the JSON says which were set
+ISA_OVERRIDES = (
+    "KGRAG_INT8_KERNEL",  # kgrag's int8 scan kernel
+    "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES",  # numba's code generation target
+    "ATEN_CPU_CAPABILITY",  # PyTorch's kernels (default, avx2, avx512)
+    "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",  # oneDNN (PyTorch's matrix products)
+    "OPENBLAS_CORETYPE",  # numpy's OpenBLAS kernels
+    "MKL_ENABLE_INSTRUCTIONS",
+    "ORT_DISABLE_AVX512",
+)
+
+
+def isa_overrides() -> dict[str, str]:
+    """The :data:`ISA_OVERRIDES` set in this process's environment."""
+    return {name: os.environ[name] for name in ISA_OVERRIDES if os.environ.get(name)}
+
+
 def _cpuinfo() -> tuple[str | None, set[str]]:
     """(model name, flags) from /proc/cpuinfo (Linux); (None, empty) elsewhere."""
     try:
@@ -60,7 +79,8 @@ def simd_flags() -> list[str]:
 
 
 def machine_info(**extra: object) -> dict:
-    """``{"cpu_model", "simd", "arch", "cpus", "python", "numpy", "load_average", ...extra}``
+    """``{"cpu_model", "simd", "arch", "cpus", "python", "numpy", "load_average",
+    "isa_overrides" (only when any is set), ...extra}``
     (``extra``: what the benchmark adds, e.g. its own load averages or a description)."""
     try:
         usable = len(os.sched_getaffinity(0))
@@ -75,6 +95,9 @@ def machine_info(**extra: object) -> dict:
         "numpy": np.__version__,
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+    overrides = isa_overrides()
+    if overrides:
+        info["isa_overrides"] = overrides
     info.update(extra)
     return info
 

@@ -41,3 +41,21 @@ def test_benchmark_stamps_its_machine(path: Path):
     """Every benchmark script records the machine (``machine_info.stamp``) in what it writes."""
     text = path.read_text(encoding="utf-8")
     assert "stamp(" in text or "machine_info(" in text
+
+
+def test_machine_record_names_instruction_set_overrides(monkeypatch):
+    """A run that forces a narrower instruction set (e.g. the AVX2 kernels on an AVX-512 CPU)
+    says so next to the CPU's own flags, and a run without any override has no such key."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    sys.modules.pop("machine_info", None)
+    import machine_info
+
+    for name in machine_info.ISA_OVERRIDES:
+        monkeypatch.delenv(name, raising=False)
+    assert "isa_overrides" not in machine_info.machine_info()
+    monkeypatch.setenv("KGRAG_INT8_KERNEL", "avx2")
+    monkeypatch.setenv("NUMBA_CPU_NAME", "haswell")
+    assert machine_info.machine_info()["isa_overrides"] == {"KGRAG_INT8_KERNEL": "avx2",
+                                                           "NUMBA_CPU_NAME": "haswell"}

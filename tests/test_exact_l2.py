@@ -179,6 +179,7 @@ def test_auto_picks_the_fastest_kernel_the_cpu_runs(monkeypatch, features, machi
 
     from kgrag.embed import _int8_kernel
 
+    monkeypatch.delenv(_int8_kernel.KERNEL_ENV, raising=False)
     monkeypatch.setattr(_int8_kernel.platform, "machine", lambda: machine)
     def host_features():
         if isinstance(features, Exception):
@@ -203,6 +204,35 @@ def test_auto_picks_the_fastest_kernel_the_cpu_runs(monkeypatch, features, machi
     want = FlatL2Search(matrix).search(queries, 300)
     got = index.search(queries, 300)
     assert got[1].tolist() == want[1].tolist() and got[0].tolist() == want[0].tolist()
+
+
+@needs_numba
+@pytest.mark.parametrize(("forced", "features", "kernel"), [
+    ("portable", {"avx512vnni": True, "avx512bw": True, "avx2": True}, "portable"),
+    ("AVX2", {"avx512vnni": True, "avx512bw": True, "avx2": True}, "avx2"),
+    ("auto", {"avx512vnni": False, "avx2": True}, "avx2"),
+    ("vnni", {"avx512vnni": False, "avx2": True}, ValueError),  # the CPU lacks it
+    ("sse", {"avx2": True}, ValueError),  # no such kernel
+])
+def test_the_environment_picks_the_kernel(monkeypatch, forced, features, kernel):
+    """``KGRAG_INT8_KERNEL`` overrides the automatic choice (an AVX2 run on an AVX-512 CPU, or a
+    way round a virtual machine that traps instructions it reports), but never to a kernel the
+    CPU cannot run: that is refused with the variable's name, not a crash in the first scan."""
+    import llvmlite.binding
+
+    from kgrag.embed import _int8_kernel
+
+    monkeypatch.setenv(_int8_kernel.KERNEL_ENV, forced)
+    monkeypatch.setattr(_int8_kernel.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", lambda: dict(features))
+    if kernel is ValueError:
+        with pytest.raises(ValueError, match="KGRAG_INT8_KERNEL"):
+            _int8_kernel.best_kernel()
+        return
+    assert _int8_kernel.best_kernel() == kernel
+    if kernel == "portable":
+        index = Int8L2Search(np.eye(8, dtype=np.float32))
+        assert index.kernel == "portable"
 
 
 def test_without_numba_the_automatic_index_is_the_exact_float32_scan(monkeypatch):

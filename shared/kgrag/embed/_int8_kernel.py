@@ -23,6 +23,7 @@ on ARM or other CPUs.
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from kgrag.embed._int8_bounds import _finish
+from kgrag.embed._int8_bounds import _finish, _prefetch_row
 
 #: the kernels, fastest first (each needs the CPU features :func:`best_kernel` checks)
 KERNELS = ("vnni", "avx2", "portable")
@@ -50,7 +51,10 @@ def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_
     quantisation errors). ``row_sums`` is unused here (same signature as the VNNI kernel).
     """
     m, d = queries.shape
+    flat_codes = codes.reshape(-1)
+    end = flat_codes.size
     for i in range(lo, hi):
+        _prefetch_row(flat_codes, i * d, d, end)
         scale = np.float64(scales[i])
         n = np.float64(norms[i])
         r = np.float64(residuals[i])
@@ -91,8 +95,27 @@ def has_avx2() -> bool:
     return cpu_features().get("avx2", False)
 
 
+#: environment variable that picks the kernel ``kernel="auto"`` uses instead of the fastest
+KERNEL_ENV = "KGRAG_INT8_KERNEL"
+
+
 def best_kernel() -> str:
-    """The fastest kernel this CPU runs: ``"vnni"``, ``"avx2"`` or ``"portable"``."""
+    """The fastest kernel this CPU runs: ``"vnni"``, ``"avx2"`` or ``"portable"``.
+
+    ``KGRAG_INT8_KERNEL`` (one of :data:`KERNELS`) overrides the choice: a virtual machine may
+    report an instruction set its hypervisor traps (as AMX did for llama.cpp on a KVM guest),
+    and a benchmark may run an AVX2 machine's kernel on an AVX-512 one. A kernel this CPU does
+    not run is refused rather than left to crash on its first scan."""
+    forced = os.environ.get(KERNEL_ENV, "").strip().lower()
+    if forced and forced != "auto":
+        runs = {"vnni": has_vnni, "avx2": has_avx2, "portable": lambda: True}
+        if forced not in runs:
+            raise ValueError(f"{KERNEL_ENV}={forced!r}: expected one of auto, "
+                             f"{', '.join(KERNELS)}")
+        if not runs[forced]():
+            raise ValueError(f"{KERNEL_ENV}={forced!r}: this CPU lacks the instructions of "
+                             f"that kernel")
+        return forced
     if has_vnni():
         return "vnni"
     return "avx2" if has_avx2() else "portable"

@@ -27,7 +27,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from kgrag.embed._int8_bounds import _finish, bounds_block
+from kgrag.embed._int8_bounds import _finish, _prefetch_row, bounds_block
 
 #: rows scored before their bounds are computed (the int32 products of a block stay in L1)
 AVX2_BLOCK = 256
@@ -118,9 +118,11 @@ def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, querie
     flat_codes = codes.reshape(-1)
     flat_q = queries.reshape(-1)
     dots = np.empty((m, AVX2_BLOCK), dtype=np.int32)
+    end = flat_codes.size
     for start in range(lo, hi, AVX2_BLOCK):
         stop = min(hi, start + AVX2_BLOCK)
         for i in range(start, stop):
+            _prefetch_row(flat_codes, i * width, width, end)
             _avx2_row(flat_q, width, flat_codes, i * width, blocks, m, dots, i - start)
         bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
                      q_errors, lower, upper)
@@ -204,7 +206,9 @@ def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, querie
     flat_codes = codes.reshape(-1)
     flat_high = high.reshape(-1)
     flat_low = low.reshape(-1)
+    end = flat_codes.size
     for i in range(lo, hi):
+        _prefetch_row(flat_codes, i * width, width, end)
         scale = np.float64(scales[i])
         n = np.float64(norms[i])
         r = np.float64(residuals[i])
