@@ -105,13 +105,25 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(ultraquery.Workspace, "BLOCK", 5)
 
 
+@pytest.fixture(params=["fused", "torch"])
+def summing(request, monkeypatch):
+    """Both ways of summing the messages: the fused numba kernel (``fast`` extra) and the
+    PyTorch operations (without numba)."""
+    if request.param == "fused":
+        pytest.importorskip("numba")
+    else:
+        monkeypatch.setattr(ultraquery, "_typed_sum_kernel", lambda: None)
+    return request.param == "fused"
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, seed):
+def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, summing, seed):
     rng = np.random.default_rng(seed)
     num_nodes, num_relations = int(rng.integers(8, 40)), int(rng.integers(1, 5))
     heads, rels, tails = _random_graph(rng, num_nodes, int(rng.integers(5, 80)), num_relations)
     graph = model.prepare(heads, rels, tails, num_nodes, num_relations)
     assert len(graph.entities.blocks) > 1
+    assert graph.entities.fused is summing and graph.relations.fused is summing
     relations = [int(r) for r in rng.integers(0, 2 * num_relations, 3)]
     one_hot = np.zeros((3, num_nodes), np.float32)
     one_hot[np.arange(3), rng.integers(0, num_nodes, 3)] = 1.0  # the sparse first layer
@@ -129,7 +141,7 @@ def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, seed):
                                        atol=1e-5, rtol=0)
 
 
-def test_graph_without_edges(model):
+def test_graph_without_edges(model, summing):
     """No messages at all: every node keeps only its boundary condition."""
     empty = np.array([], np.int64)
     graph = model.prepare(empty, empty, empty, 4, 2)
@@ -138,7 +150,7 @@ def test_graph_without_edges(model):
     torch.testing.assert_close(model.project(graph, x, [0, 3]), expected, atol=1e-5, rtol=0)
 
 
-def test_results_do_not_share_the_reused_buffers(model):
+def test_results_do_not_share_the_reused_buffers(model, summing):
     """Each projection returns its own tensor: a later one does not overwrite it."""
     rng = np.random.default_rng(0)
     heads, rels, tails = _random_graph(rng, 20, 40, 2)
@@ -149,3 +161,26 @@ def test_results_do_not_share_the_reused_buffers(model):
     kept = first.clone()
     model.project(graph, rng.random((1, 20)).astype(np.float32), [1])
     assert torch.equal(first, kept)
+
+
+def test_fused_sums_equal_the_torch_sums_and_refuse_strided_states():
+    """The fused kernel and the PyTorch bag-sums give the same sums (float32 rounding) on a
+    batch of states; a strided input is read as it is, a strided output (which would be filled
+    through a copy and lost) is refused."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(3)
+    heads, rels, tails = _random_graph(rng, 30, 120, 3)
+    adjacency = ultraquery.entity_graph(heads, rels, tails, 30, 3)
+    assert adjacency.fused
+    h = torch.randn(30, 2, DIM)
+    boundary = torch.randn(30, 2, DIM)
+    rel = torch.randn(2, 6, DIM)
+    fused = adjacency.aggregate(h, rel, boundary)
+    adjacency.fused = False
+    plain = adjacency.aggregate(h, rel, boundary)
+    torch.testing.assert_close(fused, plain, atol=1e-5, rtol=1e-5)
+    adjacency.fused = True
+    strided = h.transpose(0, 1).contiguous().transpose(0, 1)  # same values, other strides
+    torch.testing.assert_close(adjacency.aggregate(strided, rel, boundary), fused)
+    with pytest.raises(ValueError, match="contiguous"):
+        adjacency.aggregate(h, rel, boundary, out=torch.empty(2, 30, DIM).transpose(0, 1))
