@@ -46,6 +46,8 @@ import numpy as np
 
 NUM_LAYERS = 6
 DIM = 64
+#: the layer norms' epsilon (PyTorch's default, as the checkpoint was trained with)
+LAYER_NORM_EPS = 1e-5
 #: meta-relations of the relation graph, in the checkpoint's embedding order
 META_RELATIONS = ("hh", "tt", "ht", "th")
 _PREFIX = "model.model."
@@ -116,7 +118,7 @@ class TypedAdjacency:
     scaled and summed again, in buffers reused from one block, layer and query to the next.
 
     With numba installed (``fused``) all of that is one pass instead
-    (:func:`kgrag.methods.ultrag._typed_sum.typed_sum`): each receiver's sums are built in two
+    (:func:`kgrag.methods.ultrag._kernels.typed_sum`): each receiver's sums are built in two
     row-sized accumulators, the senders' rows prefetched a few edges ahead; MetaQA's six
     layers' sums went from 93 to 45-59 ms per projection.
     """
@@ -177,14 +179,14 @@ class TypedAdjacency:
         self.pattern = sp.csr_matrix(
             (np.ones(self.num_edges, np.float32), slot_senders, edge_start[node_start]),
             shape=(num_nodes, num_nodes))
-        #: the same structure as flat arrays, for the fused kernel (:mod:`._typed_sum`)
+        #: the same structure as flat arrays, for the fused kernel (:mod:`._kernels`)
         self._node_start = node_start.astype(np.int64)
         self._slot_start = edge_start.astype(np.int64)
         self._slot_types_np = (slots % num_types).astype(np.int64)
         self._slot_senders = slot_senders
         #: whether :meth:`aggregate` runs the fused numba kernel (numba installed); the
         #: PyTorch operations otherwise (both tested)
-        self.fused = _typed_sum_kernel() is not None
+        self.fused = _fused_kernels() is not None
 
     def reached(self, nodes: np.ndarray) -> np.ndarray:
         """Sorted ids of ``nodes`` and of every node receiving a message from one of them."""
@@ -230,14 +232,14 @@ class TypedAdjacency:
 
 
     def _fused_aggregate(self, h: Any, rel: Any, boundary: Any, out: Any) -> Any:
-        """:meth:`aggregate` by :func:`._typed_sum.typed_sum`, on this thread.
+        """:meth:`aggregate` by :func:`._kernels.typed_sum`, on this thread.
 
         Not split over threads: with PyTorch's own threads waiting (spinning) between its
         operations, a second share on the other core measured slower, not faster (MetaQA, 2
         cores: 58-65 against 49-56 ms for a projection's six sums)."""
         import torch
 
-        kernel = _typed_sum_kernel()
+        kernel = _fused_kernels().typed_sum
         n, b, d = h.shape
         if not out.is_contiguous() or out.dtype != torch.float32:
             raise ValueError("aggregate writes into a contiguous float32 tensor only")
@@ -252,13 +254,13 @@ class TypedAdjacency:
         return out
 
 
-def _typed_sum_kernel() -> Any:
-    """:func:`._typed_sum.typed_sum`, or None without numba."""
+def _fused_kernels() -> Any:
+    """The module of fused kernels (:mod:`._kernels`), or None without numba."""
     try:
-        from kgrag.methods.ultrag._typed_sum import typed_sum
+        from kgrag.methods.ultrag import _kernels
     except ImportError:
         return None
-    return typed_sum
+    return _kernels
 
 
 def _sorted_slots(receivers: np.ndarray, types: np.ndarray, senders: np.ndarray,
@@ -424,16 +426,25 @@ class UltraQueryModel:
             # W [h, update] + b as two products into one buffer (no concatenated copy)
             lin = torch.addmm(layer["linear.bias"], flat, weight_state)
             lin.addmm_(flat_update, weight_update)
-            return F.layer_norm(lin, *norm).relu_().add_(flat).view(h.shape)  # short-cut
+            return F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_().add_(flat).view(h.shape)
         flat_out = out.view(-1, DIM)
         rows, block = len(flat), len(scratch)
+        kernels = _fused_kernels()
+        if kernels is not None:  # layer norm, ReLU and short-cut in one pass per block
+            arrays = (flat.contiguous().numpy(), flat_out.numpy(),
+                      norm[1].numpy(), norm[2].numpy())
         for start in range(0, rows, block):
             stop = min(rows, start + block)
             lin = torch.addmm(layer["linear.bias"], flat[start:stop], weight_state,
                               out=scratch[:stop - start])
             lin.addmm_(flat_update[start:stop], weight_update)
-            torch.add(F.layer_norm(lin, *norm).relu_(), flat[start:stop],
-                      out=flat_out[start:stop])
+            if kernels is not None:
+                states, into, weight, bias = arrays
+                kernels.norm_relu_add(lin.numpy(), weight, bias, states[start:stop],
+                                      into[start:stop], LAYER_NORM_EPS)
+            else:
+                torch.add(F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_(),
+                          flat[start:stop], out=flat_out[start:stop])
         return out
 
     def relation_embeddings(self, graph: PreparedGraph, relations: Sequence[int]) -> Any:
