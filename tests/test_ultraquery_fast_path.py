@@ -107,8 +107,8 @@ def small_blocks(monkeypatch):
 
 @pytest.fixture(params=["fused", "torch"])
 def summing(request, monkeypatch):
-    """Both ways of running a layer: the fused numba kernels (``fast`` extra: message sums,
-    and layer norm + ReLU + short-cut) and the PyTorch operations (without numba)."""
+    """Both ways of summing the messages: the fused numba kernel (``fast`` extra) and the
+    PyTorch operations (without numba)."""
     if request.param == "fused":
         pytest.importorskip("numba")
     else:

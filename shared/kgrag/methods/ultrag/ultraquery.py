@@ -429,22 +429,13 @@ class UltraQueryModel:
             return F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_().add_(flat).view(h.shape)
         flat_out = out.view(-1, DIM)
         rows, block = len(flat), len(scratch)
-        kernels = _fused_kernels()
-        if kernels is not None:  # layer norm, ReLU and short-cut in one pass per block
-            arrays = (flat.contiguous().numpy(), flat_out.numpy(),
-                      norm[1].numpy(), norm[2].numpy())
         for start in range(0, rows, block):
             stop = min(rows, start + block)
             lin = torch.addmm(layer["linear.bias"], flat[start:stop], weight_state,
                               out=scratch[:stop - start])
             lin.addmm_(flat_update[start:stop], weight_update)
-            if kernels is not None:
-                states, into, weight, bias = arrays
-                kernels.norm_relu_add(lin.numpy(), weight, bias, states[start:stop],
-                                      into[start:stop], LAYER_NORM_EPS)
-            else:
-                torch.add(F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_(),
-                          flat[start:stop], out=flat_out[start:stop])
+            torch.add(F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_(), flat[start:stop],
+                      out=flat_out[start:stop])
         return out
 
     def relation_embeddings(self, graph: PreparedGraph, relations: Sequence[int]) -> Any:
