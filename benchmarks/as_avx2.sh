@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Run a command with every library kgrag's hot paths use restricted to AVX2 + FMA code, so that
+# an AVX-512 machine measures the code path of an AVX2-only CPU (AMD EPYC before Zen 4, most
+# laptops). It is the instruction set only: caches, memory bandwidth and clock stay this
+# machine's, so a result is a stand-in for an AVX2 CPU, not a measurement of one. Each
+# benchmark JSON lists the variables under machine.isa_overrides.
+#
+#   bash benchmarks/as_avx2.sh python benchmarks/simgrag_scale.py --edges 10000000 --dim 384 ...
+set -euo pipefail
+export KGRAG_INT8_KERNEL=avx2          # kgrag's int8 scan kernel
+export NUMBA_CPU_NAME=haswell          # numba code generation (the fused kernels)
+export ATEN_CPU_CAPABILITY=avx2        # PyTorch's own kernels
+export ONEDNN_MAX_CPU_ISA=AVX2         # oneDNN (PyTorch)
+export MKL_ENABLE_INSTRUCTIONS=AVX2    # MKL (PyTorch's BLAS)
+export OPENBLAS_CORETYPE=Haswell       # OpenBLAS (numpy's BLAS)
+exec "$@"
