@@ -9,8 +9,8 @@ slots' type vectors, product, second bag-sum, add), each writing a block-sized t
 next one reads back. Here each receiver's row is built in two small accumulators that stay in
 registers and L1, reading every sender's row once and writing the output row once: on MetaQA
 (43k nodes, 267k typed edges, 64 floats) one layer's sums took 13.5-18.6 ms with the PyTorch
-operations and 4-5 ms here when timed alone, 7-10 ms inside a projection (whose matrix
-products leave other data in the caches); six layers per projection: 93 -> 45-59 ms.
+operations and 4-5 ms here when timed alone; whole projections, alternated with the PyTorch
+path, 86-98 -> 72-87 ms (two threads).
 
 The arithmetic is the same sums in the same order as the bag-sums (senders ascending within a
 slot, a receiver's slots in type order, the boundary added last), so results agree with the

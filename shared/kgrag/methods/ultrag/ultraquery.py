@@ -119,8 +119,8 @@ class TypedAdjacency:
 
     With numba installed (``fused``) all of that is one pass instead
     (:func:`kgrag.methods.ultrag._kernels.typed_sum`): each receiver's sums are built in two
-    row-sized accumulators, the senders' rows prefetched a few edges ahead; MetaQA's six
-    layers' sums went from 93 to 45-59 ms per projection.
+    row-sized accumulators, the senders' rows prefetched a few edges ahead (MetaQA, whole
+    projections alternated with the PyTorch path: 72-87 against 86-98 ms).
     """
 
     #: most slots per block of receivers (a block's slot sums: this many rows of batch x dim)
@@ -230,13 +230,11 @@ class TypedAdjacency:
             torch.add(received, flat_boundary[node:stop], out=block_out)
         return out
 
-
     def _fused_aggregate(self, h: Any, rel: Any, boundary: Any, out: Any) -> Any:
         """:meth:`aggregate` by :func:`._kernels.typed_sum`, on this thread.
 
         Not split over threads: with PyTorch's own threads waiting (spinning) between its
-        operations, a second share on the other core measured slower, not faster (MetaQA, 2
-        cores: 58-65 against 49-56 ms for a projection's six sums)."""
+        operations, a second share on the other core measured no faster (MetaQA, 2 cores)."""
         import torch
 
         kernel = _fused_kernels().typed_sum
