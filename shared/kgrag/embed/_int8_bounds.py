@@ -1,18 +1,16 @@
 """Bounds shared by every int8 scan kernel (:mod:`kgrag.embed._int8_kernel`'s portable loop and
 :mod:`kgrag.embed._int8_x86`'s AVX2 / VNNI kernels): the same float64 arithmetic turns each
 row's exact integer product into its lower and upper bound, so all kernels give the same bounds
-bit for bit. A module of its own so that neither kernel module imports the other. The code prefetch
-every kernel issues is here too: ``llvm.prefetch`` is target-independent (x86 ``prefetcht0``,
-ARM ``prfm``, nothing where a target has none).
+bit for bit. A module of its own so that neither kernel module imports the other. The
+code-row prefetch every kernel issues is here too (:func:`kgrag._prefetch.prefetch`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
+
+from kgrag._prefetch import prefetch
 
 
 @njit(nogil=True, cache=True)
@@ -52,29 +50,6 @@ PREFETCH_AHEAD = 4096
 LINE = 64
 
 
-@intrinsic
-def _prefetch(typingctx, array, offset):
-    """Ask for the cache line holding ``array.ravel()[offset]`` (``llvm.prefetch``: read, keep
-    in every cache level). A hint, never a fault: the callers keep ``offset`` inside the
-    array anyway."""
-    sig = types.void(array, types.intp)
-
-    def codegen(context, builder, signature, args):
-        arr, off = args
-        data = context.make_array(signature.args[0])(context, builder, arr).data
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
-            "llvm.prefetch.p0i8")
-        # (address, read = 0, locality = 3: keep in all levels, data cache = 1)
-        builder.call(fn, [builder.bitcast(builder.gep(data, [off]), byte_ptr),
-                          ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 @njit(nogil=True, cache=True)
 def _prefetch_row(flat_codes, row_offset, width, end):  # pragma: no cover - compiled
     """Prefetch the code row that starts :data:`PREFETCH_AHEAD` bytes after ``row_offset``
@@ -82,5 +57,5 @@ def _prefetch_row(flat_codes, row_offset, width, end):  # pragma: no cover - com
     ahead = row_offset + PREFETCH_AHEAD
     j = 0
     while j < width and ahead + j < end:
-        _prefetch(flat_codes, ahead + j)
+        prefetch(flat_codes, ahead + j)
         j += LINE

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kgrag.embed._int8_bounds import _prefetch
+from kgrag._prefetch import prefetch
 
 #: how many edges ahead a sender's row is prefetched. The senders' rows are gathered at
 #: random from a table larger than L2 (MetaQA: 43k x 64 floats, 11 MB), so without it every
@@ -60,7 +60,7 @@ def typed_sum(h, per_type, boundary, out, node_start, slot_start, slot_types, se
                 if e + AHEAD < edges:
                     base = senders[e + AHEAD] * width
                     for line in range(0, width, LINE_FLOATS):
-                        _prefetch(flat, base + line)
+                        prefetch(flat, base + line)
                 row = h[senders[e]]
                 for j in range(width):
                     bag[j] += row[j]
@@ -71,4 +71,3 @@ def typed_sum(h, per_type, boundary, out, node_start, slot_start, slot_types, se
         start = boundary[v]
         for j in range(width):
             into[j] = acc[j] + start[j]
-

@@ -180,9 +180,8 @@ class TypedAdjacency:
             (np.ones(self.num_edges, np.float32), slot_senders, edge_start[node_start]),
             shape=(num_nodes, num_nodes))
         #: the same structure as flat arrays, for the fused kernel (:mod:`._kernels`)
-        self._node_start = node_start.astype(np.int64)
-        self._slot_start = edge_start.astype(np.int64)
-        self._slot_types_np = (slots % num_types).astype(np.int64)
+        self._node_start = np.asarray(node_start, np.int64)
+        self._slot_start = np.asarray(edge_start, np.int64)
         self._slot_senders = slot_senders
         #: whether :meth:`aggregate` runs the fused numba kernel (numba installed); the
         #: PyTorch operations otherwise (both tested)
@@ -248,7 +247,7 @@ class TypedAdjacency:
         per_type = np.ascontiguousarray(
             rel.transpose(0, 1).reshape(-1, b * d).numpy(), dtype=np.float32)
         kernel(flat_h, per_type, flat_boundary, flat_out, self._node_start, self._slot_start,
-               self._slot_types_np, self._slot_senders, 0, n)
+               self._slot_types.numpy(), self._slot_senders, 0, n)
         return out
 
 
