@@ -2,7 +2,7 @@
 :mod:`kgrag.embed._int8_x86`'s AVX2 / VNNI kernels): the same float64 arithmetic turns each
 row's exact integer product into its lower and upper bound, so all kernels give the same bounds
 bit for bit. A module of its own so that neither kernel module imports the other. The
-code-row prefetch every kernel issues is here too (:func:`kgrag._prefetch.prefetch`).
+code-row prefetch every kernel issues is here too (:func:`kgrag.embed._prefetch.prefetch`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kgrag._prefetch import prefetch
+from kgrag.embed._prefetch import prefetch
 
 
 @njit(nogil=True, cache=True)

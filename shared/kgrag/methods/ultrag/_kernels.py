@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kgrag._prefetch import prefetch
+from kgrag.embed._prefetch import prefetch
 
 #: how many edges ahead a sender's row is prefetched. The senders' rows are gathered at
 #: random from a table larger than L2 (MetaQA: 43k x 64 floats, 11 MB), so without it every
