@@ -434,3 +434,67 @@ def test_adjacency_filter_reads_either_domain_with_the_same_result():
                     for t in target.ids.tolist()]
         assert search._adjacent(target, source, rel_cost).tolist() == expected
         assert 0 < sum(expected) < len(expected)  # a filter that keeps some and drops some
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_sorted_table_lookup_equals_a_dictionary(grouped):
+    """The look-ahead tables' lookup (sorting many probes first, or trusting probes grouped by
+    their high part) returns each probe's value, ``inf`` for absent keys, in probe order."""
+    from kgrag.methods.simgrag.search import SORTED_PROBES, _look_up
+
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(0, 10**9, 4 * SORTED_PROBES))
+    values = rng.random(len(keys))
+    probe = np.concatenate([rng.choice(keys, 3 * SORTED_PROBES),
+                            rng.integers(0, 10**9, SORTED_PROBES)])
+    if grouped:  # ascending but for short runs, as pair keys of an index sorted by source
+        probe = np.sort(probe)
+        runs = probe.reshape(-1, 8)
+        probe = runs[:, ::-1].ravel()
+    value_of = dict(zip(keys.tolist(), values.tolist()))
+    expected = np.asarray([value_of.get(p, np.inf) for p in probe.tolist()])
+    assert np.array_equal(_look_up(keys, values, probe, grouped=grouped), expected)
+    assert np.array_equal(_look_up(keys, values, probe[:10]), expected[:10])  # direct search
+    assert np.all(np.isinf(_look_up(keys[:0], values[:0], probe)))
+
+
+@pytest.mark.parametrize("edges", [[(0, 1), (0, 1)], [(0, 1), (1, 0), (0, 1)],
+                                   [(0, 1), (1, 2), (2, 0)]])
+def test_look_ahead_over_parallel_and_closing_edges_is_the_best_completion(edges):
+    """Parallel pattern edges are bounded together (the opening step counts the closing steps'
+    cheapest edges to the *same* neighbour), and a closing step between two mapped nodes by its
+    cheapest edge between them: without injectivity, a two-node pattern's bound at the root is
+    then exactly its best completion, never above it (admissible) on a triangle, and at least
+    the plain per-node look-ahead's bound."""
+    from kgrag.methods.simgrag.search import SubgraphSearch
+
+    rng = np.random.default_rng(len(edges))
+    n, m, n_rel = 40, 220, 4
+    heads, tails = rng.integers(0, n, m), rng.integers(0, n, m)
+    kg = KnowledgeGraph.from_arrays(heads, rng.integers(0, n_rel, m), tails,
+                                    [f"n{i}" for i in range(n)], [f"r{i}" for i in range(n_rel)])
+    n_pat = 1 + max(max(e) for e in edges)
+    node_tables = [{i: float(rng.random()) for i in range(n)} for _ in range(n_pat)]
+    rel_tables = [{r: float(rng.random()) for r in range(n_rel)} for _ in edges]
+    every = enumerate_matches(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
+                              injective=False, refine=False)
+    search = SubgraphSearch(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
+                            injective=False, refine=False)
+    plain = SubgraphSearch(kg, n_pat, edges, as_sets(node_tables), as_sets(rel_tables),
+                           injective=False, refine=False)
+    plain._bound_plan = [[(t, "node", (), ()) for t, *_ in level] for level in plain._bound_plan]
+    roots = np.arange(n, dtype=np.int64)
+    F = np.full((n, n_pat), -1, dtype=np.int64)
+    F[:, search.root] = roots
+    G = np.asarray([node_tables[search.root][i] for i in range(n)])
+    bound = search._bound(F, G, 0)
+    best = np.full(n, np.inf)
+    for match in every.matches:
+        root = match.nodes[search.root]
+        best[root] = min(best[root], match.gsd)
+    assert np.all(bound <= best + 1e-9)
+    assert np.all(bound >= plain._bound(F, G, 0) - 1e-12)
+    if n_pat == 2:
+        assert np.allclose(bound, best, rtol=0, atol=1e-9)
+        assert np.array_equal(np.isinf(bound), np.isinf(best))
+        assert np.any(plain._bound(F, G, 0) < best - 1e-6)  # the per-node bound is looser
