@@ -488,7 +488,7 @@ class SubgraphSearch:
         self.source_index = source_index
         self._index: dict[int, tuple | None] = {}
         self._ahead: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._pairs: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._pairs: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray] | None] = {}
         self._bundles: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
         self._results: list[tuple] = []
         self._by_edge_set: dict[tuple[int, ...], tuple] = {}
@@ -922,26 +922,31 @@ class SubgraphSearch:
                 plan.append((t, "node", (), ()))
         return plan
 
-    def _pair_table(self, t: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """For closing step ``t``: sorted ``source * n + target`` keys of the graph node pairs
-        its index joins (:meth:`_step_index`) and the cheapest edge of each pair; None when the
-        step has no index (or the keys would overflow int64)."""
-        if t in self._pairs:
-            return self._pairs[t]
+    def _pair_table(self, t: int, flip: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+        """For closing step ``t``: sorted ``source * n + target`` keys (``flip``: ``target * n
+        + source``) of the graph node pairs its index joins (:meth:`_step_index`) and the
+        cheapest edge of each pair; None when the step has no index (or the keys would
+        overflow int64)."""
+        if (t, flip) in self._pairs:
+            return self._pairs[(t, flip)]
         table = None
         index = self._step_index(t)
         n = int(self.kg.num_nodes)
         if index is not None and n * n < 2**62:
             sources, _, targets, cost = index
-            key = sources.astype(np.int64) * n + targets
-            order = np.argsort(key, kind="stable")  # runs by source already: merged, not sorted
+            if flip:
+                key = targets.astype(np.int64) * n + sources
+                order = np.argsort(key)
+            else:  # the index is sorted by source: runs to merge, which a stable sort does fast
+                key = sources.astype(np.int64) * n + targets
+                order = np.argsort(key, kind="stable")
             key, cost = key[order], cost[order]
             if len(key):
                 first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
                 table = (key[first], np.minimum.reduceat(cost, first))
             else:
                 table = (key, cost)
-        self._pairs[t] = table
+        self._pairs[(t, flip)] = table
         return table
 
     def _pair_cost(self, table: tuple[np.ndarray, np.ndarray], src: np.ndarray,
@@ -962,16 +967,16 @@ class SubgraphSearch:
             return self._bundles[t]
         table = None
         index = self._step_index(t)
-        pairs = [self._pair_table(u) for u in later]
+        step = self.steps[t]
+        # each later step's pairs keyed as (this step's source, its target), so that this
+        # step's index, sorted by source, probes them in ascending runs
+        pairs = [self._pair_table(u, flip=self.steps[u].src != step.src) for u in later]
         if index is not None and all(p is not None for p in pairs):
             sources, _, targets, cost = index
             cost = cost.copy()
-            step = self.steps[t]
-            for u, pair in zip(later, pairs):
+            for pair in pairs:
                 assert pair is not None
-                forward = self.steps[u].src == step.src
-                cost += self._pair_cost(pair, sources if forward else targets,
-                                        targets if forward else sources, grouped=forward)
+                cost += self._pair_cost(pair, sources, targets, grouped=True)
             ok = np.isfinite(cost)
             sources, cost = sources[ok], cost[ok]
             if len(sources):
