@@ -360,21 +360,30 @@ def latency(args: argparse.Namespace) -> dict:
     method = UltRAG(kg, linking="exact", executor=args.executor, threads=args.threads,
                     subgraph_k=args.subgraph_k)
     method.run(queries["1p"][0])  # warm-up: model load, first relation graph
-    results = {}
-    for shape, texts in queries.items():
-        times, projections = [], []
-        for text in texts:
-            q = parse_query(text)
-            start = time.perf_counter()
-            execution = method.run(q)
-            times.append(1000 * (time.perf_counter() - start))
-            projections.append(text.count("->"))
-            assert execution.scores.shape == (kg.num_nodes,)
-        per_projection = [t / p for t, p in zip(times, projections)]
-        results[shape] = {"queries": len(times), "median_ms": round(statistics.median(times), 1),
-                          "p90_ms": round(float(np.percentile(times, 90)), 1),
-                          "median_ms_per_projection": round(statistics.median(per_projection), 1)}
-        print(shape, results[shape], file=sys.stderr)
+    # pass 1 is what a fresh process gets: per-relation caches (relation embeddings, the
+    # background states of UltraQuery's far nodes) fill while it runs; pass 2 repeats the same
+    # queries with them filled, as a long-running service sees them
+    passes = []
+    for _ in range(args.passes):
+        results = {}
+        for shape, texts in queries.items():
+            times, projections = [], []
+            for text in texts:
+                q = parse_query(text)
+                start = time.perf_counter()
+                execution = method.run(q)
+                times.append(1000 * (time.perf_counter() - start))
+                projections.append(text.count("->"))
+                assert execution.scores.shape == (kg.num_nodes,)
+            per_projection = [t / p for t, p in zip(times, projections)]
+            results[shape] = {"queries": len(times),
+                              "median_ms": round(statistics.median(times), 1),
+                              "p90_ms": round(float(np.percentile(times, 90)), 1),
+                              "median_ms_per_projection": round(
+                                  statistics.median(per_projection), 1)}
+            print(f"pass {len(passes) + 1}", shape, results[shape], file=sys.stderr)
+        passes.append(results)
+    results = passes[0]
     report = {"benchmark": "ultrag_neural latency", "executor": args.executor, "graph": label,
               "nodes": kg.num_nodes,
               "edges": kg.num_edges, "relations": kg.num_relations, "threads": args.threads,
@@ -384,11 +393,14 @@ def latency(args: argparse.Namespace) -> dict:
                                    *([f"--edges {args.edges}"] if args.dataset != "metaqa"
                                      else []),
                                    f"--queries {args.queries} --threads {args.threads}",
+                                   *([f"--passes {args.passes}"] if args.passes != 1 else []),
                                    *([f"--executor {args.executor}"]
                                      if args.executor != "neural" else []),
                                    *([f"--subgraph-k {args.subgraph_k}"] if args.subgraph_k
                                      else [])]),
-              **machine(), "results": results, "peak_rss_mb": round(rss_mb())}
+              **machine(), "results": results,
+              **({"results_warm": passes[-1]} if len(passes) > 1 else {}),
+              "peak_rss_mb": round(rss_mb())}
     name = "metaqa" if args.dataset == "metaqa" else f"{args.edges // 1_000_000}M"
     suffix = (f"_k{args.subgraph_k}" if args.subgraph_k else "") + (
         f"_{args.executor}" if args.executor != "neural" else "")
@@ -458,11 +470,17 @@ def main(argv: list[str] | None = None) -> int:
     lat.add_argument("--executor", choices=(*KINDS, "compare"), default="neural",
                      help="compare: symbolic and hybrid interleaved in one process")
     lat.add_argument("--reps", type=int, default=5, help="passes over the queries (compare)")
+    lat.add_argument("--passes", type=int, default=1,
+                     help="passes over the queries (neural and other single executors): the "
+                          "first is reported as 'results' (caches filling), the last as "
+                          "'results_warm' (caches filled)")
     for p in (inc, lat):
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--threads", type=int, default=1)
         p.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if getattr(args, "passes", 1) < 1:
+        parser.error("--passes must be at least 1")
     import torch
 
     torch.set_num_threads(args.threads)

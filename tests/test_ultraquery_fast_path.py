@@ -184,3 +184,87 @@ def test_fused_sums_equal_the_torch_sums_and_refuse_strided_states():
     torch.testing.assert_close(adjacency.aggregate(strided, rel, boundary), fused)
     with pytest.raises(ValueError, match="contiguous"):
         adjacency.aggregate(h, rel, boundary, out=torch.empty(2, 30, DIM).transpose(0, 1))
+
+
+def _chain_graph(rng, num_nodes, num_relations):
+    """Edges between nearby node ids only: an anchor's message ball grows a few nodes per
+    layer, so every layer runs on the ball with the rest copied from the backgrounds."""
+    heads = np.arange(num_nodes - 1)
+    tails = heads + 1
+    skips = rng.integers(0, num_nodes - 3, num_nodes // 4)
+    heads, tails = np.append(heads, skips), np.append(tails, skips + 3)
+    rels = rng.integers(0, num_relations, len(heads))
+    return heads, rels, tails
+
+
+def test_far_nodes_copy_the_background_states(model, small_blocks, summing):
+    """From a relation's second projection of a small input set on, the nodes outside each
+    layer's ball are copied from its background states: equal to the plain pass (one-hot,
+    fuzzy and mixed-relation batches), with the backgrounds kept for the relations used."""
+    rng = np.random.default_rng(11)
+    num_nodes, num_relations = 150, 3
+    heads, rels, tails = _chain_graph(rng, num_nodes, num_relations)
+    graph = model.prepare(heads, rels, tails, num_nodes, num_relations)
+    calls = []
+    compute = model.background_states
+    try:
+        model.background_states = lambda g, r: calls.append(r) or compute(g, r)
+        for round_ in range(3):
+            relations = [0, 4, 0] if round_ < 2 else [4, 1, 0]
+            x = np.zeros((3, num_nodes), np.float32)
+            x[0, 70] = 1.0
+            x[1, [10, 11]] = [0.3, 0.9]
+            x[2, 140] = 0.5
+            expected = _reference(model.weights, heads, rels, tails, num_nodes, num_relations,
+                                  x, relations)
+            torch.testing.assert_close(model.project(graph, x, relations), expected, atol=1e-5,
+                                       rtol=0)
+    finally:
+        del model.background_states
+    # relation 0: used twice in the first batch -> computed there; 4 on its second use;
+    # 1 only once: none
+    assert sorted(calls) == [0, 4] and sorted(graph._background) == [0, 4]
+    assert graph._background[0][0] is None and len(graph._background[0]) == NUM_LAYERS
+    # a large input set is computed densely: no background is asked for
+    dense = rng.random((1, num_nodes)).astype(np.float32)
+    torch.testing.assert_close(
+        model.project(graph, dense, [1]),
+        _reference(model.weights, heads, rels, tails, num_nodes, num_relations, dense, [1]),
+        atol=1e-5, rtol=0)
+    assert sorted(graph._background) == [0, 4]
+
+
+def test_backgrounds_are_kept_within_their_budget(model):
+    """The byte budget holds as many relations' backgrounds as fit; a new relation replaces
+    the least used one only when it has been used more; 0 keeps none."""
+    rng = np.random.default_rng(2)
+    heads, rels, tails = _chain_graph(rng, 60, 4)
+    graph = model.prepare(heads, rels, tails, 60, 4, background_bytes=0)
+    assert graph.backgrounds(model, [0]) is None and graph.backgrounds(model, [0]) is None
+    assert not graph._background
+    graph = model.prepare(heads, rels, tails, 60, 4)
+    graph.background_bytes = 2 * graph.background_size  # two relations
+    for r in (0, 0, 1, 1):
+        graph.backgrounds(model, [r])
+    assert sorted(graph._background) == [0, 1]
+    assert graph.backgrounds(model, [2]) is None  # first use
+    assert graph.backgrounds(model, [2]) is None  # used as often as the kept ones: no room
+    kept = graph.backgrounds(model, [2])  # now used more than 0 and 1: replaces one
+    assert kept is not None and sorted(graph._background) in ([0, 2], [1, 2])
+    assert len(graph._background) * graph.background_size <= graph.background_bytes
+    with pytest.raises(ValueError, match="background_bytes"):
+        model.prepare(heads, rels, tails, 60, 4, background_bytes=-1)
+
+
+def test_sums_for_some_receivers_equal_those_rows_of_all_sums(summing):
+    """``aggregate_rows`` gives exactly the rows of ``aggregate`` it is asked for, in order."""
+    rng = np.random.default_rng(4)
+    heads, rels, tails = _random_graph(rng, 40, 150, 3)
+    adjacency = ultraquery.entity_graph(heads, rels, tails, 40, 3)
+    assert adjacency.fused is summing
+    h, boundary, rel = torch.randn(40, 2, DIM), torch.randn(40, 2, DIM), torch.randn(2, 6, DIM)
+    every = adjacency.aggregate(h, rel, boundary)
+    rows = np.array([39, 0, 17, 17, 5])
+    torch.testing.assert_close(adjacency.aggregate_rows(h, rel, boundary, rows),
+                               every[torch.from_numpy(rows)], atol=1e-6, rtol=0)
+    assert adjacency.aggregate_rows(h, rel, boundary, rows[:0]).shape == (0, 2, DIM)

@@ -38,6 +38,31 @@ AHEAD = 8
 LINE_FLOATS = 16
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _receive(h, flat, per_type, start, into, v, node_start, slot_start, slot_types, senders,
+             acc, bag):  # pragma: no cover - compiled; inlined into both kernels below
+    """``into = start + sum over v's slots of per_type[type] * sum of the slot's senders' h``
+    (``acc`` / ``bag``: row-sized scratch)."""
+    width = h.shape[1]
+    edges = senders.shape[0]
+    acc[:] = 0.0
+    for s in range(node_start[v], node_start[v + 1]):
+        bag[:] = 0.0
+        for e in range(slot_start[s], slot_start[s + 1]):
+            if e + AHEAD < edges:
+                base = senders[e + AHEAD] * width
+                for line in range(0, width, LINE_FLOATS):
+                    prefetch(flat, base + line)
+            row = h[senders[e]]
+            for j in range(width):
+                bag[j] += row[j]
+        kind = per_type[slot_types[s]]
+        for j in range(width):
+            acc[j] += bag[j] * kind[j]
+    for j in range(width):
+        into[j] = acc[j] + start[j]
+
+
 @njit(nogil=True, cache=True)
 def typed_sum(h, per_type, boundary, out, node_start, slot_start, slot_types, senders,
               lo, hi):  # pragma: no cover - compiled; tested through TypedAdjacency
@@ -49,25 +74,23 @@ def typed_sum(h, per_type, boundary, out, node_start, slot_start, slot_types, se
     """
     width = h.shape[1]
     flat = h.reshape(-1)
-    edges = senders.shape[0]
     acc = np.empty(width, dtype=np.float32)
     bag = np.empty(width, dtype=np.float32)
     for v in range(lo, hi):
-        acc[:] = 0.0
-        for s in range(node_start[v], node_start[v + 1]):
-            bag[:] = 0.0
-            for e in range(slot_start[s], slot_start[s + 1]):
-                if e + AHEAD < edges:
-                    base = senders[e + AHEAD] * width
-                    for line in range(0, width, LINE_FLOATS):
-                        prefetch(flat, base + line)
-                row = h[senders[e]]
-                for j in range(width):
-                    bag[j] += row[j]
-            kind = per_type[slot_types[s]]
-            for j in range(width):
-                acc[j] += bag[j] * kind[j]
-        into = out[v]
-        start = boundary[v]
-        for j in range(width):
-            into[j] = acc[j] + start[j]
+        _receive(h, flat, per_type, boundary[v], out[v], v, node_start, slot_start, slot_types,
+                 senders, acc, bag)
+
+
+@njit(nogil=True, cache=True)
+def typed_sum_rows(h, per_type, boundary, out, rows, node_start, slot_start, slot_types,
+                   senders):  # pragma: no cover - compiled; tested through TypedAdjacency
+    """:func:`typed_sum` for the receivers ``rows`` only, into ``out[i]`` for ``rows[i]``
+    (``out``: ``(len(rows), width)``): the same sums in the same order, row by row."""
+    width = h.shape[1]
+    flat = h.reshape(-1)
+    acc = np.empty(width, dtype=np.float32)
+    bag = np.empty(width, dtype=np.float32)
+    for i in range(rows.shape[0]):
+        v = rows[i]
+        _receive(h, flat, per_type, boundary[v], out[i], v, node_start, slot_start, slot_types,
+                 senders, acc, bag)

@@ -48,6 +48,10 @@ NUM_LAYERS = 6
 DIM = 64
 #: the layer norms' epsilon (PyTorch's default, as the checkpoint was trained with)
 LAYER_NORM_EPS = 1e-5
+#: memory for the background states of a prepared graph (:meth:`PreparedGraph.backgrounds`):
+#: five layers x nodes x 64 float32 per query relation, 55 MB on MetaQA's 43k nodes, so its 18
+#: relation types fit in 1 GiB; a graph whose one relation needs more than this gets none
+BACKGROUND_BYTES = 1 << 30
 #: meta-relations of the relation graph, in the checkpoint's embedding order
 META_RELATIONS = ("hh", "tt", "ht", "th")
 _PREFIX = "model.model."
@@ -229,6 +233,27 @@ class TypedAdjacency:
             torch.add(received, flat_boundary[node:stop], out=block_out)
         return out
 
+    def aggregate_rows(self, h: Any, rel: Any, boundary: Any, rows: np.ndarray) -> Any:
+        """:meth:`aggregate` for the receivers ``rows`` only: ``(len(rows), batch, dim)``, row
+        ``i`` for node ``rows[i]``. One pass over just those receivers' edges with numba; the
+        PyTorch path sums every receiver and keeps the rows asked for (same values)."""
+        import torch
+
+        n, b, d = h.shape
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if not self.fused:
+            return self.aggregate(h, rel, boundary)[torch.from_numpy(rows)]
+        out = torch.empty(len(rows), b, d)
+        flat_h, flat_boundary = (t.to(torch.float32).reshape(n, b * d).contiguous().numpy()
+                                 for t in (h, boundary))
+        per_type = np.ascontiguousarray(
+            rel.transpose(0, 1).reshape(-1, b * d).numpy(), dtype=np.float32)
+        _fused_kernels().typed_sum_rows(flat_h, per_type, flat_boundary,
+                                        out.view(len(rows), b * d).numpy(), rows,
+                                        self._node_start, self._slot_start,
+                                        self._slot_types.numpy(), self._slot_senders)
+        return out
+
     def _fused_aggregate(self, h: Any, rel: Any, boundary: Any, out: Any) -> Any:
         """:meth:`aggregate` by :func:`._kernels.typed_sum`, on this thread.
 
@@ -385,7 +410,7 @@ class UltraQueryModel:
         self._mlp2_vector = w[mlp + "2.weight"].reshape(-1).contiguous()
         self._mlp2_bias = w[mlp + "2.bias"]
         # the state a node reaches in the first entity layer when neither it nor any of its
-        # in-neighbours is in the input set: relu(layer_norm(bias)) (see ``_first_update``)
+        # in-neighbours is in the input set: relu(layer_norm(bias)) (see ``_propagate``)
         self._rest_state = self._update(self._ent_layers[0], torch.zeros(1, 1, DIM),
                                         torch.zeros(1, 1, DIM)).reshape(DIM)
 
@@ -399,9 +424,13 @@ class UltraQueryModel:
     # ----------------------------------------------------------------------------- graphs
     @staticmethod
     def prepare(heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, num_nodes: int,
-                num_relations: int) -> PreparedGraph:
-        """Everything the forward pass needs about one graph (built once, reused by queries)."""
-        return PreparedGraph(heads, rels, tails, num_nodes, num_relations)
+                num_relations: int, *, background_bytes: int = BACKGROUND_BYTES
+                ) -> PreparedGraph:
+        """Everything the forward pass needs about one graph (built once, reused by queries);
+        ``background_bytes``: memory for its background states (0: none;
+        :meth:`PreparedGraph.backgrounds`)."""
+        return PreparedGraph(heads, rels, tails, num_nodes, num_relations,
+                             background_bytes=background_bytes)
 
     # ---------------------------------------------------------------------------- forward
     @staticmethod
@@ -471,43 +500,86 @@ class UltraQueryModel:
             rel_emb = graph.cached_relation_embeddings(self, relations)  # (b, 2R, d)
             b = len(relations)
             query = rel_emb[torch.arange(b), torch.as_tensor(list(relations))]  # (b, d)
+            inputs = np.flatnonzero(x.ne(0).any(0).numpy())
+            # before this thread's buffers are used: a missing background is computed with
+            # buffers of its own
+            backgrounds = (graph.backgrounds(self, relations)
+                           if len(inputs) <= graph.num_nodes // 2 else None)
             # the node states are (nodes, batch, dim), node-major and contiguous: every layer's
-            # bag-sums run over the first axis; they live in this thread's buffers for the graph
+            # sums run over the first axis; they live in this thread's buffers for the graph
             work = graph.workspace(b)
             boundary = torch.mul(x.t().unsqueeze(-1), query.unsqueeze(0), out=work.boundary)
-            # nodes whose first-layer input is not zero: the input set and its out-neighbours
-            inputs = np.flatnonzero(x.ne(0).any(0).numpy())
-            reached = (graph.entities.reached(inputs) if len(inputs) <= graph.num_nodes // 2
-                       else inputs)
-            h = boundary
-            for i, layer in enumerate(self._ent_layers):
-                typed = graph.layer_relations(self, i, relations, rel_emb)  # (b, 2R, d)
-                update = graph.entities.aggregate(h, typed, boundary, work.update, work.slots)
-                out = work.states[i % 2]  # never h: layer i reads states[(i - 1) % 2]
-                h = (self._first_update(layer, h, update, reached, out, work.block) if i == 0
-                     else self._update(layer, h, update, out, work.block))
+            h = self._propagate(graph, boundary, relations, rel_emb, inputs, work, backgrounds)
             return self._score(h, query, work.hidden)
 
-    def _first_update(self, layer: dict[str, Any], h: Any, update: Any, reached: np.ndarray,
-                      out: Any, scratch: Any) -> Any:
-        """The first entity layer, computed only on the nodes the input set reaches.
+    def _propagate(self, graph: PreparedGraph, boundary: Any, relations: Sequence[int],
+                   rel_emb: Any, inputs: np.ndarray, work: Workspace,
+                   backgrounds: list[list[Any]] | None, keep: list[Any] | None = None) -> Any:
+        """The six entity layers from ``boundary`` (non-zero on the nodes ``inputs`` only);
+        returns the last layer's states (one of ``work``'s buffers).
 
-        Its input ``h`` is the boundary condition, zero outside the input set, so a node with
-        a zero state and a zero update (not in the set, no in-neighbour in it) gets
-        ``relu(layer_norm(bias)) + 0`` -- the same vector for all of them (``reached``: the
-        other nodes, from the graph's structure, a superset of the non-zero rows). When an anchor
-        projection's set is a few entities, that is nearly every node: the layer's two matrix
-        products and layer norm then run on the reached rows only. Exact, not approximate:
-        the other rows get the very vector the dense computation gives them.
+        **Only the nodes the input set reaches are computed** while they are at most half the
+        graph. After layer ``l`` a node more than ``l`` message hops from every input node has
+        exactly the state it would have for an *empty* input set (its own boundary row is zero,
+        and by induction so are the differences of all its in-neighbours' states): its
+        *background* state, which depends only on the graph and the query relation. Layer ``l``
+        therefore sums messages and runs the update for the ``l``-hop ball only (the set of
+        nodes reached so far plus every node receiving a message from it) and copies every
+        other row from ``backgrounds[j][l]`` (batch row ``j``; :meth:`PreparedGraph.backgrounds`)
+        -- in the first layer that is one vector for all of them, ``relu(layer_norm(bias))``,
+        so no background is needed there. On MetaQA an anchor entity's balls cover about 0,
+        0.5, 3-25, 16-77 and 51-97 % of the 43k nodes after layers 1-5. Without backgrounds
+        (a large input set, the first projection of a relation, or over the memory budget),
+        layers after the first are computed for every node, as before. Exact up to float
+        rounding: a row computed in a smaller matrix product may round differently.
+
+        ``keep``: each layer's states are appended to it (copies), for the backgrounds.
         """
         import torch
 
-        if len(reached) > h.shape[0] // 2:
-            return self._update(layer, h, update, out, scratch)
-        rows = torch.from_numpy(reached)
-        out.copy_(self._rest_state.expand(h.shape))
-        out[rows] = self._update(layer, h[rows].contiguous(), update[rows].contiguous())
-        return out
+        n = graph.num_nodes
+        ball = inputs
+        sparse = len(inputs) <= n // 2
+        h = boundary
+        for i, layer in enumerate(self._ent_layers):
+            typed = graph.layer_relations(self, i, relations, rel_emb)  # (b, 2R, d)
+            out = work.states[i % 2]  # never h: layer i reads states[(i - 1) % 2]
+            if sparse:
+                ball = graph.entities.reached(ball)
+                sparse = len(ball) <= n // 2 and (i == 0 or backgrounds is not None)
+            if sparse:
+                if i == 0:
+                    out.copy_(self._rest_state.expand(out.shape))
+                else:
+                    assert backgrounds is not None
+                    for j, states in enumerate(backgrounds):
+                        out[:, j].copy_(states[i])
+                if len(ball):
+                    rows = torch.from_numpy(ball)
+                    update = graph.entities.aggregate_rows(h, typed, boundary, ball)
+                    out[rows] = self._update(layer, h[rows].contiguous(), update)
+            else:
+                update = graph.entities.aggregate(h, typed, boundary, work.update, work.slots)
+                self._update(layer, h, update, out, work.block)
+            h = out
+            if keep is not None:
+                keep.append(h.clone())
+        return h
+
+    def background_states(self, graph: PreparedGraph, relation: int) -> list[Any]:
+        """The states ``(nodes, dim)`` after each entity layer for an empty input set along
+        ``relation`` (see :meth:`_propagate`); the first is None (one vector for every node,
+        ``relu(layer_norm(bias))``, not stored). One full forward pass, with its own buffers."""
+        import torch
+
+        with torch.inference_mode():
+            rel_emb = graph.cached_relation_embeddings(self, [relation])
+            work = Workspace(graph.entities, 1)
+            boundary = work.boundary.zero_()
+            keep: list[Any] = []
+            self._propagate(graph, boundary, [relation], rel_emb, np.empty(0, np.int64), work,
+                            None, keep)
+        return [None] + [state.reshape(graph.num_nodes, DIM) for state in keep[1:]]
 
     def _score(self, h: Any, query: Any, hidden: Any) -> Any:
         """Sigmoid of the scoring MLP on ``[node state, query embedding]``: ``(batch, nodes)``.
@@ -572,11 +644,14 @@ class PreparedGraph:
 
     The relation model's output depends only on the graph and the query relation, so it is
     cached per query relation (as are the six layers' projected edge-type vectors): a query that
-    projects along a relation already seen skips the relation model entirely.
+    projects along a relation already seen skips the relation model entirely. So are the
+    entity layers' *background* states (:meth:`backgrounds`), within ``background_bytes``.
     """
 
     def __init__(self, heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, num_nodes: int,
-                 num_relations: int) -> None:
+                 num_relations: int, *, background_bytes: int = BACKGROUND_BYTES) -> None:
+        if background_bytes < 0:
+            raise ValueError("background_bytes must be >= 0")
         self.num_nodes = int(num_nodes)
         self.num_relations = int(num_relations)
         self.num_edges = len(heads)
@@ -586,6 +661,66 @@ class PreparedGraph:
         self._layer_cache: dict[tuple[int, int], Any] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
+        self.background_bytes = int(background_bytes)
+        self._background: dict[int, list[Any]] = {}
+        self._anchor_uses: dict[int, int] = {}
+
+    @property
+    def background_size(self) -> int:
+        """Bytes of one query relation's background states (five layers of node states)."""
+        return (NUM_LAYERS - 1) * self.num_nodes * DIM * 4
+
+    def backgrounds(self, model: UltraQueryModel, relations: Sequence[int]
+                    ) -> list[list[Any]] | None:
+        """Per relation, the entity layers' states for an empty input set
+        (:meth:`UltraQueryModel.background_states`), which a projection from a small input
+        set copies for every node it does not reach (:meth:`UltraQueryModel._propagate`);
+        None when one of them is not kept.
+
+        Computing one costs a full forward pass, so it is done on a relation's *second*
+        projection from a small set, not its first (a graph prepared for one query, like a
+        subgraph, never pays it), and kept within ``background_bytes``: when full, a relation
+        replaces the kept one with the fewest such projections only if it has more (so the
+        cache settles on the most used relations instead of recomputing in turn).
+        """
+        size = self.background_size
+        if size == 0 or size > self.background_bytes:
+            return None
+        out = []
+        for relation in (int(r) for r in relations):
+            with self._lock:
+                uses = self._anchor_uses[relation] = self._anchor_uses.get(relation, 0) + 1
+                found = self._background.get(relation)
+                admit = found is None and uses >= 2 and self._room_for(relation, size) is not None
+            if found is None:
+                if not admit:
+                    return None
+                found = model.background_states(self, relation)
+                with self._lock:
+                    evict = self._room_for(relation, size)
+                    if evict is not None and relation not in self._background:
+                        for old in evict:
+                            del self._background[old]
+                        self._background[relation] = found
+            out.append(found)
+        return out
+
+    def _room_for(self, relation: int, size: int) -> list[int] | None:
+        """The kept relations to drop so that ``relation``'s backgrounds fit (the least used
+        first; only ones used less than it), or None when they cannot. Under the lock."""
+        free = self.background_bytes - size * len(self._background)
+        if free >= size:
+            return []
+        uses = self._anchor_uses.get(relation, 0)
+        drop = []
+        for old in sorted(self._background, key=lambda r: (self._anchor_uses.get(r, 0), r)):
+            if self._anchor_uses.get(old, 0) >= uses:
+                return None
+            drop.append(old)
+            free += size
+            if free >= size:
+                return drop
+        return None
 
     def workspace(self, batch: int) -> Workspace:
         """This thread's forward-pass buffers for ``batch`` projections at a time (kept).
