@@ -680,8 +680,9 @@ class PreparedGraph:
         Computing one costs a full forward pass, so it is done on a relation's *second*
         projection from a small set, not its first (a graph prepared for one query, like a
         subgraph, never pays it), and kept within ``background_bytes``: when full, a relation
-        replaces the kept one with the fewest such projections only if it has more (so the
-        cache settles on the most used relations instead of recomputing in turn).
+        replaces the kept one with the fewest such projections only once it has had at least
+        twice as many (so under an even mix the cache settles instead of recomputing in turn,
+        and a relation that becomes popular still gets in).
         """
         size = self.background_size
         if size == 0 or size > self.background_bytes:
@@ -707,14 +708,15 @@ class PreparedGraph:
 
     def _room_for(self, relation: int, size: int) -> list[int] | None:
         """The kept relations to drop so that ``relation``'s backgrounds fit (the least used
-        first; only ones used less than it), or None when they cannot. Under the lock."""
+        first; only ones used at most half as often), or None when they cannot. Under the
+        lock."""
         free = self.background_bytes - size * len(self._background)
         if free >= size:
             return []
         uses = self._anchor_uses.get(relation, 0)
         drop = []
         for old in sorted(self._background, key=lambda r: (self._anchor_uses.get(r, 0), r)):
-            if self._anchor_uses.get(old, 0) >= uses:
+            if 2 * self._anchor_uses.get(old, 0) > uses:
                 return None
             drop.append(old)
             free += size
