@@ -884,11 +884,7 @@ class SubgraphSearch:
         index = self._step_index(t)
         if index is not None:
             sources, _, _, cost = index
-            if len(sources):
-                ids, first = np.unique(sources, return_index=True)  # sources are sorted
-                table = (ids, np.minimum.reduceat(cost, first))
-            else:
-                table = (np.empty(0, np.int64), np.empty(0))
+            table = _cheapest_per_source(sources, cost)
         self._ahead[t] = table
         return table
 
@@ -978,12 +974,7 @@ class SubgraphSearch:
                 assert pair is not None
                 cost += self._pair_cost(pair, sources, targets, grouped=True)
             ok = np.isfinite(cost)
-            sources, cost = sources[ok], cost[ok]
-            if len(sources):
-                ids, first = np.unique(sources, return_index=True)  # sources are sorted
-                table = (ids, np.minimum.reduceat(cost, first))
-            else:
-                table = (np.empty(0, np.int64), np.empty(0))
+            table = _cheapest_per_source(sources[ok], cost[ok])
         self._bundles[t] = table
         return table
 
@@ -1135,6 +1126,15 @@ class SubgraphSearch:
         node_d, edge_d = self._distances(F, Ep)
         return Match(gsd, nodes, edges, tuple(float(d[0]) for d in node_d),
                      tuple(float(d[0]) for d in edge_d))
+
+
+def _cheapest_per_source(sources: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct sources, the smallest cost of each)`` of options sorted by source: a
+    look-ahead table (:meth:`SubgraphSearch._ahead_table`)."""
+    if not len(sources):
+        return np.empty(0, np.int64), np.empty(0)
+    ids, first = np.unique(sources, return_index=True)  # sources are sorted
+    return ids, np.minimum.reduceat(cost, first)
 
 
 #: from this many probes on (into at least as many keys), :func:`_look_up` sorts them first
