@@ -164,8 +164,7 @@ class _NodeCosts:
             out = np.full(len(query), np.inf)
             out[hit] = self.costs[np.searchsorted(self.ids, query[hit])]
             return out
-        pos = np.minimum(np.searchsorted(self.ids, query), len(self.ids) - 1)
-        return np.where(self.ids[pos] == query, self.costs[pos], np.inf)
+        return _look_up(self.ids, self.costs, query)
 
     def restrict(self, keep: np.ndarray) -> _NodeCosts:
         """The domain without the ids where the sorted-order mask ``keep`` is False."""
@@ -936,12 +935,7 @@ class SubgraphSearch:
             else:  # the index is sorted by source: runs to merge, which a stable sort does fast
                 key = sources.astype(np.int64) * n + targets
                 order = np.argsort(key, kind="stable")
-            key, cost = key[order], cost[order]
-            if len(key):
-                first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-                table = (key[first], np.minimum.reduceat(cost, first))
-            else:
-                table = (key, cost)
+            table = _cheapest_per_source(key[order], cost[order])
         self._pairs[(t, flip)] = table
         return table
 
@@ -1130,7 +1124,8 @@ class SubgraphSearch:
 
 def _cheapest_per_source(sources: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(distinct sources, the smallest cost of each)`` of options sorted by source: a
-    look-ahead table (:meth:`SubgraphSearch._ahead_table`)."""
+    look-ahead table (:meth:`SubgraphSearch._ahead_table`), or, keyed by node pair, a pair
+    table (:meth:`SubgraphSearch._pair_table`)."""
     if not len(sources):
         return np.empty(0, np.int64), np.empty(0)
     ids, first = np.unique(sources, return_index=True)  # sources are sorted

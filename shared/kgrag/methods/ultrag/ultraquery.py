@@ -239,20 +239,31 @@ class TypedAdjacency:
         PyTorch path sums every receiver and keeps the rows asked for (same values)."""
         import torch
 
-        n, b, d = h.shape
+        _, b, d = h.shape
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         if not self.fused:
             return self.aggregate(h, rel, boundary)[torch.from_numpy(rows)]
         out = torch.empty(len(rows), b, d)
-        flat_h, flat_boundary = (t.to(torch.float32).reshape(n, b * d).contiguous().numpy()
-                                 for t in (h, boundary))
-        per_type = np.ascontiguousarray(
-            rel.transpose(0, 1).reshape(-1, b * d).numpy(), dtype=np.float32)
+        flat_h, per_type, flat_boundary = self._kernel_inputs(h, rel, boundary)
         _fused_kernels().typed_sum_rows(flat_h, per_type, flat_boundary,
                                         out.view(len(rows), b * d).numpy(), rows,
                                         self._node_start, self._slot_start,
                                         self._slot_types.numpy(), self._slot_senders)
         return out
+
+    @staticmethod
+    def _kernel_inputs(h: Any, rel: Any, boundary: Any) -> tuple[np.ndarray, ...]:
+        """``(h, per-type vectors, boundary)`` as the fused kernels read them: C-contiguous
+        float32 ``(nodes, batch * dim)`` / ``(types, batch * dim)`` arrays (a strided or
+        other-typed input is copied)."""
+        import torch
+
+        n, b, d = h.shape
+        flat_h, flat_boundary = (t.to(torch.float32).reshape(n, b * d).contiguous().numpy()
+                                 for t in (h, boundary))
+        per_type = np.ascontiguousarray(
+            rel.transpose(0, 1).reshape(-1, b * d).numpy(), dtype=np.float32)
+        return flat_h, per_type, flat_boundary
 
     def _fused_aggregate(self, h: Any, rel: Any, boundary: Any, out: Any) -> Any:
         """:meth:`aggregate` by :func:`._kernels.typed_sum`, on this thread.
@@ -266,11 +277,8 @@ class TypedAdjacency:
         if not out.is_contiguous() or out.dtype != torch.float32:
             raise ValueError("aggregate writes into a contiguous float32 tensor only")
         # (a strided or other-typed input is copied; the output must be written in place)
-        flat_h, flat_boundary = (t.to(torch.float32).reshape(n, b * d).contiguous().numpy()
-                                 for t in (h, boundary))
+        flat_h, per_type, flat_boundary = self._kernel_inputs(h, rel, boundary)
         flat_out = out.view(n, b * d).numpy()
-        per_type = np.ascontiguousarray(
-            rel.transpose(0, 1).reshape(-1, b * d).numpy(), dtype=np.float32)
         kernel(flat_h, per_type, flat_boundary, flat_out, self._node_start, self._slot_start,
                self._slot_types.numpy(), self._slot_senders, 0, n)
         return out
