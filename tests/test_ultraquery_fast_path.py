@@ -10,12 +10,14 @@ without edges, one-hot / fuzzy / empty input sets, batches of several relations)
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from kgrag.methods.ultrag import ultraquery
+from kgrag.methods.ultrag import _workers, ultraquery
 from kgrag.methods.ultrag.ultraquery import DIM, NUM_LAYERS, TypedAdjacency, UltraQueryModel
 
 P = "model.model."
@@ -116,8 +118,27 @@ def summing(request, monkeypatch):
     return request.param == "fused"
 
 
+@pytest.fixture(params=[1, 2], ids=["one-thread", "split-rows"])
+def threads(request, monkeypatch):
+    """One PyTorch thread (every layer on the calling thread) and two, with parts of a few rows
+    so that every layer and the scoring are split over the worker threads; yields the names of
+    the threads that ran parts."""
+    ran: list[str] = []
+    if request.param == 2:
+        monkeypatch.setattr(ultraquery, "MIN_PART_ROWS", 2)
+        run = _workers._in_inference_mode
+
+        def spy(task, lo, hi):
+            ran.append(threading.current_thread().name)
+            run(task, lo, hi)
+
+        monkeypatch.setattr(_workers, "_in_inference_mode", spy)
+    with ultraquery.torch_threads(request.param):
+        yield ran
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, summing, seed):
+def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, summing, threads, seed):
     rng = np.random.default_rng(seed)
     num_nodes, num_relations = int(rng.integers(8, 40)), int(rng.integers(1, 5))
     heads, rels, tails = _random_graph(rng, num_nodes, int(rng.integers(5, 80)), num_relations)
@@ -139,6 +160,9 @@ def test_fast_forward_pass_equals_the_plain_one(model, small_blocks, summing, se
         for i, r in enumerate(relations):  # batch size 1: another workspace
             torch.testing.assert_close(model.project(graph, x[i:i + 1], [r])[0], expected[i],
                                        atol=1e-5, rtol=0)
+    # split over the workers exactly when there are two threads and the fused sums
+    assert bool(threads) is (summing and torch.get_num_threads() == 2)
+    assert all(name.startswith("kgrag-ultraquery") for name in threads)
 
 
 def test_graph_without_edges(model, summing):
@@ -197,7 +221,7 @@ def _chain_graph(rng, num_nodes, num_relations):
     return heads, rels, tails
 
 
-def test_far_nodes_copy_the_background_states(model, small_blocks, summing):
+def test_far_nodes_copy_the_background_states(model, small_blocks, summing, threads):
     """From a relation's second projection of a small input set on, the nodes outside each
     layer's ball are copied from its background states: equal to the plain pass (one-hot,
     fuzzy and mixed-relation batches), with the backgrounds kept for the relations used."""

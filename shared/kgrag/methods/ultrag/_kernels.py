@@ -16,10 +16,12 @@ The arithmetic is the same sums in the same order as the bag-sums (senders ascen
 slot, a receiver's slots in type order, the boundary added last), so results agree with the
 PyTorch path to float32 rounding (tests compare both and a per-edge reference).
 
-Not fused: the layer norm, ReLU and short-cut after each layer's matrix products. A numba pass
-over each row measured slower than PyTorch's three vectorised operations (a MetaQA layer's
-update 9.5 against 7.9 ms; the row sums of a layer norm do not vectorise without reordering
-them), so the update stays in PyTorch.
+**Layer norm, ReLU and short-cut** (:func:`norm_relu_add`). After each layer's two matrix
+products (PyTorch), ``relu(layer_norm(lin)) + h`` is one pass per row here instead of three
+PyTorch operations that each read and write the block (and a new tensor for the layer norm):
+8,192 rows 0.86 -> 0.27-0.36 ms on one thread. The row sums are reordered for vector lanes
+(``fastmath``), so a row differs from PyTorch's by float32 rounding (about 2e-6). An earlier
+per-row version without reordering measured slower than PyTorch; the reordering is what pays.
 """
 
 from __future__ import annotations
@@ -94,3 +96,29 @@ def typed_sum_rows(h, per_type, boundary, out, rows, node_start, slot_start, slo
         v = rows[i]
         _receive(h, flat, per_type, boundary[v], out[i], v, node_start, slot_start, slot_types,
                  senders, acc, bag)
+
+
+@njit(nogil=True, cache=True, fastmath=True)
+def norm_relu_add(lin, gamma, beta, eps, h, out):  # pragma: no cover - compiled; tested via model
+    """``out = relu(layer_norm(lin) * gamma + beta) + h`` row by row (PyTorch's layer norm: the
+    biased variance, ``eps`` inside the square root); ``lin`` / ``h`` / ``out``: ``(rows,
+    width)`` float32, ``out`` may be ``lin``."""
+    rows, width = lin.shape
+    inv = np.float32(1.0 / width)
+    zero = np.float32(0.0)
+    for i in range(rows):
+        x = lin[i]
+        total = zero
+        for j in range(width):
+            total += x[j]
+        mean = total * inv
+        spread = zero
+        for j in range(width):
+            d = x[j] - mean
+            spread += d * d
+        scale = np.float32(1.0) / np.sqrt(spread * inv + np.float32(eps))
+        short = h[i]
+        into = out[i]
+        for j in range(width):
+            y = (x[j] - mean) * scale * gamma[j] + beta[j]
+            into[j] = (y if y > zero else zero) + short[j]

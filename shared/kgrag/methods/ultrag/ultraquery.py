@@ -36,13 +36,22 @@ layout. Inference only: everything runs under ``torch.inference_mode()``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from kgrag.methods.ultrag._workers import (
+    Workers,
+    even_bounds,
+    layer_workers,
+    parts,
+    run_parts,
+    thread_buffer,
+)
 
 NUM_LAYERS = 6
 DIM = 64
@@ -54,6 +63,11 @@ LAYER_NORM_EPS = 1e-5
 BACKGROUND_BYTES = 1 << 30
 #: meta-relations of the relation graph, in the checkpoint's embedding order
 META_RELATIONS = ("hh", "tt", "ht", "th")
+#: a layer split over threads (:mod:`._workers`): fewest rows per part, and a receiver's
+#: update in edges' worth of message sums (MetaQA: about 230 ns per row's update on one core
+#: against 34 ns per edge)
+MIN_PART_ROWS = 1024
+UPDATE_EDGES = 7
 _PREFIX = "model.model."
 
 
@@ -190,6 +204,7 @@ class TypedAdjacency:
         #: whether :meth:`aggregate` runs the fused numba kernel (numba installed); the
         #: PyTorch operations otherwise (both tested)
         self.fused = _fused_kernels() is not None
+        self._row_bounds: dict[int, list[int]] = {}
 
     def reached(self, nodes: np.ndarray) -> np.ndarray:
         """Sorted ids of ``nodes`` and of every node receiving a message from one of them."""
@@ -265,22 +280,48 @@ class TypedAdjacency:
             rel.transpose(0, 1).reshape(-1, b * d).numpy(), dtype=np.float32)
         return flat_h, per_type, flat_boundary
 
-    def _fused_aggregate(self, h: Any, rel: Any, boundary: Any, out: Any) -> Any:
-        """:meth:`aggregate` by :func:`._kernels.typed_sum`, on this thread.
-
-        Not split over threads: with PyTorch's own threads waiting (spinning) between its
-        operations, a second share on the other core measured no faster (MetaQA, 2 cores)."""
+    def range_summer(self, h: Any, rel: Any, boundary: Any, out: Any
+                     ) -> Callable[[int, int], None]:
+        """``sums(lo, hi)``: :meth:`aggregate` of the receivers ``lo:hi`` into those rows of
+        ``out`` with the fused kernel (so that threads can share a layer's receivers); the
+        inputs are prepared once, here. Needs the fused kernel and a contiguous float32 ``out``."""
         import torch
 
         kernel = _fused_kernels().typed_sum
         n, b, d = h.shape
         if not out.is_contiguous() or out.dtype != torch.float32:
             raise ValueError("aggregate writes into a contiguous float32 tensor only")
-        # (a strided or other-typed input is copied; the output must be written in place)
         flat_h, per_type, flat_boundary = self._kernel_inputs(h, rel, boundary)
         flat_out = out.view(n, b * d).numpy()
-        kernel(flat_h, per_type, flat_boundary, flat_out, self._node_start, self._slot_start,
-               self._slot_types.numpy(), self._slot_senders, 0, n)
+        slot_types = self._slot_types.numpy()
+
+        def sums(lo: int, hi: int) -> None:
+            kernel(flat_h, per_type, flat_boundary, flat_out, self._node_start,
+                   self._slot_start, slot_types, self._slot_senders, lo, hi)
+
+        return sums
+
+    def row_bounds(self, parts: int) -> list[int]:
+        """Receiver ranges ``bounds[i]:bounds[i + 1]`` of about equal work for a layer split
+        into ``parts`` (kept per count): a receiver costs its edges plus about
+        :data:`UPDATE_EDGES` edges' worth of update; at most one part per
+        :data:`MIN_PART_ROWS` receivers (a small graph is not worth splitting)."""
+        found = self._row_bounds.get(parts)
+        if found is None:
+            edges = np.diff(self._slot_start[self._node_start])
+            work = np.cumsum(edges + UPDATE_EDGES, dtype=np.float64)
+            count = max(1, min(parts, self.num_nodes // MIN_PART_ROWS))
+            total = float(work[-1]) if len(work) else 0.0
+            cuts = np.searchsorted(work, total * np.arange(1, count) / count) + 1
+            found = sorted({0, self.num_nodes, *(int(c) for c in cuts)})
+            self._row_bounds[parts] = found
+        return found
+
+    def _fused_aggregate(self, h: Any, rel: Any, boundary: Any, out: Any) -> Any:
+        """:meth:`aggregate` by :func:`._kernels.typed_sum`, on this thread (a layer split
+        over threads runs :meth:`range_summer`'s parts instead, :mod:`._workers`)."""
+        # (a strided or other-typed input is copied; the output must be written in place)
+        self.range_summer(h, rel, boundary, out)(0, h.shape[0])
         return out
 
 
@@ -447,20 +488,32 @@ class UltraQueryModel:
         """``relu(layer_norm(W [h, update] + b)) + h``: a new tensor, or written into ``out``.
 
         With ``out`` the rows go through in blocks of ``len(scratch)`` (the linear layer's
-        block in ``scratch``, the layer norm's in a new block-sized tensor), so a layer
-        allocates nothing of the graph's size.
+        block in ``scratch``), so a layer allocates nothing of the graph's size. The layer
+        norm, ReLU and short-cut are one numba pass with the ``fast`` extra
+        (:func:`._kernels.norm_relu_add`), PyTorch operations without it.
         """
         import torch
         import torch.nn.functional as F
 
         weight_state, weight_update = layer["linear.weight_state"], layer["linear.weight_update"]
         norm = ((DIM,), layer["layer_norm.weight"], layer["layer_norm.bias"])
+        kernels = _fused_kernels()
         flat, flat_update = h.reshape(-1, DIM), update.reshape(-1, DIM)
+
+        def finish(lin: Any, short: Any, into: Any) -> None:
+            """``into = relu(layer_norm(lin)) + short``: one numba pass, or PyTorch's three."""
+            if kernels is not None:
+                kernels.norm_relu_add(lin.numpy(), norm[1].numpy(), norm[2].numpy(),
+                                      LAYER_NORM_EPS, short.contiguous().numpy(), into.numpy())
+            else:
+                torch.add(F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_(), short, out=into)
+
         if out is None:
             # W [h, update] + b as two products into one buffer (no concatenated copy)
             lin = torch.addmm(layer["linear.bias"], flat, weight_state)
             lin.addmm_(flat_update, weight_update)
-            return F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_().add_(flat).view(h.shape)
+            finish(lin, flat, lin)
+            return lin.view(h.shape)
         flat_out = out.view(-1, DIM)
         rows, block = len(flat), len(scratch)
         for start in range(0, rows, block):
@@ -468,8 +521,7 @@ class UltraQueryModel:
             lin = torch.addmm(layer["linear.bias"], flat[start:stop], weight_state,
                               out=scratch[:stop - start])
             lin.addmm_(flat_update[start:stop], weight_update)
-            torch.add(F.layer_norm(lin, *norm, eps=LAYER_NORM_EPS).relu_(), flat[start:stop],
-                      out=flat_out[start:stop])
+            finish(lin, flat[start:stop], flat_out[start:stop])
         return out
 
     def relation_embeddings(self, graph: PreparedGraph, relations: Sequence[int]) -> Any:
@@ -509,20 +561,30 @@ class UltraQueryModel:
             b = len(relations)
             query = rel_emb[torch.arange(b), torch.as_tensor(list(relations))]  # (b, d)
             inputs = np.flatnonzero(x.ne(0).any(0).numpy())
-            # before this thread's buffers are used: a missing background is computed with
-            # buffers of its own
-            backgrounds = (graph.backgrounds(self, relations)
-                           if len(inputs) <= graph.num_nodes // 2 else None)
-            # the node states are (nodes, batch, dim), node-major and contiguous: every layer's
-            # sums run over the first axis; they live in this thread's buffers for the graph
-            work = graph.workspace(b)
-            boundary = torch.mul(x.t().unsqueeze(-1), query.unsqueeze(0), out=work.boundary)
-            h = self._propagate(graph, boundary, relations, rel_emb, inputs, work, backgrounds)
-            return self._score(h, query, work.hidden)
+            with self._workers(graph) as workers:
+                # before this thread's buffers are used: a missing background is computed
+                # with buffers of its own
+                backgrounds = (graph.backgrounds(self, relations)
+                               if len(inputs) <= graph.num_nodes // 2 else None)
+                # the node states are (nodes, batch, dim), node-major and contiguous: every
+                # layer's sums run over the first axis; they live in this thread's buffers
+                work = graph.workspace(b)
+                boundary = torch.mul(x.t().unsqueeze(-1), query.unsqueeze(0),
+                                     out=work.boundary)
+                h = self._propagate(graph, boundary, relations, rel_emb, inputs, work,
+                                    backgrounds, workers=workers)
+                return self._score(h, query, work.hidden, workers)
+
+    @staticmethod
+    def _workers(graph: PreparedGraph) -> Any:
+        """:func:`._workers.layer_workers` when the graph's layers can be split (the fused
+        sums; PyTorch on more than one thread): a context giving the pool or None."""
+        return layer_workers(graph.entities.fused)
 
     def _propagate(self, graph: PreparedGraph, boundary: Any, relations: Sequence[int],
                    rel_emb: Any, inputs: np.ndarray, work: Workspace,
-                   backgrounds: list[list[Any]] | None, keep: list[Any] | None = None) -> Any:
+                   backgrounds: list[list[Any]] | None, keep: list[Any] | None = None,
+                   workers: Workers | None = None) -> Any:
         """The six entity layers from ``boundary`` (non-zero on the nodes ``inputs`` only);
         returns the last layer's states (one of ``work``'s buffers).
 
@@ -542,8 +604,9 @@ class UltraQueryModel:
         rounding: a row computed in a smaller matrix product may round differently.
 
         ``keep``: each layer's states are appended to it (copies), for the backgrounds.
+        ``workers``: a pool to split each layer's rows over (:mod:`._workers`; None: this
+        thread) -- the same sums and updates row by row, whichever thread computes a row.
         """
-        import torch
 
         n = graph.num_nodes
         ball = inputs
@@ -556,23 +619,64 @@ class UltraQueryModel:
                 ball = graph.entities.reached(ball)
                 sparse = len(ball) <= n // 2 and (i == 0 or backgrounds is not None)
             if sparse:
-                if i == 0:
-                    out.copy_(self._rest_state.expand(out.shape))
-                else:
-                    assert backgrounds is not None
-                    for j, states in enumerate(backgrounds):
-                        out[:, j].copy_(states[i])
-                if len(ball):
-                    rows = torch.from_numpy(ball)
-                    update = graph.entities.aggregate_rows(h, typed, boundary, ball)
-                    out[rows] = self._update(layer, h[rows].contiguous(), update)
+                far = (None if i == 0 or backgrounds is None
+                       else [states[i] for states in backgrounds])
+                self._ball_layer(graph.entities, layer, h, typed, boundary, out, ball, far,
+                                 workers)
             else:
-                update = graph.entities.aggregate(h, typed, boundary, work.update, work.slots)
-                self._update(layer, h, update, out, work.block)
+                self._full_layer(graph.entities, layer, h, typed, boundary, out, work, workers)
             h = out
             if keep is not None:
                 keep.append(h.clone())
         return h
+
+    def _full_layer(self, entities: TypedAdjacency, layer: dict[str, Any], h: Any, typed: Any,
+                    boundary: Any, out: Any, work: Workspace,
+                    workers: Workers | None) -> None:
+        """One layer on every node into ``out``: the message sums into ``work.update``, then
+        the update; with ``workers``, both for one range of receivers after another on the
+        workers (:meth:`TypedAdjacency.row_bounds`)."""
+        if workers is None:
+            update = entities.aggregate(h, typed, boundary, work.update, work.slots)
+            self._update(layer, h, update, out, work.block)
+            return
+        sums = entities.range_summer(h, typed, boundary, work.update)
+        block_shape = tuple(work.block.shape)
+
+        def rows(lo: int, hi: int) -> None:
+            sums(lo, hi)
+            self._update(layer, h[lo:hi], work.update[lo:hi], out[lo:hi],
+                         thread_buffer("block", block_shape))
+
+        run_parts(workers, rows, entities.row_bounds(parts(workers)))
+
+    def _ball_layer(self, entities: TypedAdjacency, layer: dict[str, Any], h: Any, typed: Any,
+                    boundary: Any, out: Any, ball: np.ndarray, backgrounds: list[Any] | None,
+                    workers: Workers | None) -> None:
+        """One layer on the nodes of ``ball`` only, every other row of ``out`` copied from
+        ``backgrounds`` (batch row ``j``'s states for this layer; None in the first layer,
+        where all of them are :attr:`_rest_state`). See :meth:`_propagate`."""
+        import torch
+
+        n = len(out)
+
+        def copy(lo: int, hi: int) -> None:
+            if backgrounds is None:
+                out[lo:hi].copy_(self._rest_state.expand(out[lo:hi].shape))
+            else:
+                for j, states in enumerate(backgrounds):
+                    out[lo:hi, j].copy_(states[lo:hi])
+
+        def compute(lo: int, hi: int) -> None:
+            some = ball[lo:hi]
+            rows = torch.from_numpy(some)
+            update = entities.aggregate_rows(h, typed, boundary, some)
+            out[rows] = self._update(layer, h[rows].contiguous(), update)
+
+        run_parts(workers, copy, even_bounds(n, parts(workers), MIN_PART_ROWS))
+        if len(ball):
+            run_parts(workers, compute,
+                      even_bounds(len(ball), parts(workers), MIN_PART_ROWS // 4))
 
     def background_states(self, graph: PreparedGraph, relation: int) -> list[Any]:
         """The states ``(nodes, dim)`` after each entity layer for an empty input set along
@@ -585,31 +689,41 @@ class UltraQueryModel:
             work = Workspace(graph.entities, 1)
             boundary = work.boundary.zero_()
             keep: list[Any] = []
-            self._propagate(graph, boundary, [relation], rel_emb, np.empty(0, np.int64), work,
-                            None, keep)
+            with self._workers(graph) as workers:
+                self._propagate(graph, boundary, [relation], rel_emb, np.empty(0, np.int64),
+                                work, None, keep, workers)
         return [None] + [state.reshape(graph.num_nodes, DIM) for state in keep[1:]]
 
-    def _score(self, h: Any, query: Any, hidden: Any) -> Any:
+    def _score(self, h: Any, query: Any, hidden: Any,
+               workers: Workers | None = None) -> Any:
         """Sigmoid of the scoring MLP on ``[node state, query embedding]``: ``(batch, nodes)``.
 
         The query half of the first matrix is applied once per query (it is a bias of the
         node half), and the nodes go through in blocks (``hidden``: a ``block x 2 dim``
         buffer), which measured about twice as fast on MetaQA as one ``nodes x 128`` tensor.
+        With ``workers`` the nodes are split over them, each with a buffer of its own.
         """
         import torch
         import torch.nn.functional as F
 
         n, b, d = h.shape
         query_bias = F.linear(query, self._mlp0_query, self._mlp0_bias)  # (b, 2d)
-        block = max(1, len(hidden) // b)
         logits = torch.empty(n * b)
         flat = h.reshape(n * b, d)
-        for start in range(0, n, block):
-            stop = min(n, start + block)
-            rows = (stop - start) * b
-            hid = torch.mm(flat[start * b:stop * b], self._mlp0_state_t, out=hidden[:rows])
-            hid.view(stop - start, b, 2 * d).add_(query_bias).relu_()
-            torch.mv(hid, self._mlp2_vector, out=logits[start * b:stop * b])
+
+        def nodes(lo: int, hi: int) -> None:
+            scratch = hidden if workers is None else thread_buffer("hidden",
+                                                                   tuple(hidden.shape))
+            block = max(1, len(scratch) // b)
+            for start in range(lo, hi, block):
+                stop = min(hi, start + block)
+                rows = (stop - start) * b
+                hid = torch.mm(flat[start * b:stop * b], self._mlp0_state_t,
+                               out=scratch[:rows])
+                hid.view(stop - start, b, 2 * d).add_(query_bias).relu_()
+                torch.mv(hid, self._mlp2_vector, out=logits[start * b:stop * b])
+
+        run_parts(workers, nodes, even_bounds(n, parts(workers), MIN_PART_ROWS))
         return logits.add_(self._mlp2_bias).sigmoid_().view(n, b).t().contiguous()
 
     def layer_relation_vectors(self, layer: int, rel_emb: Any) -> Any:
