@@ -104,3 +104,9 @@ def test_row_bounds_split_by_edges_and_rows(monkeypatch):
     monkeypatch.setattr(ultraquery, "MIN_PART_ROWS", 60)
     adjacency._row_bounds.clear()
     assert adjacency.row_bounds(2) == [0, 101]
+
+
+def test_the_sums_constant_row_length_is_the_models_width():
+    """The fused sums compile a batch of one with a constant row length: the model's."""
+    kernels = pytest.importorskip("kgrag.methods.ultrag._kernels")
+    assert kernels.STATE_WIDTH == ultraquery.DIM

@@ -40,25 +40,41 @@ AHEAD = 8
 LINE_FLOATS = 16
 
 
+#: the model's state width: a batch of one is summed with loops of this constant length,
+#: which LLVM unrolls and vectorises fully (MetaQA, one layer's sums: 10-13 -> 6.5 ms, with
+#: the single-sender slots below)
+STATE_WIDTH = 64
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _receive(h, flat, per_type, start, into, v, node_start, slot_start, slot_types, senders,
-             acc, bag):  # pragma: no cover - compiled; inlined into both kernels below
+             acc, bag, width):  # pragma: no cover - compiled; inlined into both kernels below
     """``into = start + sum over v's slots of per_type[type] * sum of the slot's senders' h``
-    (``acc`` / ``bag``: row-sized scratch)."""
-    width = h.shape[1]
+    (``acc`` / ``bag``: row-sized scratch; ``width``: the row length, a constant where the
+    caller passes one). A slot with one sender (two thirds of MetaQA's) scales that sender's
+    row directly, without the bag: the same products and sums."""
     edges = senders.shape[0]
-    acc[:] = 0.0
+    for j in range(width):
+        acc[j] = 0.0
     for s in range(node_start[v], node_start[v + 1]):
-        bag[:] = 0.0
-        for e in range(slot_start[s], slot_start[s + 1]):
+        first, end = slot_start[s], slot_start[s + 1]
+        for e in range(first, end):
             if e + AHEAD < edges:
                 base = senders[e + AHEAD] * width
                 for line in range(0, width, LINE_FLOATS):
                     prefetch(flat, base + line)
+        kind = per_type[slot_types[s]]
+        if end - first == 1:
+            row = h[senders[first]]
+            for j in range(width):
+                acc[j] += row[j] * kind[j]
+            continue
+        for j in range(width):
+            bag[j] = 0.0
+        for e in range(first, end):
             row = h[senders[e]]
             for j in range(width):
                 bag[j] += row[j]
-        kind = per_type[slot_types[s]]
         for j in range(width):
             acc[j] += bag[j] * kind[j]
     for j in range(width):
@@ -78,9 +94,14 @@ def typed_sum(h, per_type, boundary, out, node_start, slot_start, slot_types, se
     flat = h.reshape(-1)
     acc = np.empty(width, dtype=np.float32)
     bag = np.empty(width, dtype=np.float32)
-    for v in range(lo, hi):
-        _receive(h, flat, per_type, boundary[v], out[v], v, node_start, slot_start, slot_types,
-                 senders, acc, bag)
+    if width == STATE_WIDTH:
+        for v in range(lo, hi):
+            _receive(h, flat, per_type, boundary[v], out[v], v, node_start, slot_start,
+                     slot_types, senders, acc, bag, STATE_WIDTH)
+    else:
+        for v in range(lo, hi):
+            _receive(h, flat, per_type, boundary[v], out[v], v, node_start, slot_start,
+                     slot_types, senders, acc, bag, width)
 
 
 @njit(nogil=True, cache=True)
@@ -92,10 +113,14 @@ def typed_sum_rows(h, per_type, boundary, out, rows, node_start, slot_start, slo
     flat = h.reshape(-1)
     acc = np.empty(width, dtype=np.float32)
     bag = np.empty(width, dtype=np.float32)
-    for i in range(rows.shape[0]):
-        v = rows[i]
-        _receive(h, flat, per_type, boundary[v], out[i], v, node_start, slot_start, slot_types,
-                 senders, acc, bag)
+    if width == STATE_WIDTH:
+        for i in range(rows.shape[0]):
+            _receive(h, flat, per_type, boundary[rows[i]], out[i], rows[i], node_start,
+                     slot_start, slot_types, senders, acc, bag, STATE_WIDTH)
+    else:
+        for i in range(rows.shape[0]):
+            _receive(h, flat, per_type, boundary[rows[i]], out[i], rows[i], node_start,
+                     slot_start, slot_types, senders, acc, bag, width)
 
 
 @njit(nogil=True, cache=True, fastmath=True)
