@@ -293,3 +293,15 @@ def test_sums_for_some_receivers_equal_those_rows_of_all_sums(summing):
     torch.testing.assert_close(adjacency.aggregate_rows(h, rel, boundary, rows),
                                every[torch.from_numpy(rows)], atol=1e-6, rtol=0)
     assert adjacency.aggregate_rows(h, rel, boundary, rows[:0]).shape == (0, 2, DIM)
+
+
+def test_every_row_of_a_batch_counts_as_a_use(model):
+    """A batch row after one without backgrounds still counts: its relation's next use is its
+    second and gets them."""
+    rng = np.random.default_rng(5)
+    heads, rels, tails = _chain_graph(rng, 40, 3)
+    graph = model.prepare(heads, rels, tails, 40, 3)
+    assert graph.backgrounds(model, [1, 2]) is None  # both first uses
+    kept = graph.backgrounds(model, [2])
+    assert kept is not None and sorted(graph._background) == [2]
+    assert graph._anchor_uses == {1: 1, 2: 2}

@@ -809,12 +809,16 @@ class PreparedGraph:
         size = self.background_size
         if size == 0 or size > self.background_bytes:
             return None
+        relations = [int(r) for r in relations]
+        with self._lock:  # every row counts, also those after one that has none
+            for relation in relations:
+                self._anchor_uses[relation] = self._anchor_uses.get(relation, 0) + 1
         out = []
-        for relation in (int(r) for r in relations):
+        for relation in relations:
             with self._lock:
-                uses = self._anchor_uses[relation] = self._anchor_uses.get(relation, 0) + 1
                 found = self._background.get(relation)
-                admit = found is None and uses >= 2 and self._room_for(relation, size) is not None
+                admit = (found is None and self._anchor_uses[relation] >= 2
+                         and self._room_for(relation, size) is not None)
             if found is None:
                 if not admit:
                     return None
