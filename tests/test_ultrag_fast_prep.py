@@ -118,3 +118,10 @@ def test_typed_adjacency_blocks_and_reach(monkeypatch, seed):
     for picked in (rng.integers(0, n, 3), np.array([n - 1]), np.arange(n)):
         want = set(picked.tolist()) | set(receivers[np.isin(senders, picked)].tolist())
         assert adj.reached(picked).tolist() == sorted(want)
+        # grown a layer at a time from the last layer's new nodes: the same balls
+        ball = frontier = np.unique(picked)
+        for _ in range(4):
+            before = ball
+            ball, frontier = adj.grow(ball, frontier)
+            assert ball.tolist() == adj.reached(before).tolist()
+            assert frontier.tolist() == sorted(set(ball.tolist()) - set(before.tolist()))

@@ -146,7 +146,6 @@ class TypedAdjacency:
 
     def __init__(self, receivers: np.ndarray, senders: np.ndarray, types: np.ndarray,
                  num_nodes: int, num_types: int) -> None:
-        import scipy.sparse as sp
         import torch
 
         receivers = np.asarray(receivers, np.int64)
@@ -191,12 +190,12 @@ class TypedAdjacency:
         self.max_block_slots = max((b[3] - b[2] for b in self.blocks), default=0)
         self._arange = torch.arange(self.max_block_slots, dtype=torch.int32
                                     if index_dtype == np.int32 else torch.int64)
-        # receiver-by-sender pattern (edge counts), to find the nodes a sparse input set
-        # reaches: the slots' senders are already grouped by receiver
+        # each sender's receivers (sorted by sender), to grow the ball of nodes a sparse input
+        # set reaches one layer at a time (:meth:`grow`)
+        self._fanout_start = np.zeros(num_nodes + 1, np.int64)
+        np.cumsum(np.bincount(senders, minlength=num_nodes), out=self._fanout_start[1:])
+        self._fanout = receivers[np.argsort(senders, kind="stable")].astype(index_dtype)
         edge_start = np.append(slot_start, self.num_edges)
-        self.pattern = sp.csr_matrix(
-            (np.ones(self.num_edges, np.float32), slot_senders, edge_start[node_start]),
-            shape=(num_nodes, num_nodes))
         #: the same structure as flat arrays, for the fused kernel (:mod:`._kernels`)
         self._node_start = np.asarray(node_start, np.int64)
         self._slot_start = np.asarray(edge_start, np.int64)
@@ -208,9 +207,27 @@ class TypedAdjacency:
 
     def reached(self, nodes: np.ndarray) -> np.ndarray:
         """Sorted ids of ``nodes`` and of every node receiving a message from one of them."""
-        mask = np.zeros(self.num_nodes, np.float32)
-        mask[nodes] = 1
-        return np.flatnonzero((mask + self.pattern @ mask) > 0)
+        nodes = np.unique(np.asarray(nodes, np.int64))
+        return self.grow(nodes, nodes)[0]
+
+    def grow(self, ball: np.ndarray, frontier: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ball plus every receiver of a message from frontier, the nodes that added)``,
+        both sorted. Layer after layer, only the nodes the ball gained last time (the
+        ``frontier``) can send to nodes outside it, so growing the ball costs their edges only,
+        not a pass over the graph (start with ``frontier = ball``)."""
+        starts = self._fanout_start[frontier]
+        counts = self._fanout_start[frontier + 1] - starts
+        total = int(counts.sum())
+        if total == 0:
+            return ball, frontier[:0]
+        # the positions of the frontier's receivers: each sender's run, one after another
+        firsts = np.cumsum(counts) - counts
+        receivers = self._fanout[np.repeat(starts - firsts, counts) + np.arange(total)]
+        before = np.zeros(self.num_nodes, bool)
+        before[ball] = True
+        inside = before.copy()
+        inside[receivers] = True
+        return np.flatnonzero(inside), np.flatnonzero(inside > before)
 
     def aggregate(self, h: Any, rel: Any, boundary: Any, out: Any = None,
                   scratch: Any = None) -> Any:
@@ -609,14 +626,14 @@ class UltraQueryModel:
         """
 
         n = graph.num_nodes
-        ball = inputs
+        ball = frontier = inputs
         sparse = len(inputs) <= n // 2
         h = boundary
         for i, layer in enumerate(self._ent_layers):
             typed = graph.layer_relations(self, i, relations, rel_emb)  # (b, 2R, d)
             out = work.states[i % 2]  # never h: layer i reads states[(i - 1) % 2]
             if sparse:
-                ball = graph.entities.reached(ball)
+                ball, frontier = graph.entities.grow(ball, frontier)
                 sparse = len(ball) <= n // 2 and (i == 0 or backgrounds is not None)
             if sparse:
                 far = (None if i == 0 or backgrounds is None
