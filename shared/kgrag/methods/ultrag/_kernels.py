@@ -123,27 +123,62 @@ def typed_sum_rows(h, per_type, boundary, out, rows, node_start, slot_start, slo
                      slot_start, slot_types, senders, acc, bag, width)
 
 
+@njit(nogil=True, cache=True, fastmath=True, inline="always")
+def _norm_relu_row(x, gamma, beta, eps, short_scale, short, into):  # pragma: no cover - compiled
+    """``into = relu(layer_norm(x) * gamma + beta) + short_scale * short`` for one row."""
+    width = x.shape[0]
+    inv = np.float32(1.0 / width)
+    zero = np.float32(0.0)
+    total = zero
+    for k in range(width):
+        total += x[k]
+    mean = total * inv
+    spread = zero
+    for k in range(width):
+        d = x[k] - mean
+        spread += d * d
+    scale = np.float32(1.0) / np.sqrt(spread * inv + np.float32(eps))
+    for k in range(width):
+        y = (x[k] - mean) * scale * gamma[k] + beta[k]
+        into[k] = (y if y > zero else zero) + short_scale * short[k]
+
+
 @njit(nogil=True, cache=True, fastmath=True)
 def norm_relu_add(lin, gamma, beta, eps, h, out):  # pragma: no cover - compiled; tested via model
     """``out = relu(layer_norm(lin) * gamma + beta) + h`` row by row (PyTorch's layer norm: the
     biased variance, ``eps`` inside the square root); ``lin`` / ``h`` / ``out``: ``(rows,
     width)`` float32, ``out`` may be ``lin``."""
-    rows, width = lin.shape
-    inv = np.float32(1.0 / width)
-    zero = np.float32(0.0)
-    for i in range(rows):
-        x = lin[i]
-        total = zero
-        for j in range(width):
-            total += x[j]
-        mean = total * inv
-        spread = zero
-        for j in range(width):
-            d = x[j] - mean
-            spread += d * d
-        scale = np.float32(1.0) / np.sqrt(spread * inv + np.float32(eps))
-        short = h[i]
-        into = out[i]
-        for j in range(width):
-            y = (x[j] - mean) * scale * gamma[j] + beta[j]
-            into[j] = (y if y > zero else zero) + short[j]
+    one = np.float32(1.0)
+    for i in range(lin.shape[0]):
+        _norm_relu_row(lin[i], gamma, beta, eps, one, h[i], out[i])
+
+
+@njit(nogil=True, cache=True, fastmath=True)
+def first_layer(x, bias, direct, per_type, query, gamma, beta, eps, out, node_start, slot_start,
+                slot_types, senders, lo, hi):  # pragma: no cover - compiled; tested via model
+    """Receivers ``lo:hi`` of the first entity layer from a dense input set, factorised.
+
+    The first layer's states are the boundary ``h[v] = x[v] q`` (one scalar per node times the
+    query vector), so its message sums need the inputs' scalars only: ``update[v] = x[v] q +
+    sum over v's slots of c_slot (rel[type] * q)`` with ``c_slot`` the sum of ``x`` over the
+    slot's senders, and the linear layer ``b + Ws h[v] + Wu update[v]`` becomes ``bias +
+    x[v] direct + sum over slots of c_slot per_type[type]``, where ``direct = (Ws + Wu) q`` and
+    ``per_type[t] = Wu (rel[t] * q)`` are computed once per batch row. Then the layer norm,
+    ReLU and the short-cut ``x[v] q``. ``x``: ``(batch, nodes)``; ``direct`` / ``query``:
+    ``(batch, width)``; ``per_type``: ``(batch, types, width)``; ``out``: ``(nodes, batch,
+    width)``. The same sums as the plain layer, grouped differently (float rounding)."""
+    batch, width = x.shape[0], bias.shape[0]
+    lin = np.empty(width, dtype=np.float32)
+    for v in range(lo, hi):
+        for j in range(batch):
+            own = x[j, v]
+            for k in range(width):
+                lin[k] = bias[k] + own * direct[j, k]
+            for s in range(node_start[v], node_start[v + 1]):
+                total = np.float32(0.0)
+                for e in range(slot_start[s], slot_start[s + 1]):
+                    total += x[j, senders[e]]
+                kind = per_type[j, slot_types[s]]
+                for k in range(width):
+                    lin[k] += total * kind[k]
+            _norm_relu_row(lin, gamma, beta, eps, own, query[j], out[v, j])

@@ -310,13 +310,18 @@ class TypedAdjacency:
             raise ValueError("aggregate writes into a contiguous float32 tensor only")
         flat_h, per_type, flat_boundary = self._kernel_inputs(h, rel, boundary)
         flat_out = out.view(n, b * d).numpy()
-        slot_types = self._slot_types.numpy()
+        slots = self.kernel_graph
 
         def sums(lo: int, hi: int) -> None:
-            kernel(flat_h, per_type, flat_boundary, flat_out, self._node_start,
-                   self._slot_start, slot_types, self._slot_senders, lo, hi)
+            kernel(flat_h, per_type, flat_boundary, flat_out, *slots, lo, hi)
 
         return sums
+
+    @property
+    def kernel_graph(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(node_start, slot_start, slot_types, senders)``: the slots as the fused kernels
+        (:mod:`._kernels`) read them."""
+        return self._node_start, self._slot_start, self._slot_types.numpy(), self._slot_senders
 
     def row_bounds(self, parts: int) -> list[int]:
         """Receiver ranges ``bounds[i]:bounds[i + 1]`` of about equal work for a layer split
@@ -589,7 +594,7 @@ class UltraQueryModel:
                 boundary = torch.mul(x.t().unsqueeze(-1), query.unsqueeze(0),
                                      out=work.boundary)
                 h = self._propagate(graph, boundary, relations, rel_emb, inputs, work,
-                                    backgrounds, workers=workers)
+                                    backgrounds, workers=workers, source=(x, query))
                 return self._score(h, query, work.hidden, workers)
 
     @staticmethod
@@ -601,7 +606,8 @@ class UltraQueryModel:
     def _propagate(self, graph: PreparedGraph, boundary: Any, relations: Sequence[int],
                    rel_emb: Any, inputs: np.ndarray, work: Workspace,
                    backgrounds: list[list[Any]] | None, keep: list[Any] | None = None,
-                   workers: Workers | None = None) -> Any:
+                   workers: Workers | None = None,
+                   source: tuple[Any, Any] | None = None) -> Any:
         """The six entity layers from ``boundary`` (non-zero on the nodes ``inputs`` only);
         returns the last layer's states (one of ``work``'s buffers).
 
@@ -623,6 +629,9 @@ class UltraQueryModel:
         ``keep``: each layer's states are appended to it (copies), for the backgrounds.
         ``workers``: a pool to split each layer's rows over (:mod:`._workers`; None: this
         thread) -- the same sums and updates row by row, whichever thread computes a row.
+        ``source``: ``(x, query)``, the input sets ``(batch, nodes)`` and query vectors
+        ``(batch, dim)`` whose product is ``boundary``; with the fused kernels a dense first
+        layer is then computed from them (:meth:`_first_layer`), not from ``boundary``.
         """
 
         n = graph.num_nodes
@@ -640,12 +649,40 @@ class UltraQueryModel:
                        else [states[i] for states in backgrounds])
                 self._ball_layer(graph.entities, layer, h, typed, boundary, out, ball, far,
                                  workers)
+            elif i == 0 and source is not None and graph.entities.fused:
+                self._first_layer(graph.entities, layer, *source, typed, out, workers)
             else:
                 self._full_layer(graph.entities, layer, h, typed, boundary, out, work, workers)
             h = out
             if keep is not None:
                 keep.append(h.clone())
         return h
+
+    def _first_layer(self, entities: TypedAdjacency, layer: dict[str, Any], x: Any,
+                     query: Any, typed: Any, out: Any, workers: Workers | None) -> None:
+        """The first entity layer on every node from a dense input set ``x`` (batch, nodes)
+        and the query vectors (batch, dim), into ``out``: its states are ``x[v] q``, one
+        scalar per node times a vector, so its sums gather the scalars only and its two matrix
+        products shrink to one per batch row and edge type (:func:`._kernels.first_layer`:
+        MetaQA, one thread, batch of two: 8 against ~50 ms). Rows split over ``workers``."""
+        import torch
+
+        kernel = _fused_kernels().first_layer
+        weight_update = layer["linear.weight_update"]
+        direct = (query @ (layer["linear.weight_state"] + weight_update)).contiguous().numpy()
+        per_type = (torch.mul(typed, query.unsqueeze(1)) @ weight_update).contiguous().numpy()
+        inputs = np.ascontiguousarray(x.numpy(), dtype=np.float32)
+        vectors = query.contiguous().numpy()
+        flat_out = out.numpy()
+        fixed = (layer["linear.bias"].numpy(), layer["layer_norm.weight"].numpy(),
+                 layer["layer_norm.bias"].numpy())
+        slots = entities.kernel_graph
+
+        def rows(lo: int, hi: int) -> None:
+            kernel(inputs, fixed[0], direct, per_type, vectors, fixed[1], fixed[2],
+                   LAYER_NORM_EPS, flat_out, *slots, lo, hi)
+
+        run_parts(workers, rows, entities.row_bounds(parts(workers)))
 
     def _full_layer(self, entities: TypedAdjacency, layer: dict[str, Any], h: Any, typed: Any,
                     boundary: Any, out: Any, work: Workspace,
