@@ -11,8 +11,10 @@ same bounds bit for bit (tested against it).
   code is at most ``32767 * 127``, a pair twice that: no lane can overflow for rows up to
   ``2**31 / (2 * 32767 * 127)`` = 258 pairs per lane, i.e. 4,128 dimensions (the caller's
   query scale keeps ``d * 127 * QMAX`` inside int32, which bounds every partial sum too).
-  Rows are scored in blocks; the bounds of a block are then computed by the shared, vectorised
-  :func:`~kgrag.embed._int8_bounds.bounds_block`.
+  Rows are scored two at a time (:func:`_avx2_row_pair`: each query block is loaded once for
+  both rows, so the loads no longer limit the loop: 3 query vectors over 2.5M x 384 codes on two
+  cores 128 -> 98 ms, one vector 63 -> 59 ms) and in blocks; the bounds of a block are then
+  computed by the shared, vectorised :func:`~kgrag.embed._int8_bounds.bounds_block`.
 * :func:`scan_bounds_vnni` -- AVX-512 VNNI (``vpdpbusd``: 64 unsigned-by-signed byte products
   per instruction). The int16 query is split into bytes, ``q = 256 (h - 128) + l`` with ``h``
   and ``l`` in 0..255, so ``q . x = 256 (h . x - 128 sum(x)) + l . x`` with ``sum(x)`` stored per
@@ -81,6 +83,94 @@ def _avx2_dots(count: int):
 _dots1, _dots2, _dots3, _dots4 = (_avx2_dots(c) for c in (1, 2, 3, 4))
 
 
+def _avx2_pair_dots(count: int):
+    """:func:`_avx2_dots` for two code rows at once (``x_offset`` and ``y_offset``): each query
+    block is loaded once for both rows, ``2 * count`` int32 results (the first row's
+    ``count``, then the second's). Per 16 code bytes and query: one load for two products, so
+    the loads no longer limit the loop (two rows x four queries: 8 accumulators, 11 of the 16
+    vector registers)."""
+
+    @intrinsic
+    def dots(typingctx, queries, q_offset, q_stride, codes, x_offset, y_offset, blocks):
+        sig = types.UniTuple(types.int32, 2 * count)(queries, types.intp, types.intp, codes,
+                                                     types.intp, types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            q_arr, q_off, q_step, c_arr, x_off, y_off, n_blocks = args
+            i64 = ir.IntType(64)
+            v16i8 = ir.VectorType(ir.IntType(8), 16)
+            v16i16 = ir.VectorType(ir.IntType(16), 16)
+            v8i32 = ir.VectorType(ir.IntType(32), 8)
+            q_data = context.make_array(signature.args[0])(context, builder, q_arr).data
+            c_data = context.make_array(signature.args[3])(context, builder, c_arr).data
+            rows = [builder.bitcast(builder.gep(c_data, [off]), v16i8.as_pointer())
+                    for off in (x_off, y_off)]
+            pqs = [builder.bitcast(builder.gep(q_data, [builder.add(
+                q_off, builder.mul(q_step, ir.Constant(i64, k)))]), v16i16.as_pointer())
+                for k in range(count)]
+            madd = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(v8i32, [v16i16, v16i16]),
+                "llvm.x86.avx2.pmadd.wd")
+            accs = [[cgutils.alloca_once_value(builder, ir.Constant(v8i32, None))
+                     for _ in range(count)] for _ in rows]
+            with cgutils.for_range(builder, n_blocks) as loop:
+                xs = [builder.sext(builder.load(builder.gep(px, [loop.index]), align=1), v16i16)
+                      for px in rows]
+                for k, pq in enumerate(pqs):
+                    q = builder.load(builder.gep(pq, [loop.index]), align=2)
+                    for x, row_accs in zip(xs, accs):
+                        acc = row_accs[k]
+                        builder.store(builder.add(builder.load(acc),
+                                                  builder.call(madd, [x, q])), acc)
+            reduce = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.IntType(32), [v8i32]),
+                "llvm.vector.reduce.add.v8i32")
+            sums = [builder.call(reduce, [builder.load(acc)]) for row_accs in accs
+                    for acc in row_accs]
+            return context.make_tuple(builder, signature.return_type, sums)
+
+        return sig, codegen
+
+    return dots
+
+
+_pair1, _pair2, _pair3, _pair4 = (_avx2_pair_dots(c) for c in (1, 2, 3, 4))
+
+
+@njit(nogil=True, cache=True)
+def _avx2_row_pair(flat_q, width, flat_codes, x_offset, blocks, m, dots, column):
+    """:func:`_avx2_row` for the rows at ``x_offset`` and the next one, into ``dots[:,
+    column]`` and ``dots[:, column + 1]``."""
+    y_offset = x_offset + width
+    k = 0
+    while k < m:
+        rest = m - k
+        if rest >= 4:
+            a, b, c, d, e, f, g, h = _pair4(flat_q, k * width, width, flat_codes, x_offset,
+                                            y_offset, blocks)
+            dots[k, column], dots[k + 1, column] = a, b
+            dots[k + 2, column], dots[k + 3, column] = c, d
+            dots[k, column + 1], dots[k + 1, column + 1] = e, f
+            dots[k + 2, column + 1], dots[k + 3, column + 1] = g, h
+            k += 4
+        elif rest == 3:
+            a, b, c, d, e, f = _pair3(flat_q, k * width, width, flat_codes, x_offset,
+                                      y_offset, blocks)
+            dots[k, column], dots[k + 1, column], dots[k + 2, column] = a, b, c
+            dots[k, column + 1], dots[k + 1, column + 1], dots[k + 2, column + 1] = d, e, f
+            k += 3
+        elif rest == 2:
+            a, b, c, d = _pair2(flat_q, k * width, width, flat_codes, x_offset, y_offset,
+                                blocks)
+            dots[k, column], dots[k + 1, column] = a, b
+            dots[k, column + 1], dots[k + 1, column + 1] = c, d
+            k += 2
+        else:
+            a, b = _pair1(flat_q, k * width, width, flat_codes, x_offset, y_offset, blocks)
+            dots[k, column], dots[k, column + 1] = a, b
+            k += 1
+
+
 @njit(nogil=True, cache=True)
 def _avx2_row(flat_q, width, flat_codes, x_offset, blocks, m, dots, column):
     """Every query's product with one code row into ``dots[:, column]``, four queries at a
@@ -121,7 +211,13 @@ def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, querie
     end = flat_codes.size
     for start in range(lo, hi, AVX2_BLOCK):
         stop = min(hi, start + AVX2_BLOCK)
-        for i in range(start, stop):
+        i = start
+        while i + 1 < stop:  # two rows at a time (each query block loaded once for both)
+            _prefetch_row(flat_codes, i * width, width, end)
+            _prefetch_row(flat_codes, (i + 1) * width, width, end)
+            _avx2_row_pair(flat_q, width, flat_codes, i * width, blocks, m, dots, i - start)
+            i += 2
+        if i < stop:
             _prefetch_row(flat_codes, i * width, width, end)
             _avx2_row(flat_q, width, flat_codes, i * width, blocks, m, dots, i - start)
         bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
