@@ -110,3 +110,25 @@ def test_the_sums_constant_row_length_is_the_models_width():
     """The fused sums compile a batch of one with a constant row length: the model's."""
     kernels = pytest.importorskip("kgrag.methods.ultrag._kernels")
     assert kernels.STATE_WIDTH == ultraquery.DIM
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_splits_layers_over_a_fresh_pool():
+    """The parent's worker threads do not exist in a fork; the child must not wait on them."""
+    import multiprocessing
+
+    with torch_threads(2), _workers.layer_workers() as workers:
+        assert workers is not None
+        barrier = threading.Barrier(2)
+        _workers.run_parts(workers, lambda lo, hi: barrier.wait(timeout=10), [0, 1, 2])
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply_async(_child_parts).get(timeout=30) == [(0, 1), (1, 2), (2, 3)]
+
+
+def _child_parts() -> list[tuple[int, int]]:
+    done: list[tuple[int, int]] = []
+    with torch_threads(2), _workers.layer_workers() as workers:
+        assert workers is not None
+        _workers.run_parts(workers, lambda lo, hi: done.append((lo, hi)), [0, 1, 2, 3])
+    return sorted(done)

@@ -19,6 +19,7 @@ process at two threads).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -47,6 +48,19 @@ def parts(workers: Workers | None) -> int:
 _pools: dict[int, Workers] = {}
 _pools_lock = threading.Lock()
 _local = threading.local()
+
+
+def _forget_pools_after_fork() -> None:
+    """A forked child has none of the parent's threads: its first split layer starts new pools
+    (an inherited one would queue the parts for workers that do not exist and wait forever)."""
+    global _pools_lock
+    _pools.clear()
+    _pools_lock = threading.Lock()
+    _local.pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
 def _single_threaded_torch() -> None:
