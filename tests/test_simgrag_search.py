@@ -498,3 +498,25 @@ def test_look_ahead_over_parallel_and_closing_edges_is_the_best_completion(edges
         assert np.allclose(bound, best, rtol=0, atol=1e-9)
         assert np.array_equal(np.isinf(bound), np.isinf(best))
         assert np.any(plain._bound(F, G, 0) < best - 1e-6)  # the per-node bound is looser
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(st.integers(0, 40), st.integers(0, 6), max_size=25),
+                min_size=1, max_size=4),
+       st.lists(st.booleans(), min_size=4, max_size=4))
+def test_merged_candidates_are_the_common_ids_with_summed_distances(tables, wildcard):
+    """A quotient pattern's merged item keeps the ids every known set has, at the sum of their
+    distances, ascending by (distance, id); wildcards (None) admit everything."""
+    from kgrag.methods.simgrag.topk import _merged
+
+    sets = [None if wild else CandidateSet.from_mapping({k: v / 4 for k, v in t.items()})
+            for t, wild in zip(tables, wildcard)]
+    got = _merged(sets)
+    known = [t for t, s in zip(tables, sets) if s is not None]
+    if not known:
+        assert got is None
+        return
+    common = set(known[0]).intersection(*known[1:])
+    want = sorted((sum(t[i] / 4 for t in known), i) for i in common)
+    assert [int(i) for i in got.ids] == [i for _, i in want]
+    np.testing.assert_allclose(got.distances, [d for d, _ in want])
