@@ -35,65 +35,18 @@ from kgrag.embed._int8_bounds import _finish, _prefetch_row, bounds_block
 AVX2_BLOCK = 256
 
 
-def _avx2_dots(count: int):
-    """An intrinsic ``(queries, q_offset, q_stride, codes, x_offset, blocks) -> count int32``:
-    the products of one code row (``blocks`` x 16 bytes from ``x_offset``) with ``count`` int16
-    query rows (from ``q_offset``, ``q_stride`` apart), each code block loaded and
-    sign-extended once for all of them."""
-
-    @intrinsic
-    def dots(typingctx, queries, q_offset, q_stride, codes, x_offset, blocks):
-        sig = types.UniTuple(types.int32, count)(queries, types.intp, types.intp, codes,
-                                                 types.intp, types.intp)
-
-        def codegen(context, builder, signature, args):
-            q_arr, q_off, q_step, c_arr, x_off, n_blocks = args
-            i64 = ir.IntType(64)
-            v16i8 = ir.VectorType(ir.IntType(8), 16)
-            v16i16 = ir.VectorType(ir.IntType(16), 16)
-            v8i32 = ir.VectorType(ir.IntType(32), 8)
-            q_data = context.make_array(signature.args[0])(context, builder, q_arr).data
-            c_data = context.make_array(signature.args[3])(context, builder, c_arr).data
-            px = builder.bitcast(builder.gep(c_data, [x_off]), v16i8.as_pointer())
-            pqs = [builder.bitcast(builder.gep(q_data, [builder.add(
-                q_off, builder.mul(q_step, ir.Constant(i64, k)))]), v16i16.as_pointer())
-                for k in range(count)]
-            madd = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(v8i32, [v16i16, v16i16]),
-                "llvm.x86.avx2.pmadd.wd")
-            accs = [cgutils.alloca_once_value(builder, ir.Constant(v8i32, None))
-                    for _ in range(count)]
-            with cgutils.for_range(builder, n_blocks) as loop:
-                x = builder.sext(builder.load(builder.gep(px, [loop.index]), align=1), v16i16)
-                for pq, acc in zip(pqs, accs):
-                    q = builder.load(builder.gep(pq, [loop.index]), align=2)
-                    builder.store(builder.add(builder.load(acc), builder.call(madd, [x, q])),
-                                  acc)
-            reduce = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.IntType(32), [v8i32]),
-                "llvm.vector.reduce.add.v8i32")
-            sums = [builder.call(reduce, [builder.load(acc)]) for acc in accs]
-            return context.make_tuple(builder, signature.return_type, sums)
-
-        return sig, codegen
-
-    return dots
-
-
-_dots1, _dots2, _dots3, _dots4 = (_avx2_dots(c) for c in (1, 2, 3, 4))
-
-
-def _avx2_pair_dots(count: int):
-    """:func:`_avx2_dots` for two code rows at once (``x_offset`` and ``y_offset``): each query
-    block is loaded once for both rows, ``2 * count`` int32 results (the first row's
-    ``count``, then the second's). Per 16 code bytes and query: one load for two products, so
-    the loads no longer limit the loop (two rows x four queries: 8 accumulators, 11 of the 16
-    vector registers)."""
+def _avx2_dots(count: int, rows: int):
+    """An intrinsic ``(queries, q_offset, q_stride, codes, x_offset, y_offset, blocks) ->
+    rows * count int32``: the products of ``rows`` (1 or 2) code rows (``blocks`` x 16 bytes
+    from ``x_offset``, and from ``y_offset`` for a second row; ignored for one) with ``count``
+    int16 query rows (from ``q_offset``, ``q_stride`` apart), the first row's ``count`` first.
+    Each code block is loaded and sign-extended once for all queries, and each query block
+    loaded once for both rows."""
 
     @intrinsic
     def dots(typingctx, queries, q_offset, q_stride, codes, x_offset, y_offset, blocks):
-        sig = types.UniTuple(types.int32, 2 * count)(queries, types.intp, types.intp, codes,
-                                                     types.intp, types.intp, types.intp)
+        sig = types.UniTuple(types.int32, rows * count)(queries, types.intp, types.intp, codes,
+                                                        types.intp, types.intp, types.intp)
 
         def codegen(context, builder, signature, args):
             q_arr, q_off, q_step, c_arr, x_off, y_off, n_blocks = args
@@ -103,8 +56,8 @@ def _avx2_pair_dots(count: int):
             v8i32 = ir.VectorType(ir.IntType(32), 8)
             q_data = context.make_array(signature.args[0])(context, builder, q_arr).data
             c_data = context.make_array(signature.args[3])(context, builder, c_arr).data
-            rows = [builder.bitcast(builder.gep(c_data, [off]), v16i8.as_pointer())
-                    for off in (x_off, y_off)]
+            code_rows = [builder.bitcast(builder.gep(c_data, [off]), v16i8.as_pointer())
+                         for off in (x_off, y_off)[:rows]]
             pqs = [builder.bitcast(builder.gep(q_data, [builder.add(
                 q_off, builder.mul(q_step, ir.Constant(i64, k)))]), v16i16.as_pointer())
                 for k in range(count)]
@@ -112,10 +65,10 @@ def _avx2_pair_dots(count: int):
                 builder.module, ir.FunctionType(v8i32, [v16i16, v16i16]),
                 "llvm.x86.avx2.pmadd.wd")
             accs = [[cgutils.alloca_once_value(builder, ir.Constant(v8i32, None))
-                     for _ in range(count)] for _ in rows]
+                     for _ in range(count)] for _ in code_rows]
             with cgutils.for_range(builder, n_blocks) as loop:
                 xs = [builder.sext(builder.load(builder.gep(px, [loop.index]), align=1), v16i16)
-                      for px in rows]
+                      for px in code_rows]
                 for k, pq in enumerate(pqs):
                     q = builder.load(builder.gep(pq, [loop.index]), align=2)
                     for x, row_accs in zip(xs, accs):
@@ -134,7 +87,8 @@ def _avx2_pair_dots(count: int):
     return dots
 
 
-_pair1, _pair2, _pair3, _pair4 = (_avx2_pair_dots(c) for c in (1, 2, 3, 4))
+_dots1, _dots2, _dots3, _dots4 = (_avx2_dots(c, 1) for c in (1, 2, 3, 4))
+_pair1, _pair2, _pair3, _pair4 = (_avx2_dots(c, 2) for c in (1, 2, 3, 4))
 
 
 @njit(nogil=True, cache=True)
@@ -179,20 +133,20 @@ def _avx2_row(flat_q, width, flat_codes, x_offset, blocks, m, dots, column):
     while k < m:
         rest = m - k
         if rest >= 4:
-            a, b, c, d = _dots4(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            a, b, c, d = _dots4(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
             dots[k, column], dots[k + 1, column] = a, b
             dots[k + 2, column], dots[k + 3, column] = c, d
             k += 4
         elif rest == 3:
-            a, b, c = _dots3(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            a, b, c = _dots3(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
             dots[k, column], dots[k + 1, column], dots[k + 2, column] = a, b, c
             k += 3
         elif rest == 2:
-            a, b = _dots2(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            a, b = _dots2(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
             dots[k, column], dots[k + 1, column] = a, b
             k += 2
         else:
-            (a,) = _dots1(flat_q, k * width, width, flat_codes, x_offset, blocks)
+            (a,) = _dots1(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
             dots[k, column] = a
             k += 1
 
