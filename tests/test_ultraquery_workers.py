@@ -14,11 +14,15 @@ from kgrag.methods.ultrag import _workers, ultraquery
 from kgrag.methods.ultrag.ultraquery import torch_threads
 
 
-def test_layer_workers_use_one_pytorch_thread_each_and_restore_the_callers():
+def test_layer_workers_use_one_pytorch_thread_each_and_leave_the_callers_alone():
     with torch_threads(2):
         with _workers.layer_workers() as workers:
             assert workers is not None and workers.count == 2
-            assert torch.get_num_threads() == 1  # no OpenMP team of the caller's spins
+            assert torch.get_num_threads() == 2  # the caller's setting is not touched ...
+            fresh: list[int] = []  # ... nor what a thread starting PyTorch now gets
+            thread = threading.Thread(target=lambda: fresh.append(torch.get_num_threads()))
+            thread.start(), thread.join()
+            assert fresh == [2]
             with _workers.layer_workers() as nested:  # re-entrant: the same pool
                 assert nested is workers
             seen: list[tuple[str, int]] = []

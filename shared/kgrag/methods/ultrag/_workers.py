@@ -8,9 +8,10 @@ spinning for a while after each operation and take the core the second share nee
 2 cores: one layer's sums 9 ms on one thread, 6.3 ms on two alone, 11 ms on two right after a
 PyTorch operation). So with ``n > 1`` PyTorch threads the rows are split into parts instead,
 and each worker runs *both* halves of its parts -- the sums and PyTorch's update, with PyTorch
-set to one thread on that worker -- while the calling thread runs PyTorch with one thread too
-(:func:`layer_workers`), so no OpenMP team is spinning. Rows depend on the whole previous layer,
-so the parts of one layer all finish before the next starts (:func:`run_parts`).
+set to one thread on that worker -- while the calling thread leaves graph-sized PyTorch work
+to them (:func:`layer_workers`), so no OpenMP team is spinning. Rows depend on the whole
+previous layer, so the parts of one layer all finish before the next starts
+(:func:`run_parts`).
 
 PyTorch's thread count for OpenMP is per thread: a worker set to one thread stays so, whatever
 the calling thread's setting (checked: a worker's 1024 x 1024 product ran on one core with the
@@ -73,22 +74,38 @@ def _single_threaded_torch() -> None:
 
 
 def pool(count: int) -> Workers:
-    """The process's pool of ``count`` threads (made once, kept)."""
+    """The process's pool of ``count`` threads (made once, kept).
+
+    Its threads are all started here, each setting PyTorch to one thread for itself; that
+    call also sets the count PyTorch gives threads on their first use, so the caller's count
+    is put back afterwards (a thread starting PyTorch work later is not left at one)."""
+    import torch
+
     with _pools_lock:
         found = _pools.get(count)
         if found is None:
-            found = _pools[count] = Workers(ThreadPoolExecutor(
-                count, thread_name_prefix="kgrag-ultraquery",
-                initializer=_single_threaded_torch), count)
+            threads = torch.get_num_threads()
+            executor = ThreadPoolExecutor(count, thread_name_prefix="kgrag-ultraquery",
+                                          initializer=_single_threaded_torch)
+            started = threading.Barrier(count)
+            for future in [executor.submit(started.wait) for _ in range(count)]:
+                future.result()
+            torch.set_num_threads(threads)
+            found = _pools[count] = Workers(executor, count)
         return found
 
 
 @contextmanager
 def layer_workers(enabled: bool = True) -> Iterator[Workers | None]:
-    """The pool to split layers over: one thread per PyTorch thread of the caller, with the
-    caller's PyTorch set to one thread meanwhile (restored after). None -- run everything on
-    the calling thread, as is -- with one PyTorch thread or ``enabled`` False. Re-entrant: a
-    nested use on the same thread gets the same pool."""
+    """The pool to split layers over: one thread per PyTorch thread of the caller. None --
+    run everything on the calling thread, as is -- with one PyTorch thread or ``enabled``
+    False. Re-entrant: a nested use on the same thread gets the same pool.
+
+    The caller's own PyTorch setting is left alone (changing it would also change what other
+    threads get on their first use of PyTorch); instead the caller keeps graph-sized work off
+    its own thread while it holds the pool -- numpy, or parts on the workers -- so that no
+    OpenMP team of its own is left spinning beside the workers (measured: keeping a ~3 MB
+    product and the final sigmoid on the caller's two threads cost 12 % of a projection)."""
     import torch
 
     active = getattr(_local, "pool", None)
@@ -100,11 +117,9 @@ def layer_workers(enabled: bool = True) -> Iterator[Workers | None]:
         yield None
         return
     _local.pool = pool(workers)
-    torch.set_num_threads(1)
     try:
         yield _local.pool
     finally:
-        torch.set_num_threads(workers)
         _local.pool = None
 
 

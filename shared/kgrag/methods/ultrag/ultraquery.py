@@ -573,16 +573,20 @@ class UltraQueryModel:
         import torch
 
         with torch.inference_mode():
-            x = torch.as_tensor(np.asarray(x, dtype=np.float32))
-            if x.ndim != 2 or x.shape[1] != graph.num_nodes or x.shape[0] != len(relations):
+            # graph-sized work on this thread is numpy's or the workers' (:mod:`._workers`:
+            # a PyTorch operation here would leave its OpenMP threads spinning beside them)
+            x_np = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+            if x_np.ndim != 2 or x_np.shape[1] != graph.num_nodes or (
+                    x_np.shape[0] != len(relations)):
                 raise ValueError(f"x must have shape ({len(relations)}, {graph.num_nodes}), "
-                                 f"got {tuple(x.shape)}")
+                                 f"got {tuple(x_np.shape)}")
             if threshold > 0:
-                x = torch.where(x > threshold, x, torch.zeros_like(x))
+                x_np = np.where(x_np > threshold, x_np, np.float32(0))
+            x = torch.from_numpy(x_np)
             rel_emb = graph.cached_relation_embeddings(self, relations)  # (b, 2R, d)
             b = len(relations)
             query = rel_emb[torch.arange(b), torch.as_tensor(list(relations))]  # (b, d)
-            inputs = np.flatnonzero(x.ne(0).any(0).numpy())
+            inputs = np.flatnonzero((x_np != 0).any(axis=0))
             with self._workers(graph) as workers:
                 # before this thread's buffers are used: a missing background is computed
                 # with buffers of its own
@@ -591,8 +595,14 @@ class UltraQueryModel:
                 # the node states are (nodes, batch, dim), node-major and contiguous: every
                 # layer's sums run over the first axis; they live in this thread's buffers
                 work = graph.workspace(b)
-                boundary = torch.mul(x.t().unsqueeze(-1), query.unsqueeze(0),
-                                     out=work.boundary)
+                boundary = work.boundary
+                by_node = x.t().unsqueeze(-1)
+
+                def start(lo: int, hi: int) -> None:
+                    torch.mul(by_node[lo:hi], query.unsqueeze(0), out=boundary[lo:hi])
+
+                run_parts(workers, start,
+                          even_bounds(graph.num_nodes, parts(workers), MIN_PART_ROWS))
                 h = self._propagate(graph, boundary, relations, rel_emb, inputs, work,
                                     backgrounds, workers=workers, source=(x, query))
                 return self._score(h, query, work.hidden, workers)
@@ -633,6 +643,7 @@ class UltraQueryModel:
         ``(batch, dim)`` whose product is ``boundary``; with the fused kernels a dense first
         layer is then computed from them (:meth:`_first_layer`), not from ``boundary``.
         """
+        import torch
 
         n = graph.num_nodes
         ball = frontier = inputs
@@ -655,7 +666,7 @@ class UltraQueryModel:
                 self._full_layer(graph.entities, layer, h, typed, boundary, out, work, workers)
             h = out
             if keep is not None:
-                keep.append(h.clone())
+                keep.append(torch.from_numpy(h.numpy().copy()))
         return h
 
     def _first_layer(self, entities: TypedAdjacency, layer: dict[str, Any], x: Any,
@@ -741,7 +752,8 @@ class UltraQueryModel:
         with torch.inference_mode():
             rel_emb = graph.cached_relation_embeddings(self, [relation])
             work = Workspace(graph.entities, 1)
-            boundary = work.boundary.zero_()
+            boundary = work.boundary
+            boundary.numpy().fill(0)  # numpy: no PyTorch threads on this thread (_workers)
             keep: list[Any] = []
             with self._workers(graph) as workers:
                 self._propagate(graph, boundary, [relation], rel_emb, np.empty(0, np.int64),
@@ -776,9 +788,13 @@ class UltraQueryModel:
                                out=scratch[:rows])
                 hid.view(stop - start, b, 2 * d).add_(query_bias).relu_()
                 torch.mv(hid, self._mlp2_vector, out=logits[start * b:stop * b])
+            logits[lo * b:hi * b].add_(self._mlp2_bias).sigmoid_()
 
         run_parts(workers, nodes, even_bounds(n, parts(workers), MIN_PART_ROWS))
-        return logits.add_(self._mlp2_bias).sigmoid_().view(n, b).t().contiguous()
+        scores = logits.view(n, b)
+        # (a batch of one is already laid out as (1, nodes); more rows are transposed by numpy)
+        return scores.t() if b == 1 else torch.from_numpy(
+            np.ascontiguousarray(scores.numpy().T))
 
     def layer_relation_vectors(self, layer: int, rel_emb: Any) -> Any:
         """Layer ``layer``'s edge-type vectors: its own 2-layer MLP over the relation embeddings."""
