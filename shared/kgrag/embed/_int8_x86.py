@@ -11,7 +11,7 @@ same bounds bit for bit (tested against it).
   code is at most ``32767 * 127``, a pair twice that: no lane can overflow for rows up to
   ``2**31 / (2 * 32767 * 127)`` = 258 pairs per lane, i.e. 4,128 dimensions (the caller's
   query scale keeps ``d * 127 * QMAX`` inside int32, which bounds every partial sum too).
-  Rows are scored two at a time (:func:`_avx2_row_pair`: each query block is loaded once for
+  Rows are scored two at a time (:func:`_avx2_rows`: each query block is loaded once for
   both rows, so the loads no longer limit the loop: 3 query vectors over 2.5M x 384 codes on two
   cores 128 -> 98 ms, one vector 63 -> 59 ms) and in blocks; the bounds of a block are then
   computed by the shared, vectorised :func:`~kgrag.embed._int8_bounds.bounds_block`.
@@ -35,18 +35,17 @@ from kgrag.embed._int8_bounds import _finish, _prefetch_row, bounds_block
 AVX2_BLOCK = 256
 
 
-def _avx2_dots(count: int, rows: int):
+def _avx2_dots(count: int):
     """An intrinsic ``(queries, q_offset, q_stride, codes, x_offset, y_offset, blocks) ->
-    rows * count int32``: the products of ``rows`` (1 or 2) code rows (``blocks`` x 16 bytes
-    from ``x_offset``, and from ``y_offset`` for a second row; ignored for one) with ``count``
-    int16 query rows (from ``q_offset``, ``q_stride`` apart), the first row's ``count`` first.
-    Each code block is loaded and sign-extended once for all queries, and each query block
-    loaded once for both rows."""
+    2 * count int32``: the products of two code rows (``blocks`` x 16 bytes from ``x_offset``
+    and from ``y_offset``) with ``count`` int16 query rows (from ``q_offset``, ``q_stride``
+    apart), the first row's ``count`` first. Each code block is loaded and sign-extended once
+    for all queries, and each query block loaded once for both rows."""
 
     @intrinsic
     def dots(typingctx, queries, q_offset, q_stride, codes, x_offset, y_offset, blocks):
-        sig = types.UniTuple(types.int32, rows * count)(queries, types.intp, types.intp, codes,
-                                                        types.intp, types.intp, types.intp)
+        sig = types.UniTuple(types.int32, 2 * count)(queries, types.intp, types.intp, codes,
+                                                     types.intp, types.intp, types.intp)
 
         def codegen(context, builder, signature, args):
             q_arr, q_off, q_step, c_arr, x_off, y_off, n_blocks = args
@@ -57,7 +56,7 @@ def _avx2_dots(count: int, rows: int):
             q_data = context.make_array(signature.args[0])(context, builder, q_arr).data
             c_data = context.make_array(signature.args[3])(context, builder, c_arr).data
             code_rows = [builder.bitcast(builder.gep(c_data, [off]), v16i8.as_pointer())
-                         for off in (x_off, y_off)[:rows]]
+                         for off in (x_off, y_off)]
             pqs = [builder.bitcast(builder.gep(q_data, [builder.add(
                 q_off, builder.mul(q_step, ir.Constant(i64, k)))]), v16i16.as_pointer())
                 for k in range(count)]
@@ -87,15 +86,14 @@ def _avx2_dots(count: int, rows: int):
     return dots
 
 
-_dots1, _dots2, _dots3, _dots4 = (_avx2_dots(c, 1) for c in (1, 2, 3, 4))
-_pair1, _pair2, _pair3, _pair4 = (_avx2_dots(c, 2) for c in (1, 2, 3, 4))
+_pair1, _pair2, _pair3, _pair4 = (_avx2_dots(c) for c in (1, 2, 3, 4))
 
 
 @njit(nogil=True, cache=True)
-def _avx2_row_pair(flat_q, width, flat_codes, x_offset, blocks, m, dots, column):
-    """:func:`_avx2_row` for the rows at ``x_offset`` and the next one, into ``dots[:,
-    column]`` and ``dots[:, column + 1]``."""
-    y_offset = x_offset + width
+def _avx2_rows(flat_q, width, flat_codes, x_offset, y_offset, blocks, m, dots, column):
+    """Every query's product with the code rows at ``x_offset`` and ``y_offset`` into
+    ``dots[:, column]`` and ``dots[:, column + 1]``, four queries at a time (each row read from
+    L1 once per group of four)."""
     k = 0
     while k < m:
         rest = m - k
@@ -126,32 +124,6 @@ def _avx2_row_pair(flat_q, width, flat_codes, x_offset, blocks, m, dots, column)
 
 
 @njit(nogil=True, cache=True)
-def _avx2_row(flat_q, width, flat_codes, x_offset, blocks, m, dots, column):
-    """Every query's product with one code row into ``dots[:, column]``, four queries at a
-    time (a row is read from L1 once per group of four)."""
-    k = 0
-    while k < m:
-        rest = m - k
-        if rest >= 4:
-            a, b, c, d = _dots4(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
-            dots[k, column], dots[k + 1, column] = a, b
-            dots[k + 2, column], dots[k + 3, column] = c, d
-            k += 4
-        elif rest == 3:
-            a, b, c = _dots3(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
-            dots[k, column], dots[k + 1, column], dots[k + 2, column] = a, b, c
-            k += 3
-        elif rest == 2:
-            a, b = _dots2(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
-            dots[k, column], dots[k + 1, column] = a, b
-            k += 2
-        else:
-            (a,) = _dots1(flat_q, k * width, width, flat_codes, x_offset, x_offset, blocks)
-            dots[k, column] = a
-            k += 1
-
-
-@njit(nogil=True, cache=True)
 def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
                      q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
     """:func:`~kgrag.embed._int8_kernel.scan_bounds` with AVX2; ``codes`` and the int16
@@ -161,19 +133,18 @@ def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, querie
     blocks = width // 16
     flat_codes = codes.reshape(-1)
     flat_q = queries.reshape(-1)
-    dots = np.empty((m, AVX2_BLOCK), dtype=np.int32)
+    # one spare column: a range's last row, when it has no partner, is scored as a pair with
+    # itself (its duplicate lands there, once per range)
+    dots = np.empty((m, AVX2_BLOCK + 1), dtype=np.int32)
     end = flat_codes.size
     for start in range(lo, hi, AVX2_BLOCK):
         stop = min(hi, start + AVX2_BLOCK)
-        i = start
-        while i + 1 < stop:  # two rows at a time (each query block loaded once for both)
+        for i in range(start, stop, 2):  # two rows at a time
+            partner = i + 1 if i + 1 < stop else i
             _prefetch_row(flat_codes, i * width, width, end)
-            _prefetch_row(flat_codes, (i + 1) * width, width, end)
-            _avx2_row_pair(flat_q, width, flat_codes, i * width, blocks, m, dots, i - start)
-            i += 2
-        if i < stop:
-            _prefetch_row(flat_codes, i * width, width, end)
-            _avx2_row(flat_q, width, flat_codes, i * width, blocks, m, dots, i - start)
+            _prefetch_row(flat_codes, partner * width, width, end)
+            _avx2_rows(flat_q, width, flat_codes, i * width, partner * width, blocks, m, dots,
+                       i - start)
         bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
                      q_errors, lower, upper)
 
