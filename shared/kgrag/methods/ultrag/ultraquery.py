@@ -279,8 +279,7 @@ class TypedAdjacency:
         flat_h, per_type, flat_boundary = self._kernel_inputs(h, rel, boundary)
         _fused_kernels().typed_sum_rows(flat_h, per_type, flat_boundary,
                                         out.view(len(rows), b * d).numpy(), rows,
-                                        self._node_start, self._slot_start,
-                                        self._slot_types.numpy(), self._slot_senders)
+                                        *self.kernel_graph)
         return out
 
     @staticmethod
