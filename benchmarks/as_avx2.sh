@@ -8,7 +8,13 @@
 #   bash benchmarks/as_avx2.sh python benchmarks/simgrag_scale.py --edges 10000000 --dim 384 ...
 set -euo pipefail
 export KGRAG_INT8_KERNEL=avx2          # kgrag's int8 scan kernel
-export NUMBA_CPU_NAME=haswell          # numba code generation (the fused kernels)
+export NUMBA_CPU_NAME=haswell          # numba code generation (the fused kernels): the CPU
+# name alone is not enough -- numba passes the *host's* feature list to LLVM unless this is set,
+# so with the name only LLVM still emitted AVX-VNNI (vpdpwssd) and could emit AVX-512. The list
+# is Haswell's (AVX2, FMA, BMI); the minus entries switch off everything an AVX-512 host adds.
+export NUMBA_CPU_FEATURES="+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+cx8,+f16c,+fma,+fxsr,\
++lzcnt,+mmx,+movbe,+pclmul,+popcnt,+sahf,+sse,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+xsave,\
+-avx512f,-avxvnni,-avx512vnni,-avx512bf16,-avx512fp16,-amx-tile,-amx-int8,-amx-bf16"
 export ATEN_CPU_CAPABILITY=avx2        # PyTorch's own kernels
 export ONEDNN_MAX_CPU_ISA=AVX2         # oneDNN (PyTorch)
 export MKL_ENABLE_INSTRUCTIONS=AVX2    # MKL (PyTorch's BLAS)

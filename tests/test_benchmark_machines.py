@@ -59,3 +59,41 @@ def test_machine_record_names_instruction_set_overrides(monkeypatch):
     monkeypatch.setenv("NUMBA_CPU_NAME", "haswell")
     assert machine_info.machine_info()["isa_overrides"] == {"KGRAG_INT8_KERNEL": "avx2",
                                                            "NUMBA_CPU_NAME": "haswell"}
+
+
+AVX2_PROBE = """
+import re, numpy as np
+from kgrag.embed import _int8_kernel
+
+m, n, d = 2, 64, 48
+f32 = lambda size: np.ones(size, np.float32)
+scan = _int8_kernel.scan_bounds  # the portable loop: LLVM vectorises it for the target
+scan(np.ones((n, d), np.int8), f32(n), np.ones(n), f32(n), f32(n), np.zeros(n, np.int32),
+     np.ones((m, d), np.int16), np.ones(m), np.ones(m), np.ones(m),
+     np.empty((m, n), np.float32), np.empty((m, n), np.float32), 0, n)
+asm = scan.inspect_asm(scan.signatures[0])
+print(len(re.findall(r"%zmm|vpdp", asm)), _int8_kernel.best_kernel())
+"""
+
+
+def test_as_avx2_compiles_no_avx512(tmp_path):
+    """``benchmarks/as_avx2.sh`` makes numba compile for AVX2: no 512-bit registers and no VNNI
+    dot products in the machine code, and the int8 scan picks its AVX2 kernel -- with the CPU
+    name alone numba still passed the host's features to LLVM (it emitted both)."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("x86 only")
+    from kgrag.embed._int8_kernel import has_avx2
+
+    if not has_avx2():
+        pytest.skip("needs AVX2")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("NUMBA_",
+                                                                                  "KGRAG_"))}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    out = subprocess.run(["bash", str(ROOT / "benchmarks" / "as_avx2.sh"), sys.executable, "-c",
+                          AVX2_PROBE], env=env, capture_output=True, text=True, timeout=300,
+                         check=True).stdout.split()
+    assert out == ["0", "avx2"]

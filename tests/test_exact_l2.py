@@ -357,3 +357,28 @@ def test_top_k_order_is_a_stable_sort(values):
     for k in (1, 5, len(dist) // 3, len(dist)):
         want = np.lexsort((np.arange(len(dist)), dist))[:k]
         assert top_k_order(dist, k).tolist() == want.tolist()
+
+
+@needs_numba
+@pytest.mark.parametrize(("target", "kernel"), [
+    ("", "vnni"),  # unset: the host's features
+    ("+avx2,+fma,-avx512f,-avxvnni", "avx2"),  # an AVX2 build (benchmarks/as_avx2.sh)
+    ("+sse4.2,-avx2", "portable"),
+    ("+avx2,+avx512bw,+avx512vnni", "vnni"),
+])
+def test_numba_target_features_narrow_the_kernel_choice(monkeypatch, target, kernel):
+    """With ``NUMBA_CPU_FEATURES`` set numba compiles for that list, not the host's: a kernel
+    whose instructions it leaves out is not chosen (it would fail to compile), and a feature it
+    names that the host lacks is not assumed either."""
+    import llvmlite.binding
+
+    from kgrag.embed import _int8_kernel
+
+    monkeypatch.delenv(_int8_kernel.KERNEL_ENV, raising=False)
+    monkeypatch.setenv(_int8_kernel.NUMBA_FEATURES_ENV, target)
+    monkeypatch.setattr(_int8_kernel.platform, "machine", lambda: "x86_64")
+    host = {"avx2": True, "fma": True, "sse4.2": True, "avx512bw": True, "avx512vnni": True}
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", lambda: dict(host))
+    assert _int8_kernel.best_kernel() == kernel
+    host["avx512vnni"] = False  # named by the target but missing on the host
+    assert _int8_kernel.best_kernel() == ("avx2" if kernel == "vnni" else kernel)

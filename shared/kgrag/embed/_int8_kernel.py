@@ -70,9 +70,16 @@ def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_
             upper[k, i] = center + bound
 
 
+#: numba's own variable for the features it compiles for (default: the host's)
+NUMBA_FEATURES_ENV = "NUMBA_CPU_FEATURES"
+
+
 def cpu_features() -> dict[str, bool]:
-    """The x86 features LLVM sees on this CPU (``{}`` on other architectures, without asking
-    LLVM: no x86 kernel is ever considered there)."""
+    """The x86 features the kernels may use: those LLVM sees on this CPU (``{}`` on other
+    architectures, without asking LLVM: no x86 kernel is ever considered there), narrowed to
+    the ones ``NUMBA_CPU_FEATURES`` switches on when it is set -- numba then compiles for that
+    list, and an intrinsic outside it would not compile (an AVX2-only build of the code on an
+    AVX-512 machine: ``benchmarks/as_avx2.sh``)."""
     if platform.machine().lower() not in X86_MACHINES:
         return {}
     import llvmlite.binding as llvm
@@ -81,7 +88,12 @@ def cpu_features() -> dict[str, bool]:
         features = llvm.get_host_cpu_features()
     except RuntimeError:  # LLVM could not read them (some hosts): assume nothing
         return {}
-    return {name: bool(on) for name, on in features.items()}
+    host = {name: bool(on) for name, on in features.items()}
+    target = os.environ.get(NUMBA_FEATURES_ENV, "").strip()
+    if not target:
+        return host
+    enabled = {item.strip()[1:] for item in target.split(",") if item.strip().startswith("+")}
+    return {name: on and name in enabled for name, on in host.items()}
 
 
 def has_vnni() -> bool:
