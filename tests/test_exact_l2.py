@@ -139,7 +139,8 @@ def test_int8_scan_over_threads_and_large_rows_equals_flat():
 def test_avx2_kernel_takes_rows_in_pairs_and_a_last_one_alone():
     """The AVX2 kernel scores two rows at a time (each query block loaded once for both):
     ranges of odd and even length, starting anywhere, and every query count give the portable
-    kernel's bounds bit for bit."""
+    kernel's bounds bit for bit -- every row's, and the rows each selects under a limit, up to
+    a cap (the rows past it counted, not written)."""
     from kgrag.embed import _int8_kernel
 
     rng = np.random.default_rng(8)
@@ -153,12 +154,43 @@ def test_avx2_kernel_takes_rows_in_pairs_and_a_last_one_alone():
         queries = rng.integers(-8000, 8000, size=(count, dim), dtype=np.int16)
         per_query = (rng.random(count), rng.random(count), rng.random(count))
         for lo, hi in ((0, rows), (1, rows), (5, 6), (7, 7), (2, 259), (3, 260)):
-            got = [np.full((count, rows), np.nan, np.float32) for _ in range(2)]
-            want = [np.full((count, rows), np.nan, np.float32) for _ in range(2)]
-            avx2(codes, *per_row, queries, *per_query, *got, lo, hi)
-            portable(codes, *per_row, queries, *per_query, *want, lo, hi)
+            every = np.full(count, np.inf, np.float32)
+            got = _kernel_output(avx2, codes, per_row, queries, per_query, every, lo, hi - lo,
+                                 lo, hi)
+            want = _kernel_output(portable, codes, per_row, queries, per_query, every, lo,
+                                  hi - lo, lo, hi)
             for a, b in zip(got, want):
                 np.testing.assert_array_equal(a, b)  # NaN outside lo:hi in both
+            if hi - lo < 3:
+                continue
+            # selecting: the rows under a limit, and past the cap counted but not written
+            limits = np.median(want[1][:, lo:hi], axis=1).astype(np.float32)
+            for cap in (hi - lo, 3):
+                got = _kernel_output(avx2, codes, per_row, queries, per_query, limits, 0, cap,
+                                     lo, hi)
+                want_sel = _kernel_output(portable, codes, per_row, queries, per_query, limits,
+                                          0, cap, lo, hi)
+                for a, b in zip(got, want_sel):
+                    np.testing.assert_array_equal(a, b)
+                ids, lower, upper, counts = got
+                for q in range(count):
+                    under = lo + np.flatnonzero(want[1][q, lo:hi] <= limits[q])
+                    assert counts[q] == len(under)
+                    written = min(cap, len(under))
+                    assert ids[q, :written].tolist() == under[:written].tolist()
+                    np.testing.assert_array_equal(lower[q, :written], want[1][q, under][:written])
+                    np.testing.assert_array_equal(upper[q, :written], want[2][q, under][:written])
+
+
+def _kernel_output(kernel, codes, per_row, queries, per_query, limits, base, cap, lo, hi):
+    """``(ids, lower, upper, counts)`` of one kernel call, NaN / -1 where nothing was written."""
+    m, rows = len(queries), len(codes)
+    ids = np.full((m, rows), -1, np.int64)
+    lower, upper = (np.full((m, rows), np.nan, np.float32) for _ in range(2))
+    counts = np.zeros(m, np.int64)
+    kernel(codes, *per_row, queries, *per_query, limits, ids, lower, upper, counts, base, cap, lo,
+           hi)
+    return ids, lower, upper, counts
 
 
 @needs_vnni
@@ -332,11 +364,12 @@ def test_scratch_buffers_are_reused_and_grow(search):
     queries = rng.standard_normal((4, 16)).astype(np.float32)
     index = search(matrix)
     first = index.search(queries[:1], 10)
-    kept = index._scratch.arrays[0]
+    kept = dict(vars(index._scratch))
+    assert kept and all(a.size >= 2000 for a in kept.values())  # (m, n) arrays
     assert index.search(queries[:1], 10)[1].tolist() == first[1].tolist()
-    assert index._scratch.arrays[0] is kept  # no new (m, n) arrays per search
+    assert all(vars(index._scratch)[name] is a for name, a in kept.items())  # none new
     both = index.search(queries, 10)  # more query vectors: the buffers grow
-    assert index._scratch.arrays[0].shape[0] == 4
+    assert all(vars(index._scratch)[name].size >= 4 * 2000 for name in kept)
     assert both[1][0].tolist() == first[1][0].tolist()
     assert index.search(queries[2:3], 10)[1][0].tolist() == both[1][2].tolist()
 
@@ -382,3 +415,106 @@ def test_numba_target_features_narrow_the_kernel_choice(monkeypatch, target, ker
     assert _int8_kernel.best_kernel() == kernel
     host["avx512vnni"] = False  # named by the target but missing on the host
     assert _int8_kernel.best_kernel() == ("avx2" if kernel == "vnni" else kernel)
+
+
+@needs_numba
+@pytest.mark.parametrize("kernel", ["portable", *["avx2"] * _has_avx2(), *["vnni"] * _has_vnni()])
+@pytest.mark.parametrize("mislead", [None, "rank", "cap", "order"])
+def test_int8_search_selects_its_band_from_a_sample(monkeypatch, kernel, mislead):
+    """Above ``4 * SAMPLE_ROWS`` rows the int8 search keeps only the rows under a limit set from
+    a strided sample (no full-length bounds arrays). Its answer and band are the full scan's,
+    and when the sample misleads -- a limit under the k-th upper bound (``rank``), more rows
+    than the room made for them (``cap``), or rows ordered so that the sample sees only the
+    nearest ones (``order``) -- the query is scanned again in full, still exact."""
+    from kgrag.embed import exact_l2
+
+    monkeypatch.setattr(exact_l2, "SAMPLE_ROWS", 500)
+    rng = np.random.default_rng(21)
+    matrix = rng.standard_normal((12_000, 64)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    queries = rng.standard_normal((3, 64)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    if mislead == "rank":
+        monkeypatch.setattr(exact_l2, "sample_rank", lambda expected: 0)
+    elif mislead == "cap":
+        monkeypatch.setattr(exact_l2, "CAP_SLACK", 0.0)
+        monkeypatch.setattr(exact_l2, "CAP_MIN", 1)
+    elif mislead == "order":  # the sample sees only rows nearest query 0: its limit is low
+        sampled = np.arange(0, len(matrix), len(matrix) // 500)
+        by_distance = np.argsort(((matrix - queries[0]) ** 2).sum(1), kind="stable")
+        order = np.empty(len(matrix), np.int64)
+        order[sampled] = by_distance[:len(sampled)]
+        order[np.setdiff1d(np.arange(len(matrix)), sampled)] = by_distance[len(sampled):]
+        matrix = matrix[order]
+    flat, int8 = FlatL2Search(matrix), Int8L2Search(matrix, kernel=kernel)
+    for k in (1, 50, 300):
+        want = flat.search(queries, k)
+        got = int8.search(queries, k)
+        assert got[1].tolist() == want[1].tolist() and got[0].tolist() == want[0].tolist()
+        selected = list(int8.last_band_sizes)
+        if mislead is None:
+            assert int8.last_full_scans == 0
+        elif mislead == "cap" or (mislead == "rank" and k == 300):
+            assert int8.last_full_scans == 3
+        elif mislead == "order" and k >= 50:
+            assert int8.last_full_scans >= 1
+        # the bands are those of the full scan
+        monkeypatch.setattr(exact_l2, "SAMPLE_ROWS", 10**9)
+        int8.search(queries, k)
+        assert int8.last_full_scans == 3 and int8.last_band_sizes == selected
+        monkeypatch.setattr(exact_l2, "SAMPLE_ROWS", 500)
+
+
+def test_a_band_is_taken_from_kept_rows_only_when_they_must_hold_it():
+    """:func:`band_under_limit`: the kept rows (``lower <= limit``) give the band only if ``k`` of
+    them have their upper bound under the limit too, and the cut is not above the limit."""
+    from kgrag.embed.exact_l2 import band_under_limit
+
+    upper = np.arange(10, dtype=np.float32)
+    lower = upper - np.float32(1)
+    ids = np.arange(10) * 7
+    kept = lower <= 6  # what a scan with limit 6 keeps
+    args = (ids[kept], lower[kept], upper[kept])
+    # k-th (3rd) smallest upper bound 2; cut 2 + 3 = 5 <= 6: rows with lower <= 5
+    band = band_under_limit(*args, np.float32(6), 3, lambda top: np.float32(top + 3))
+    assert band.tolist() == ids[lower <= 5].tolist()
+    # a cut above the limit: rows with lower in (6, 7] were not kept
+    assert band_under_limit(*args, np.float32(6), 3, lambda top: np.float32(top + 5)) is None
+    # only 2 kept rows under a limit of 1.5: the 3rd smallest upper bound may be anywhere
+    kept = lower <= 1.5
+    assert band_under_limit(ids[kept], lower[kept], upper[kept], np.float32(1.5), 3,
+                            lambda top: np.float32(top)) is None
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_metric_with_and_without_numba(monkeypatch, compiled):
+    """:func:`squared_distances` is a compiled loop with numba and numpy's einsum without it:
+    within the metric's error bound of each other, each deterministic per row, and both
+    searches exact under either (the band is re-scored with the same routine)."""
+    from kgrag.embed import exact_l2
+
+    if compiled and not int8_available():
+        pytest.skip("needs numba")
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((6000, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    ids = rng.permutation(6000)[:4000]
+    with_numba = squared_distances(matrix, ids, query)
+    monkeypatch.setattr(exact_l2, "_compiled_rows", lambda: None)
+    plain = squared_distances(matrix, ids, query)
+    if int8_available():
+        rel = np.abs(with_numba.astype(np.float64) - plain) / plain
+        assert rel.max() <= 2 * exact_l2.gamma(386)
+    if compiled:
+        monkeypatch.undo()
+    got = squared_distances(matrix, ids, query, parallel=False)
+    assert got.tolist() == (with_numba if compiled else plain).tolist()
+    reversed_ids = squared_distances(matrix, ids[::-1], query)[::-1]
+    assert reversed_ids.tolist() == got.tolist()
+    searches = [FlatL2Search(matrix)] + [Int8L2Search(matrix)] * int8_available()
+    want_dist, want_ids = brute_force(matrix, query, 300)
+    for index in searches:
+        dist, found = index.search(query, 300)
+        assert found[0].tolist() == want_ids.tolist() and dist[0].tolist() == want_dist.tolist()
+    with pytest.raises(IndexError, match="row ids"):
+        squared_distances(matrix, np.array([6000]), query)

@@ -1,8 +1,9 @@
-"""Bounds shared by every int8 scan kernel (:mod:`kgrag.embed._int8_kernel`'s portable loop and
-:mod:`kgrag.embed._int8_x86`'s AVX2 / VNNI kernels): the same float64 arithmetic turns each
-row's exact integer product into its lower and upper bound, so all kernels give the same bounds
-bit for bit. A module of its own so that neither kernel module imports the other. The
-code-row prefetch every kernel issues is here too (:func:`kgrag.embed._prefetch.prefetch`).
+"""Bounds and selection shared by every int8 scan kernel (:mod:`kgrag.embed._int8_kernel`'s
+portable loop and :mod:`kgrag.embed._int8_x86`'s AVX2 / VNNI kernels): the same float64
+arithmetic turns each row's exact integer product into its lower and upper bound, so all
+kernels give the same bounds bit for bit, and the same test keeps the rows a search needs. A
+module of its own so that neither kernel module imports the other. The code-row prefetch every
+kernel issues is here too (:func:`kgrag.embed._prefetch.prefetch`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,27 @@ def _finish(center, size, residual, norm, q_norm, q_error):  # pragma: no cover 
     return 2.0 * (q_norm * residual + q_error * norm) + 1e-6 * size * size + 1e-30
 
 
+#: rows scored before their bounds are computed and selected (the int32 products and the
+#: float32 bounds of a block stay in L1)
+ROW_BLOCK = 256
+
+
 @njit(nogil=True, cache=True)
-def bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
-                 q_errors, lower, upper):  # pragma: no cover - compiled; tested via callers
-    """Rows ``start:stop`` from their exact integer products ``dots[k, i - start]``: the same
-    arithmetic as :func:`kgrag.embed._int8_kernel.scan_bounds` (so the same float32 bounds, bit for
-    bit), over a block of rows at a time so that LLVM vectorises it."""
+def select_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                 q_errors, limits, ids, lower, upper, counts, base, cap,
+                 scratch):  # pragma: no cover - compiled; tested via callers
+    """Rows ``start:stop`` from their exact integer products ``dots[k, i - start]``: each row's
+    float32 bounds (the same arithmetic in every kernel, so the same bounds bit for bit),
+    computed for the whole block at once so that LLVM vectorises it, then the rows whose lower
+    bound is at most ``limits[k]`` appended for query ``k``: row id, lower and upper bound at
+    ``[k, base + counts[k]]``, ``counts[k]`` incremented. Past ``cap`` rows a query's rows are
+    counted but not written (the caller sees ``counts[k] > cap`` and scans again).
+
+    With ``limits`` +inf, ``base = lo`` and ``cap = hi - lo`` every row of a range ``lo:hi`` is
+    written at its own id: the full ``lower`` / ``upper`` arrays."""
+    size = stop - start
+    low = scratch[0]
+    high = scratch[1]
     for k in range(dots.shape[0]):
         qs = q_scales[k]
         qn = q_norms[k]
@@ -36,8 +52,19 @@ def bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales
             center = sq_norms[i] - 2.0 * (np.float64(dots[k, i - start])
                                           * (np.float64(scales[i]) * qs))
             bound = _finish(center, n + r + qn + qe, r, n, qn, qe)
-            lower[k, i] = center - bound
-            upper[k, i] = center + bound
+            low[i - start] = center - bound
+            high[i - start] = center + bound
+        limit = limits[k]
+        count = counts[k]
+        for j in range(size):
+            if low[j] <= limit:  # rare in a selecting scan: a well-predicted branch
+                if count < cap:
+                    at = base + count
+                    ids[k, at] = start + j
+                    lower[k, at] = low[j]
+                    upper[k, at] = high[j]
+                count += 1
+        counts[k] = count
 
 
 #: how far ahead of the row being scored its code bytes are prefetched. The hardware

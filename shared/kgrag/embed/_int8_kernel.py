@@ -2,9 +2,11 @@
 built, so numba stays optional), and the choice among them.
 
 One pass over a block of int8 rows scores every row against all of a batch's int16 query
-vectors while the row is in L1, in exact integer arithmetic, and writes each row's lower and
-upper bound of ``|x_i|^2 - 2 q . x_i`` directly, so the caller makes no further pass over the
-rows. ``nogil=True`` lets the row blocks run on :mod:`kgrag.embed.similarity`'s thread pool.
+vectors while the row is in L1, in exact integer arithmetic, turns the products into each row's
+lower and upper bound of ``|x_i|^2 - 2 q . x_i`` and keeps only the rows whose lower bound is
+under the caller's limit (every row with an infinite limit), so the caller makes no further
+pass over the rows. ``nogil=True`` lets the row blocks run on :mod:`kgrag.embed.similarity`'s
+thread pool.
 
 Three interchangeable integer dot products (same int32 results, so the same bounds):
 
@@ -31,7 +33,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from kgrag.embed._int8_bounds import _finish, _prefetch_row
+from kgrag.embed._int8_bounds import ROW_BLOCK, _prefetch_row, select_block
 
 #: the kernels, fastest first (each needs the CPU features :func:`best_kernel` checks)
 KERNELS = ("vnni", "avx2", "portable")
@@ -41,8 +43,10 @@ X86_MACHINES = frozenset({"x86_64", "amd64", "x64", "i386", "i686"})
 
 @njit(nogil=True, cache=True)
 def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales, q_norms,
-                q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled; tested via caller
-    """Rows ``lo:hi``: ``lower[k, i] <= |x_i|^2 - 2 q_k . x_i <= upper[k, i]``.
+                q_errors, limits, ids, lower, upper, counts, base, cap, lo,
+                hi):  # pragma: no cover - compiled; tested via caller
+    """Rows ``lo:hi``: ``lower <= |x_i|^2 - 2 q_k . x_i <= upper`` for every row and query, and
+    the rows with ``lower <= limits[k]`` kept (:func:`~kgrag.embed._int8_bounds.select_block`).
 
     ``codes`` (n, d) int8 with ``x_i ~ scales[i] * codes[i]``; ``residuals[i] >= |x_i - that|``;
     ``norms[i] >= |x_i|``; ``sq_norms[i] = |x_i|^2`` (float64). ``queries`` (m, d) int16 with
@@ -53,21 +57,19 @@ def scan_bounds(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_
     m, d = queries.shape
     flat_codes = codes.reshape(-1)
     end = flat_codes.size
-    for i in range(lo, hi):
-        _prefetch_row(flat_codes, i * d, d, end)
-        scale = np.float64(scales[i])
-        n = np.float64(norms[i])
-        r = np.float64(residuals[i])
-        base = sq_norms[i]
-        for k in range(m):
-            acc = np.int32(0)
-            for j in range(d):
-                acc += np.int32(queries[k, j]) * np.int32(codes[i, j])
-            center = base - 2.0 * (np.float64(acc) * (scale * q_scales[k]))
-            bound = _finish(center, n + r + q_norms[k] + q_errors[k], r, n, q_norms[k],
-                            q_errors[k])
-            lower[k, i] = center - bound
-            upper[k, i] = center + bound
+    dots = np.empty((m, ROW_BLOCK), dtype=np.int32)
+    scratch = np.empty((2, ROW_BLOCK), dtype=np.float32)
+    for start in range(lo, hi, ROW_BLOCK):
+        stop = min(hi, start + ROW_BLOCK)
+        for i in range(start, stop):
+            _prefetch_row(flat_codes, i * d, d, end)
+            for k in range(m):
+                acc = np.int32(0)
+                for j in range(d):
+                    acc += np.int32(queries[k, j]) * np.int32(codes[i, j])
+                dots[k, i - start] = acc
+        select_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                     q_errors, limits, ids, lower, upper, counts, base, cap, scratch)
 
 
 #: numba's own variable for the features it compiles for (default: the host's)

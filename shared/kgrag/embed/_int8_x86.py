@@ -12,9 +12,8 @@ same bounds bit for bit (tested against it).
   ``2**31 / (2 * 32767 * 127)`` = 258 pairs per lane, i.e. 4,128 dimensions (the caller's
   query scale keeps ``d * 127 * QMAX`` inside int32, which bounds every partial sum too).
   Rows are scored two at a time (:func:`_avx2_rows`: each query block is loaded once for
-  both rows, so the loads no longer limit the loop: 3 query vectors over 2.5M x 384 codes on two
-  cores 128 -> 98 ms, one vector 63 -> 59 ms) and in blocks; the bounds of a block are then
-  computed by the shared, vectorised :func:`~kgrag.embed._int8_bounds.bounds_block`.
+  both rows, so the loads no longer limit the loop) and in blocks; the bounds of a block are
+  then computed and selected by the shared :func:`~kgrag.embed._int8_bounds.select_block`.
 * :func:`scan_bounds_vnni` -- AVX-512 VNNI (``vpdpbusd``: 64 unsigned-by-signed byte products
   per instruction). The int16 query is split into bytes, ``q = 256 (h - 128) + l`` with ``h``
   and ``l`` in 0..255, so ``q . x = 256 (h . x - 128 sum(x)) + l . x`` with ``sum(x)`` stored per
@@ -29,10 +28,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from kgrag.embed._int8_bounds import _finish, _prefetch_row, bounds_block
-
-#: rows scored before their bounds are computed (the int32 products of a block stay in L1)
-AVX2_BLOCK = 256
+from kgrag.embed._int8_bounds import ROW_BLOCK, _prefetch_row, select_block
 
 
 def _avx2_dots(count: int):
@@ -125,7 +121,8 @@ def _avx2_rows(flat_q, width, flat_codes, x_offset, y_offset, blocks, m, dots, c
 
 @njit(nogil=True, cache=True)
 def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
-                     q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
+                     q_norms, q_errors, limits, ids, lower, upper, counts, base, cap, lo,
+                     hi):  # pragma: no cover - compiled
     """:func:`~kgrag.embed._int8_kernel.scan_bounds` with AVX2; ``codes`` and the int16
     ``queries`` padded with zeros to a multiple of 16 columns. The same int32 products, so the
     same bounds. ``row_sums`` is unused (same signature as the other kernels)."""
@@ -135,18 +132,19 @@ def scan_bounds_avx2(codes, scales, sq_norms, norms, residuals, row_sums, querie
     flat_q = queries.reshape(-1)
     # one spare column: a range's last row, when it has no partner, is scored as a pair with
     # itself (its duplicate lands there, once per range)
-    dots = np.empty((m, AVX2_BLOCK + 1), dtype=np.int32)
+    dots = np.empty((m, ROW_BLOCK + 1), dtype=np.int32)
+    scratch = np.empty((2, ROW_BLOCK), dtype=np.float32)
     end = flat_codes.size
-    for start in range(lo, hi, AVX2_BLOCK):
-        stop = min(hi, start + AVX2_BLOCK)
+    for start in range(lo, hi, ROW_BLOCK):
+        stop = min(hi, start + ROW_BLOCK)
         for i in range(start, stop, 2):  # two rows at a time
             partner = i + 1 if i + 1 < stop else i
             _prefetch_row(flat_codes, i * width, width, end)
             _prefetch_row(flat_codes, partner * width, width, end)
             _avx2_rows(flat_q, width, flat_codes, i * width, partner * width, blocks, m, dots,
                        i - start)
-        bounds_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
-                     q_errors, lower, upper)
+        select_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                     q_errors, limits, ids, lower, upper, counts, base, cap, scratch)
 
 
 def _vnni_sums(context, builder, signature, args):
@@ -210,7 +208,8 @@ def _dot_u8s8_joined(typingctx, high, low, q_offset, codes, x_offset, blocks):
 
 @njit(nogil=True, cache=True)
 def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, queries, q_scales,
-                     q_norms, q_errors, lower, upper, lo, hi):  # pragma: no cover - compiled
+                     q_norms, q_errors, limits, ids, lower, upper, counts, base, cap, lo,
+                     hi):  # pragma: no cover - compiled
     """:func:`scan_bounds` with AVX-512 VNNI; ``codes`` rows padded with zeros to a multiple of
     64 bytes, ``row_sums[i] = sum(codes[i])``. ``queries`` is the int16 query codes, padded to
     the same width; the same int32 products, so the same bounds."""
@@ -227,24 +226,22 @@ def scan_bounds_vnni(codes, scales, sq_norms, norms, residuals, row_sums, querie
     flat_codes = codes.reshape(-1)
     flat_high = high.reshape(-1)
     flat_low = low.reshape(-1)
+    dots = np.empty((m, ROW_BLOCK), dtype=np.int32)
+    scratch = np.empty((2, ROW_BLOCK), dtype=np.float32)
     end = flat_codes.size
-    for i in range(lo, hi):
-        _prefetch_row(flat_codes, i * width, width, end)
-        scale = np.float64(scales[i])
-        n = np.float64(norms[i])
-        r = np.float64(residuals[i])
-        base = sq_norms[i]
-        offset = 128 * np.int64(row_sums[i])
-        for k in range(m):
-            if joined:
-                acc = np.int64(_dot_u8s8_joined(flat_high, flat_low, k * width, flat_codes,
-                                                i * width, blocks)) - 256 * offset
-            else:
-                acc_h, acc_l = _dot_u8s8_pair(flat_high, flat_low, k * width, flat_codes,
-                                              i * width, blocks)
-                acc = 256 * (np.int64(acc_h) - offset) + np.int64(acc_l)
-            center = base - 2.0 * (np.float64(acc) * (scale * q_scales[k]))
-            bound = _finish(center, n + r + q_norms[k] + q_errors[k], r, n, q_norms[k],
-                            q_errors[k])
-            lower[k, i] = center - bound
-            upper[k, i] = center + bound
+    for start in range(lo, hi, ROW_BLOCK):
+        stop = min(hi, start + ROW_BLOCK)
+        for i in range(start, stop):
+            _prefetch_row(flat_codes, i * width, width, end)
+            offset = 128 * np.int64(row_sums[i])
+            for k in range(m):
+                if joined:
+                    acc = np.int64(_dot_u8s8_joined(flat_high, flat_low, k * width, flat_codes,
+                                                    i * width, blocks)) - 256 * offset
+                else:
+                    acc_h, acc_l = _dot_u8s8_pair(flat_high, flat_low, k * width, flat_codes,
+                                                  i * width, blocks)
+                    acc = 256 * (np.int64(acc_h) - offset) + np.int64(acc_l)
+                dots[k, i - start] = np.int32(acc)  # |q . x| <= d 127 QMAX < 2**31
+        select_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales, q_norms,
+                     q_errors, limits, ids, lower, upper, counts, base, cap, scratch)

@@ -31,9 +31,10 @@ with three named nodes reads the matrix once, not three times.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
-from concurrent.futures import Future
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,15 @@ RESCORE_BYTES = 1 << 19
 
 #: Row ranges per scan thread of the int8 scan (see :meth:`Int8L2Search._bounds`).
 SCAN_PARTS_PER_THREAD = 4
+
+#: Rows in the strided sample that sets an int8 search's limit (:meth:`Int8L2Search._bands`);
+#: a search over fewer than four times as many rows scans every row's bounds instead.
+SAMPLE_ROWS = 32_768
+
+#: Room for kept rows per part: ``CAP_SLACK`` times the sample's estimate of them, plus
+#: ``CAP_MIN`` rows.
+CAP_SLACK = 2.0
+CAP_MIN = 4096
 
 #: Rows per chunk when the int8 copy is built (bounds the float64 temporaries).
 BUILD_CHUNK = 65_536
@@ -65,30 +75,51 @@ def squared_distances(matrix: np.ndarray, ids: np.ndarray, query: np.ndarray, *,
 
     Each row's value depends only on that row and ``query`` (the same routine, whichever other
     rows are asked for), so an identical row has an identical distance and ranking the band
-    agrees with ranking every row. ``parallel=False``: one thread (for a caller that is
-    already running on the scans' pool).
+    agrees with ranking every row. The routine is the compiled loop of
+    :mod:`kgrag.embed._rescore` when numba is installed, else numpy's ``einsum`` (the two may
+    differ in the last bits: one process always uses the same one). ``parallel=False``: one
+    thread (for a caller that is already running on the scans' pool).
     """
     ids = np.asarray(ids, dtype=np.int64)
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    query = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+    if len(ids) and (ids.min() < 0 or ids.max() >= len(matrix)):
+        raise IndexError(f"row ids must be in 0..{len(matrix) - 1}")
     out = np.empty(len(ids), dtype=np.float32)
     parts = workers() if parallel and len(ids) * matrix.shape[1] >= (1 << 21) else 1
     bounds = np.linspace(0, len(ids), parts + 1).astype(np.int64)
-
+    compiled = _compiled_rows()
     step = max(1, RESCORE_BYTES // max(1, matrix.shape[1] * 4))
 
-    def rescore(p: int) -> None:  # in cache-sized chunks: rows are read from memory once
-        buf = np.empty((min(step, int(bounds[p + 1] - bounds[p])), matrix.shape[1]), np.float32)
-        for lo in range(int(bounds[p]), int(bounds[p + 1]), step):
-            hi = min(int(bounds[p + 1]), lo + step)
-            diff = buf[:hi - lo]
-            np.take(matrix, ids[lo:hi], axis=0, out=diff)
+    def rescore(p: int) -> None:
+        lo, hi = int(bounds[p]), int(bounds[p + 1])
+        if compiled is not None:
+            compiled(matrix, ids, query, out, lo, hi)
+            return
+        # numpy: in cache-sized chunks, so rows are read from memory once
+        buf = np.empty((min(step, hi - lo), matrix.shape[1]), np.float32)
+        for start in range(lo, hi, step):
+            stop = min(hi, start + step)
+            diff = buf[:stop - start]
+            np.take(matrix, ids[start:stop], axis=0, out=diff)
             diff -= query
-            np.einsum("ij,ij->i", diff, diff, out=out[lo:hi])
+            np.einsum("ij,ij->i", diff, diff, out=out[start:stop])
 
     if parts == 1:
         rescore(0)
     else:
         list(get_pool().map(rescore, range(parts)))
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _compiled_rows() -> Callable[..., None] | None:
+    """:func:`kgrag.embed._rescore.squared_rows`, or None without numba."""
+    if not int8_available():
+        return None
+    from kgrag.embed._rescore import squared_rows
+
+    return squared_rows
 
 
 def kth_smallest(values: np.ndarray, k: int, *, sample: int = 32768) -> float:
@@ -130,16 +161,16 @@ class _ExactL2:
         self.last_band_sizes: list[int] = []
         self._scratch = threading.local()
 
-    def _buffers(self, m: int, count: int) -> list[np.ndarray]:
-        """``count`` float32 ``(m, n)`` scratch arrays, kept per thread between searches: a
-        fresh 10 MB-per-query array is paged in on first touch (page faults, ~15 ms per 60 MB),
-        which is as slow as the int8 scan itself."""
-        kept = getattr(self._scratch, "arrays", None)
-        if kept is None or len(kept) < count or kept[0].shape[0] < m:
-            rows = max(m, 0 if kept is None else kept[0].shape[0])
-            kept = self._scratch.arrays = [np.empty((rows, len(self)), dtype=np.float32)
-                                           for _ in range(count)]
-        return [a[:m] for a in kept[:count]]
+    def _buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A C-contiguous scratch array of ``shape``, kept per thread and name between searches
+        (grown when too small): a fresh 10 MB-per-query array is paged in on first touch (page
+        faults, ~15 ms per 60 MB), which is as slow as the int8 scan itself."""
+        size = math.prod(shape)
+        kept = getattr(self._scratch, name, None)
+        if kept is None or kept.size < size or kept.dtype != dtype:
+            kept = np.empty(max(size, 0 if kept is None else kept.size), dtype=dtype)
+            setattr(self._scratch, name, kept)
+        return kept[:size].reshape(shape)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -161,15 +192,7 @@ class _ExactL2:
         self.last_band_sizes = []
         if m == 0 or k <= 0:
             return squared, ids
-        lower, upper, margin = self._bounds(queries)
-        upper = lower if upper is None else upper
-
-        def band_of(row: int) -> np.ndarray:
-            return self._band(lower[row], upper[row], float(margin[row]), queries[row], k)
-
-        # the queries' band selections side by side (one thread each), then each band's
-        # re-scoring on every thread: three bands on two threads take 1.5 band-times, not 2
-        bands = [band_of(0)] if m == 1 else list(get_pool().map(band_of, range(m)))
+        bands = self._bands(queries, k)
         for row, band in enumerate(bands):
             dist = squared_distances(self.vectors, band, queries[row])
             order = top_k_order(dist, k)  # band ids ascend: ties are broken by id
@@ -177,18 +200,33 @@ class _ExactL2:
         self.last_band_sizes = [len(band) for band in bands]
         return squared, ids
 
-    def _band(self, lower: np.ndarray, upper: np.ndarray, margin: float, query: np.ndarray,
-              k: int) -> np.ndarray:
-        """Ascending ids of the rows that can be among the ``k`` nearest of ``query``."""
+    def _bands(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
+        """Per query, the ascending ids of the rows that can be among its ``k`` nearest, from
+        every row's bounds."""
+        lower, upper, margin = self._bounds(queries)
+        upper = lower if upper is None else upper
+
+        def band_of(row: int) -> np.ndarray:
+            top = kth_smallest(upper[row], k) + float(margin[row])
+            return np.flatnonzero(lower[row] <= self._cut(top, float(margin[row]),
+                                                          queries[row]))
+
+        # the queries' band selections side by side (one thread each)
+        return [band_of(0)] if len(queries) == 1 else list(get_pool().map(band_of,
+                                                                          range(len(queries))))
+
+    def _cut(self, top: float, margin: float, query: np.ndarray) -> np.float32:
+        """The largest lower bound a row of the answer can have, when ``top`` (margin included)
+        is at least the k-th smallest upper bound: a row whose float32 lower bound is above the
+        returned float32 cannot be among the ``k`` nearest."""
         grow = 1.0 + 1e-9  # the few float64 operations below
         q64 = query.astype(np.float64)
         q_sq = float(np.dot(q64, q64))
         # every answer row's reported distance is <= limit ...
-        top = kth_smallest(upper, k) + margin
         limit = (q_sq + top) * (1.0 + self.metric_error) * grow
         # ... and a row whose lower bound is above it cannot be in the answer
         cut = (limit / (1.0 - self.metric_error)) * grow - q_sq + margin
-        return np.flatnonzero(lower <= _round_up32(cut + abs(cut) * 1e-9))
+        return _round_up32(cut + abs(cut) * 1e-9)
 
 
 def top_k_order(dist: np.ndarray, k: int) -> np.ndarray:
@@ -216,7 +254,8 @@ class FlatL2Search(_ExactL2):
             self.sq_norms)))) * (1.0 + gamma(self.dim)) if len(self.vectors) else 0.0
 
     def _bounds(self, queries: np.ndarray) -> tuple[np.ndarray, None, np.ndarray]:
-        rank = matvecs(self.vectors, queries, out=self._buffers(len(queries), 1)[0])  # q.x
+        rank = matvecs(self.vectors, queries,  # q.x
+                       out=self._buffer("rank", (len(queries), len(self)), np.float32))
         rank *= np.float32(-2.0)
         rank += self.sq_norms  # |x|^2 - 2 q.x, each a few float32 roundings from the real value
         q_norms = np.sqrt(np.einsum("ij,ij->i", queries.astype(np.float64),
@@ -261,6 +300,8 @@ class Int8L2Search(_ExactL2):
         for lo in range(0, n, BUILD_CHUNK):
             self._quantize(lo, min(n, lo + BUILD_CHUNK))
         self.query_max = min(self.QUERY_MAX, (2 ** 31 - 1) // (127 * d))
+        #: queries of the last search whose band came from a full scan of every row's bounds
+        self.last_full_scans = 0
 
     def _quantize(self, lo: int, hi: int) -> None:
         rows = self.vectors[lo:hi]
@@ -283,7 +324,14 @@ class Int8L2Search(_ExactL2):
         self.residuals[lo:hi] = np.nextafter(
             np.sqrt(np.einsum("ij,ij->i", residual, residual) * grow).astype(np.float32), up)
 
-    def _bounds(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _rows(self, ids: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """The per-row arrays a kernel reads (of the rows ``ids`` only: a copy)."""
+        arrays = (self.codes, self.scales, self.sq_norms, self.norms, self.residuals,
+                  self.row_sums)
+        return arrays if ids is None else tuple(np.ascontiguousarray(a[ids]) for a in arrays)
+
+    def _query_codes(self, queries: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The per-query arrays a kernel reads: int16 codes, scales, code norms and errors."""
         exact = queries.astype(np.float64)
         peak = np.abs(queries).max(axis=1).astype(np.float64)
         q_scales = np.where(peak > 0, peak / self.query_max, 1.0).astype(np.float32)
@@ -294,25 +342,124 @@ class Int8L2Search(_ExactL2):
         grow = 1.0 + 1e-12
         q_norms = np.sqrt(np.einsum("ij,ij->i", approx, approx) * grow)
         q_errors = np.sqrt(np.einsum("ij,ij->i", exact - approx, exact - approx) * grow)
-        m, n = len(queries), len(self)
-        lower, upper = self._buffers(m, 2)
-        args = (self.codes, self.scales, self.sq_norms, self.norms, self.residuals,
-                self.row_sums, codes,
-                q_scales.astype(np.float64), q_norms, q_errors, lower, upper)
+        return codes, q_scales.astype(np.float64), q_norms, q_errors
+
+    def _scan(self, rows: tuple[np.ndarray, ...], query_codes: tuple[np.ndarray, ...],
+              limits: np.ndarray, cap: int | None, name: str = "all") -> tuple[np.ndarray, ...]:
+        """One pass of the kernel over ``rows``: ``(ids, lower, upper, counts, bases)``, in
+        the scratch arrays ``name`` (valid until the next scan of that name on this thread).
+
+        ``cap=None``: every row, at its own position (``limits`` must be +inf); else each of
+        the parts writes its rows with ``lower <= limits[k]`` from ``bases[p]``, at most
+        ``cap`` of them (``counts[p, k]`` counts them all)."""
+        m, n = len(limits), len(rows[0])
         # several row ranges per thread: on a shared machine a thread that loses its core for
         # a while no longer holds the whole scan back (the others take its remaining ranges)
         parts = SCAN_PARTS_PER_THREAD * workers() if n * self.dim * m >= (1 << 22) else 1
         parts = max(1, min(parts, n // 4096))
         bounds = np.linspace(0, n, parts + 1).astype(np.int64)
-        if parts == 1:
-            self._kernel(*args, 0, n)
+        if cap is None:
+            width, bases, caps = n, bounds[:-1], np.diff(bounds)
         else:
-            pool = get_pool()
-            futures: list[Future[Any]] = [pool.submit(self._kernel, *args, int(bounds[p]),
-                                                      int(bounds[p + 1])) for p in range(parts)]
-            for f in futures:
-                f.result()
-        return lower, upper, np.zeros(m)
+            width, bases, caps = parts * cap, np.arange(parts) * cap, np.full(parts, cap)
+        ids = self._buffer(f"{name}_ids", (m, width), np.int64)
+        lower = self._buffer(f"{name}_lower", (m, width), np.float32)
+        upper = self._buffer(f"{name}_upper", (m, width), np.float32)
+        counts = np.zeros((parts, m), dtype=np.int64)
+
+        def run(p: int) -> None:
+            self._kernel(*rows, *query_codes, limits, ids, lower, upper, counts[p],
+                         int(bases[p]), int(caps[p]), int(bounds[p]), int(bounds[p + 1]))
+
+        if parts == 1:
+            run(0)
+        else:
+            for future in [get_pool().submit(run, p) for p in range(parts)]:
+                future.result()
+        return ids, lower, upper, counts, bases
+
+    def _bounds(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        every = np.full(len(queries), np.inf, dtype=np.float32)
+        _, lower, upper, _, _ = self._scan(self._rows(), self._query_codes(queries), every,
+                                           None)
+        return lower, upper, np.zeros(len(queries))
+
+    def _bands(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
+        """The bands without a full-length array: a scan of a strided sample of the rows sets
+        each query's limit a little above where its band should end, the scan over all rows
+        keeps only the rows under it, and the k-th upper bound is then taken among those.
+
+        Exact whatever the sample: if at least ``k`` kept rows have their *upper* bound under
+        the limit, every row with an upper bound up to the true k-th smallest one was kept (its
+        lower bound is smaller still), so the k-th smallest kept upper bound *is* that value;
+        and if the cut it gives is under the limit, every band row was kept. A query for which
+        either fails (a sample that misled, or more rows than the estimate allowed for) is
+        scanned again in full (``last_full_scans`` counts them)."""
+        n, m = len(self), len(queries)
+        step = n // SAMPLE_ROWS
+        self.last_full_scans = 0
+        if step < 4 or k >= n // 4:  # small: the full scan is as cheap
+            self.last_full_scans = m
+            return super()._bands(queries, k)
+        query_codes = self._query_codes(queries)
+        sample = self._sample_rows(step)
+        every = np.full(m, np.inf, dtype=np.float32)
+        _, s_lower, s_upper, _, _ = self._scan(sample, query_codes, every, None, "sample")
+        size = len(sample[0])
+        rank = min(size - 1, sample_rank(k * size / n))
+        limits = np.empty(m, dtype=np.float32)
+        for row in range(m):
+            top = float(np.partition(s_upper[row], rank)[rank])
+            limits[row] = self._cut(top, 0.0, queries[row])
+        kept = max(int((s_lower[row] <= limits[row]).sum()) for row in range(m))
+        parts_hint = max(1, SCAN_PARTS_PER_THREAD * workers())
+        cap = int(CAP_SLACK * kept * (n / size) / parts_hint) + CAP_MIN
+        ids, lower, upper, counts, bases = self._scan(self._rows(), query_codes, limits, cap,
+                                                      "kept")
+        bands: list[np.ndarray | None] = []
+        for row in range(m):
+            if (counts[:, row] > cap).any():
+                bands.append(None)
+                continue
+            pieces = [slice(int(b), int(b + c)) for b, c in zip(bases, counts[:, row])]
+            got_ids = np.concatenate([ids[row, p] for p in pieces])  # ascending: parts in order
+            got_lower = np.concatenate([lower[row, p] for p in pieces])
+            got_upper = np.concatenate([upper[row, p] for p in pieces])
+            bands.append(band_under_limit(got_ids, got_lower, got_upper, limits[row], k,
+                                          functools.partial(self._cut, margin=0.0,
+                                                            query=queries[row])))
+        missing = [row for row, band in enumerate(bands) if band is None]
+        if missing:
+            self.last_full_scans = len(missing)
+            for row, band in zip(missing, super()._bands(queries[missing], k)):
+                bands[row] = band
+        return [band for band in bands if band is not None]
+
+    def _sample_rows(self, step: int) -> tuple[np.ndarray, ...]:
+        """Every ``step``-th row's arrays (a copy, made once: ~13 MB for 2.5M x 384 rows)."""
+        kept = getattr(self, "_sample", None)
+        if kept is None or kept[0] != step:
+            kept = self._sample = (step, self._rows(np.arange(0, len(self), step)))
+        return kept[1]
+
+
+def band_under_limit(ids: np.ndarray, lower: np.ndarray, upper: np.ndarray, limit: np.float32,
+                     k: int, cut_of: Callable[[float], np.float32]) -> np.ndarray | None:
+    """The band from the rows a scan kept -- those with ``lower <= limit``, ids ascending --
+    or None when they may not hold it: fewer than ``k`` kept rows with ``upper <= limit`` (then
+    the k-th smallest upper bound of *all* rows may lie above the limit, among rows not kept),
+    or a cut (``cut_of`` the k-th smallest upper bound) above the limit (band rows not kept)."""
+    if np.count_nonzero(upper <= limit) < k:
+        return None
+    cut = cut_of(kth_smallest(upper, k))
+    return ids[lower <= cut] if cut <= limit else None
+
+
+def sample_rank(expected: float) -> int:
+    """The rank in the sample whose upper bound sets the limit, for a sample expected to hold
+    ``expected`` answer rows: four standard deviations (and 8 rows) above, so that the full
+    scan almost never needs to run again."""
+    return int(expected + 4.0 * math.sqrt(expected) + 8)
 
 
 def int8_available() -> bool:
