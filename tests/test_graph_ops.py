@@ -338,3 +338,30 @@ def test_incident_ids_reads_both_directions_per_entry():
     assert [x for x in names if x[0] == 1] == [(1, ("a", "r", "b"), "a", False)]
     both = kg.incident_ids(np.array([a]), self_loops_once=False)
     assert len(both[0]) == 4 and sorted(both[3].tolist()) == [False, False, True, True]
+
+
+@pytest.mark.parametrize("loops_once", [True, False])
+def test_incident_ids_compiled_and_numpy_agree(monkeypatch, loops_once):
+    """With numba, :meth:`incident_ids` is one compiled pass (:mod:`kgrag.graph._kernels`);
+    without, numpy. Same four arrays in the same order: repeated and unsorted nodes, isolated
+    nodes, self-loops, parallel edges, an empty node list."""
+    from kgrag.graph import traversal
+
+    if traversal.compiled_kernels() is None:
+        pytest.skip("needs numba")
+    rng = np.random.default_rng(4)
+    heads, tails = rng.integers(0, 60, 700), rng.integers(0, 60, 700)
+    tails[:40] = heads[:40]  # self-loops
+    kg = KnowledgeGraph.from_arrays(heads, rng.integers(0, 5, 700), tails,
+                                    [f"n{i}" for i in range(80)], [f"r{i}" for i in range(5)])
+    batches = [np.array([], np.int64), np.array([3]), rng.integers(0, 80, 500),
+               np.arange(80)[::-1]]
+    compiled = [kg.incident_ids(b, self_loops_once=loops_once) for b in batches]
+    monkeypatch.setattr(traversal, "compiled_kernels", lambda: None)
+    for nodes, got in zip(batches, compiled):
+        want = kg.incident_ids(nodes, self_loops_once=loops_once)
+        assert [a.tolist() for a in got] == [a.tolist() for a in want]
+        assert [a.dtype for a in got] == [a.dtype for a in want]
+    monkeypatch.undo()
+    with pytest.raises(IndexError, match="node ids"):
+        kg.incident_ids(np.array([80]))

@@ -10,6 +10,7 @@ overhead dominates there. The name-level :class:`~kgrag.graph.base.GraphStore` o
 
 from __future__ import annotations
 
+import functools
 import threading
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -25,6 +26,16 @@ from kgrag.graph.arrays import (
     expand_ranges,
 )
 from kgrag.graph.base import Direction, check_direction
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_kernels() -> Any:
+    """:mod:`kgrag.graph._kernels` (numba), or None without numba: the numpy code runs."""
+    try:
+        from kgrag.graph import _kernels
+    except ImportError:
+        return None
+    return _kernels
 
 
 class ArrayTraversal:
@@ -117,6 +128,12 @@ class ArrayTraversal:
         if self._mapped_files is not None:  # a mapped file rewritten in place
             self._mapped_files.check()
         nodes = np.asarray(nodes, dtype=np.int64)
+        compiled = compiled_kernels()
+        if compiled is not None:
+            if len(nodes) and (nodes.min() < 0 or nodes.max() >= len(self.out_indptr) - 1):
+                raise IndexError(f"node ids must be in 0..{len(self.out_indptr) - 2}")
+            return compiled.incident(nodes, self.out_indptr, self.tails, self.in_indptr,
+                                     self.in_order, self.heads, self_loops_once)
         e_out, own_out = self._edges_one_direction(nodes, False, None)
         e_in, own_in = self._edges_one_direction(nodes, True, None)
         # an in-edge's tail is its owner node, so one gather of the heads (random reads over
