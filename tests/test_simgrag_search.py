@@ -520,3 +520,47 @@ def test_merged_candidates_are_the_common_ids_with_summed_distances(tables, wild
     want = sorted((sum(t[i] / 4 for t in known), i) for i in common)
     assert [int(i) for i in got.ids] == [i for _, i in want]
     np.testing.assert_allclose(got.distances, [d for d, _ in want])
+
+
+@pytest.mark.parametrize("injective", [True, "prefer"])
+def test_compiled_and_numpy_reverse_indexes_agree(monkeypatch, injective):
+    """With numba a step's reverse index is filtered by one compiled pass
+    (:func:`kgrag.methods.simgrag._kernels.reverse_options`), without it by numpy: the same
+    four arrays bit for bit for every combination (known / wildcard source and relation, new
+    node or closing step), and the same top-k on a 3-arm star with a triangle."""
+    from kgrag.methods.simgrag import search as search_module
+    from kgrag.methods.simgrag.search import SubgraphSearch
+
+    if search_module.compiled_kernels() is None:
+        pytest.skip("needs numba")
+    rng = np.random.default_rng(17)
+    n, r = 300, 6
+    kg = KnowledgeGraph.from_arrays(rng.integers(0, n, 4000), rng.integers(0, r, 4000),
+                                    rng.integers(0, n, 4000), [f"n{i}" for i in range(n)],
+                                    [f"r{i}" for i in range(r)])
+
+    def cands(size, pool):
+        ids = rng.choice(pool, size, replace=False)
+        return CandidateSet(ids, rng.random(size))
+
+    nodes = [None, cands(60, n), cands(80, n), cands(70, n)]
+    rels = [cands(3, r), None, cands(4, r), cands(2, r)]
+    edges = [(0, 1), (0, 2), (0, 3), (1, 2)]
+    found = {}
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(search_module, "compiled_kernels", lambda: None)
+        s = SubgraphSearch(kg, 4, edges, nodes, rels, k=5, refine=False)
+        got = []
+        for target, source in ((1, 0), (2, 3), (3, None)):
+            for rel_cost in (s.rel_cost[0], None):
+                for new in (True, False):
+                    got.append(s._build_reverse_index(
+                        s.node_cost[target], rel_cost, new,
+                        None if source is None else s.node_cost[source]))
+        found[compiled] = (got, top_k_subgraphs(kg, 4, edges, nodes, rels, 5,
+                                                injective=injective).matches)
+    for a, b in zip(found[True][0], found[False][0]):
+        assert [x.tolist() for x in a] == [x.tolist() for x in b]
+        assert [x.dtype for x in a] == [x.dtype for x in b]
+    assert found[True][1] == found[False][1] and found[True][1]

@@ -68,6 +68,7 @@ a graph self-loop, and refinement keeps only the nodes that have one.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import threading
 import time
@@ -135,7 +136,7 @@ class _NodeCosts:
     the filtered edges.
     """
 
-    __slots__ = ("costs", "edges", "ids", "reads", "zero")
+    __slots__ = ("_mask", "costs", "edges", "ids", "reads", "zero")
 
     #: from this many queried ids on, the lookup goes through a membership mask, and only the
     #: ids inside the domain are searched for their cost: 120k random ids into a 51k domain
@@ -150,15 +151,25 @@ class _NodeCosts:
         self.edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.reads: int | None = None
         self.zero = not self.costs.any()
+        self._mask: np.ndarray | None = None
+
+    def member_mask(self, size: int) -> np.ndarray:
+        """A boolean array of at least ``size`` entries, True at the domain's ids; made once
+        per domain (kept: a 10M-edge graph's is 2.5 MB) and shared by every filter that tests
+        membership."""
+        mask = self._mask
+        if mask is None or len(mask) < size:
+            mask = np.zeros(max(size, int(self.ids[-1]) + 1 if len(self.ids) else 0), bool)
+            mask[self.ids] = True
+            self._mask = mask
+        return mask
 
     def __call__(self, query: np.ndarray) -> np.ndarray:
         """Cost of each queried id; ``inf`` for ids outside the domain."""
         if len(self.ids) == 0:
             return np.full(len(query), np.inf)
         if len(query) >= self.MASK_QUERIES:
-            inside = np.zeros(max(int(query.max()), int(self.ids[-1])) + 1, dtype=bool)
-            inside[self.ids] = True
-            hit = inside[query]
+            hit = self.member_mask(int(query.max()) + 1)[query]
             if self.zero:
                 return np.where(hit, 0.0, np.inf)
             out = np.full(len(query), np.inf)
@@ -170,7 +181,7 @@ class _NodeCosts:
         """The domain without the ids where the sorted-order mask ``keep`` is False."""
         out = _NodeCosts.__new__(_NodeCosts)
         out.ids, out.costs = self.ids[keep], self.costs[keep]
-        out.edges, out.reads = None, None
+        out.edges, out.reads, out._mask = None, None, None
         out.zero = self.zero
         if self.edges is not None:
             own, e, other, rel = self.edges
@@ -640,9 +651,7 @@ class SubgraphSearch:
         kg = self.kg
         if self._domain_reads(target) < self._domain_reads(source):
             own, _, other, rel = self._domain_edges(target)
-            inside = np.zeros(kg.num_nodes, dtype=bool)
-            inside[source.ids] = True
-            ok = inside[other]
+            ok = source.member_mask(kg.num_nodes)[other]
             if rel_cost is not None:
                 ok &= np.isfinite(rel_cost[rel])
             keep = np.zeros(len(target.ids), dtype=bool)
@@ -796,6 +805,15 @@ class SubgraphSearch:
     def _build_reverse_index(self, target: _NodeCosts, rel_cost: np.ndarray | None,
                              new: bool, source: _NodeCosts | None) -> tuple:
         own, e, outer, rel = self._domain_edges(target)
+        compiled = compiled_kernels()
+        if compiled is not None:
+            empty_bool, empty_cost = np.empty(0, np.bool_), np.empty(0, np.float64)
+            found = compiled.reverse_options(
+                own, e, outer, rel, empty_cost if rel_cost is None else rel_cost,
+                empty_bool if source is None else source.member_mask(self.kg.num_nodes),
+                target.ids, target.costs, new)
+            order = stable_argsort(found[0])
+            return tuple(a[order] for a in found)
         keep = None
         if source is not None:
             keep = np.isfinite(source(outer))
@@ -1171,6 +1189,16 @@ def _dense(cands: CandidateSet, size: int) -> np.ndarray:
     arr = np.full(size, np.inf, dtype=np.float64)
     arr[cands.ids] = cands.distances
     return arr
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_kernels() -> Any:
+    """:mod:`kgrag.methods.simgrag._kernels` (numba), or None without numba (numpy then)."""
+    try:
+        from kgrag.methods.simgrag import _kernels
+    except ImportError:
+        return None
+    return _kernels
 
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:
