@@ -70,7 +70,8 @@ f32 = lambda size: np.ones(size, np.float32)
 scan = _int8_kernel.scan_bounds  # the portable loop: LLVM vectorises it for the target
 scan(np.ones((n, d), np.int8), f32(n), np.ones(n), f32(n), f32(n), np.zeros(n, np.int32),
      np.ones((m, d), np.int16), np.ones(m), np.ones(m), np.ones(m),
-     np.empty((m, n), np.float32), np.empty((m, n), np.float32), 0, n)
+     np.full(m, np.inf, np.float32), np.empty((m, n), np.int64), np.empty((m, n), np.float32),
+     np.empty((m, n), np.float32), np.zeros(m, np.int64), 0, n, 0, n)
 asm = scan.inspect_asm(scan.signatures[0])
 print(len(re.findall(r"%zmm|vpdp", asm)), _int8_kernel.best_kernel())
 """
