@@ -564,3 +564,53 @@ def test_compiled_and_numpy_reverse_indexes_agree(monkeypatch, injective):
         assert [x.tolist() for x in a] == [x.tolist() for x in b]
         assert [x.dtype for x in a] == [x.dtype for x in b]
     assert found[True][1] == found[False][1] and found[True][1]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_cheapest_per_source_takes_runs_of_sorted_sources(monkeypatch, compiled):
+    """A look-ahead / pair table: each distinct source and its smallest cost, by one pass over
+    the sorted options (numba, or numpy without it); unsorted options are refused."""
+    from kgrag.methods.simgrag import search as search_module
+
+    if compiled and search_module.compiled_kernels() is None:
+        pytest.skip("needs numba")
+    if not compiled:
+        monkeypatch.setattr(search_module, "compiled_kernels", lambda: None)
+    rng = np.random.default_rng(6)
+    for size in (0, 1, 7, 5000):
+        sources = np.sort(rng.integers(0, max(1, size // 3), size)).astype(np.int64)
+        cost = rng.random(size)
+        cost[rng.random(size) < 0.2] = np.inf
+        ids, best = search_module._cheapest_per_source(sources, cost)
+        want = {}
+        for src, c in zip(sources.tolist(), cost.tolist()):
+            want[src] = min(c, want.get(src, math.inf))
+        assert ids.tolist() == sorted(want) and best.tolist() == [want[i] for i in sorted(want)]
+    with pytest.raises(ValueError, match="sorted"):
+        search_module._cheapest_per_source(np.array([3, 1]), np.array([1.0, 2.0]))
+
+
+def test_neighbour_bitsets_match_boolean_masks():
+    """The compiled neighbour set (:func:`._kernels.neighbour_bits`, one bit per node) gives the
+    numpy path's boolean mask: the same ids (word edges 63 / 64, the last node of a size that
+    is not a multiple of 64) and the same membership answers, with and without a relation
+    filter."""
+    from kgrag.methods.simgrag import search as search_module
+
+    kernels = search_module.compiled_kernels()
+    if kernels is None:
+        pytest.skip("needs numba")
+    rng = np.random.default_rng(9)
+    size = 1000
+    other = np.concatenate([[0, 63, 64, 127, 128, size - 1], rng.integers(0, size, 300)])
+    rel = rng.integers(0, 4, len(other))
+    for rel_cost in (np.empty(0), np.array([0.5, np.inf, 0.1, np.inf])):
+        ok = np.ones(len(other), bool) if not len(rel_cost) else np.isfinite(rel_cost[rel])
+        mask = np.zeros(size, bool)
+        mask[other[ok]] = True
+        words = kernels.neighbour_bits(other, rel, rel_cost, size)
+        assert words.dtype == np.uint64 and len(words) == 16
+        assert kernels.bit_ids(words).tolist() == np.flatnonzero(mask).tolist()
+        probe = np.arange(size)
+        assert kernels.has_bits(words, probe).tolist() == mask.tolist()
+    assert kernels.bit_ids(np.zeros(3, np.uint64)).tolist() == []
