@@ -19,4 +19,8 @@ export ATEN_CPU_CAPABILITY=avx2        # PyTorch's own kernels
 export ONEDNN_MAX_CPU_ISA=AVX2         # oneDNN (PyTorch)
 export MKL_ENABLE_INSTRUCTIONS=AVX2    # MKL (PyTorch's BLAS)
 export OPENBLAS_CORETYPE=Haswell       # OpenBLAS (numpy's BLAS)
+# numpy's own SIMD dispatch (sorts, searches, ufuncs): its AVX-512 targets, as numpy 2 names
+# them (X86_V4, AVX512_ICL, AVX512_SPR) and as numpy 1 did (names it does not know are ignored)
+export NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512CD AVX512_KNL \
+AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL"
 exec "$@"

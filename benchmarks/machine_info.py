@@ -32,6 +32,7 @@ ISA_OVERRIDES = (
     "ATEN_CPU_CAPABILITY",  # PyTorch's kernels (default, avx2, avx512)
     "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",  # oneDNN (PyTorch's matrix products)
     "OPENBLAS_CORETYPE",  # numpy's OpenBLAS kernels
+    "NPY_DISABLE_CPU_FEATURES",  # numpy's own SIMD dispatch
     "MKL_ENABLE_INSTRUCTIONS",
     "ORT_DISABLE_AVX512",
 )
