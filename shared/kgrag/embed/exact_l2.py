@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.compiled import compiled_module
 from kgrag.embed.similarity import get_pool, matvecs, workers
 
 #: float32 unit roundoff.
@@ -112,14 +113,10 @@ def squared_distances(matrix: np.ndarray, ids: np.ndarray, query: np.ndarray, *,
     return out
 
 
-@functools.lru_cache(maxsize=1)
 def _compiled_rows() -> Callable[..., None] | None:
     """:func:`kgrag.embed._rescore.squared_rows`, or None without numba."""
-    if not int8_available():
-        return None
-    from kgrag.embed._rescore import squared_rows
-
-    return squared_rows
+    module = compiled_module("kgrag.embed._rescore")
+    return None if module is None else module.squared_rows
 
 
 def kth_smallest(values: np.ndarray, k: int, *, sample: int = 32768) -> float:

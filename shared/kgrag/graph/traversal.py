@@ -10,13 +10,13 @@ overhead dominates there. The name-level :class:`~kgrag.graph.base.GraphStore` o
 
 from __future__ import annotations
 
-import functools
 import threading
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
+from kgrag.compiled import compiled_module
 from kgrag.graph.arrays import (
     _INT64_LIMIT,
     INDEX_DTYPE,
@@ -28,14 +28,9 @@ from kgrag.graph.arrays import (
 from kgrag.graph.base import Direction, check_direction
 
 
-@functools.lru_cache(maxsize=1)
 def compiled_kernels() -> Any:
     """:mod:`kgrag.graph._kernels` (numba), or None without numba: the numpy code runs."""
-    try:
-        from kgrag.graph import _kernels
-    except ImportError:
-        return None
-    return _kernels
+    return compiled_module("kgrag.graph._kernels")
 
 
 class ArrayTraversal:

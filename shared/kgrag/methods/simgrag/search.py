@@ -68,7 +68,6 @@ a graph self-loop, and refinement keeps only the nodes that have one.
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import threading
 import time
@@ -78,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.compiled import compiled_module
 from kgrag.graph.memory import expand_ranges
 from kgrag.methods.simgrag.pattern import PatternError
 
@@ -1225,14 +1225,9 @@ def _dense(cands: CandidateSet, size: int) -> np.ndarray:
     return arr
 
 
-@functools.lru_cache(maxsize=1)
 def compiled_kernels() -> Any:
     """:mod:`kgrag.methods.simgrag._kernels` (numba), or None without numba (numpy then)."""
-    try:
-        from kgrag.methods.simgrag import _kernels
-    except ImportError:
-        return None
-    return _kernels
+    return compiled_module("kgrag.methods.simgrag._kernels")
 
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:

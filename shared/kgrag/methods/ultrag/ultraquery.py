@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.compiled import compiled_module
 from kgrag.methods.ultrag._workers import (
     Workers,
     even_bounds,
@@ -348,11 +349,7 @@ class TypedAdjacency:
 
 def _fused_kernels() -> Any:
     """The module of fused kernels (:mod:`._kernels`), or None without numba."""
-    try:
-        from kgrag.methods.ultrag import _kernels
-    except ImportError:
-        return None
-    return _kernels
+    return compiled_module("kgrag.methods.ultrag._kernels")
 
 
 def _sorted_slots(receivers: np.ndarray, types: np.ndarray, senders: np.ndarray,
