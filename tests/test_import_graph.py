@@ -26,7 +26,8 @@ PACKAGES = {"kgrag": ROOT / "shared" / "kgrag", "langchain_kgrag": ROOT / "langc
 #: Layers, lowest first; a module belongs to the layer of the longest prefix that names it.
 #: A module may import its own layer (except another method) and the layers below.
 LAYERS: list[tuple[str, ...]] = [
-    ("kgrag.errors", "kgrag.context", "kgrag.text", "kgrag._version", "kgrag.data"),
+    ("kgrag.errors", "kgrag.context", "kgrag.text", "kgrag._version", "kgrag.data",
+     "kgrag.compiled"),
     ("kgrag.llm", "kgrag.embed", "kgrag.graph"),
     ("kgrag.linking", "kgrag.questions", "kgrag.viz"),
     ("kgrag.methods",),
