@@ -518,3 +518,24 @@ def test_the_metric_with_and_without_numba(monkeypatch, compiled):
         assert found[0].tolist() == want_ids.tolist() and dist[0].tolist() == want_dist.tolist()
     with pytest.raises(IndexError, match="row ids"):
         squared_distances(matrix, np.array([6000]), query)
+
+
+@needs_numba
+def test_the_room_for_kept_rows_is_per_part_the_scan_really_uses(monkeypatch):
+    """The room made for each part's kept rows divides the sample's estimate by the number of
+    parts the scan is cut into -- on a many-core machine fewer than four per thread when the
+    rows are few -- so no part runs out of room and no query is scanned again."""
+    from kgrag.embed import exact_l2
+
+    monkeypatch.setattr(exact_l2, "SAMPLE_ROWS", 500)
+    monkeypatch.setattr(exact_l2, "CAP_MIN", 1)
+    monkeypatch.setattr(exact_l2, "workers", lambda: 64)  # 256 parts wanted, 2 possible
+    rng = np.random.default_rng(23)
+    matrix = rng.standard_normal((12_000, 128)).astype(np.float32)
+    queries = rng.standard_normal((3, 128)).astype(np.float32)
+    int8 = Int8L2Search(matrix, kernel="portable")
+    got = int8.search(queries, 300)
+    assert int8._scan_parts(len(matrix), 3) == 2
+    assert int8.last_full_scans == 0
+    want = FlatL2Search(matrix).search(queries, 300)
+    assert got[1].tolist() == want[1].tolist() and got[0].tolist() == want[0].tolist()

@@ -35,7 +35,7 @@ import functools
 import math
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -128,7 +128,7 @@ def kth_smallest(values: np.ndarray, k: int, *, sample: int = 32768) -> float:
     if step >= 4 and k < n // 2:
         probe = values[::step]
         expected = k * len(probe) / n
-        rank = min(len(probe) - 1, int(expected + 4.0 * math.sqrt(expected) + 8))
+        rank = min(len(probe) - 1, sample_rank(expected))
         kept = values[values <= np.partition(probe, rank)[rank]]
         if len(kept) >= k:
             return float(np.partition(kept, k - 1)[k - 1])
@@ -299,6 +299,8 @@ class Int8L2Search(_ExactL2):
         self.query_max = min(self.QUERY_MAX, (2 ** 31 - 1) // (127 * d))
         #: queries of the last search whose band came from a full scan of every row's bounds
         self.last_full_scans = 0
+        #: ``(step, arrays)`` of the strided sample (:meth:`_sample_rows`), made on first use
+        self._sample: tuple[int, tuple[np.ndarray, ...]] | None = None
 
     def _quantize(self, lo: int, hi: int) -> None:
         rows = self.vectors[lo:hi]
@@ -350,10 +352,7 @@ class Int8L2Search(_ExactL2):
         the parts writes its rows with ``lower <= limits[k]`` from ``bases[p]``, at most
         ``cap`` of them (``counts[p, k]`` counts them all)."""
         m, n = len(limits), len(rows[0])
-        # several row ranges per thread: on a shared machine a thread that loses its core for
-        # a while no longer holds the whole scan back (the others take its remaining ranges)
-        parts = SCAN_PARTS_PER_THREAD * workers() if n * self.dim * m >= (1 << 22) else 1
-        parts = max(1, min(parts, n // 4096))
+        parts = self._scan_parts(n, m)
         bounds = np.linspace(0, n, parts + 1).astype(np.int64)
         if cap is None:
             width, bases, caps = n, bounds[:-1], np.diff(bounds)
@@ -374,6 +373,13 @@ class Int8L2Search(_ExactL2):
             for future in [get_pool().submit(run, p) for p in range(parts)]:
                 future.result()
         return ids, lower, upper, counts, bases
+
+    def _scan_parts(self, n: int, m: int) -> int:
+        """Row ranges a scan of ``n`` rows for ``m`` query vectors is cut into: several per
+        thread, so that on a shared machine a thread that loses its core for a while no longer
+        holds the whole scan back (the others take its remaining ranges)."""
+        parts = SCAN_PARTS_PER_THREAD * workers() if n * self.dim * m >= (1 << 22) else 1
+        return max(1, min(parts, n // 4096))
 
     def _bounds(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         every = np.full(len(queries), np.inf, dtype=np.float32)
@@ -409,8 +415,7 @@ class Int8L2Search(_ExactL2):
             top = float(np.partition(s_upper[row], rank)[rank])
             limits[row] = self._cut(top, 0.0, queries[row])
         kept = max(int((s_lower[row] <= limits[row]).sum()) for row in range(m))
-        parts_hint = max(1, SCAN_PARTS_PER_THREAD * workers())
-        cap = int(CAP_SLACK * kept * (n / size) / parts_hint) + CAP_MIN
+        cap = int(CAP_SLACK * kept * (n / size) / self._scan_parts(n, m)) + CAP_MIN
         ids, lower, upper, counts, bases = self._scan(self._rows(), query_codes, limits, cap,
                                                       "kept")
         bands: list[np.ndarray | None] = []
@@ -430,11 +435,11 @@ class Int8L2Search(_ExactL2):
             self.last_full_scans = len(missing)
             for row, band in zip(missing, super()._bands(queries[missing], k)):
                 bands[row] = band
-        return [band for band in bands if band is not None]
+        return cast(list[np.ndarray], bands)  # every None replaced just above
 
     def _sample_rows(self, step: int) -> tuple[np.ndarray, ...]:
         """Every ``step``-th row's arrays (a copy, made once: ~13 MB for 2.5M x 384 rows)."""
-        kept = getattr(self, "_sample", None)
+        kept = self._sample
         if kept is None or kept[0] != step:
             kept = self._sample = (step, self._rows(np.arange(0, len(self), step)))
         return kept[1]

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.embed.exact_l2 import sample_rank
 from kgrag.embed.relations import RelationTextVectors
 from kgrag.embed.vector_index import AUTO_HNSW_MAX_K, INDEX_KINDS, VectorIndex
 from kgrag.methods.simgrag.pattern import Pattern, is_unknown
@@ -106,7 +107,7 @@ def smallest_k(values: np.ndarray, k: int, *, sample: int = 32768) -> np.ndarray
     if step >= 4 and k < n // 2:
         probe = values[::step]
         expected = k * len(probe) / n
-        rank = min(len(probe) - 1, int(expected + 4.0 * np.sqrt(expected) + 8))
+        rank = min(len(probe) - 1, sample_rank(expected))
         kept = np.flatnonzero(values <= np.partition(probe, rank)[rank])
         if len(kept) < k:  # the sample misled: fall back to the exact k-th value
             kept = None
