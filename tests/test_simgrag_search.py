@@ -614,3 +614,20 @@ def test_neighbour_bitsets_match_boolean_masks():
         probe = np.arange(size)
         assert kernels.has_bits(words, probe).tolist() == mask.tolist()
     assert kernels.bit_ids(np.zeros(3, np.uint64)).tolist() == []
+
+
+def test_stable_argsort_sorts_where_keys_cannot_be_packed():
+    """Values too large to pack with their positions fall back to ``np.argsort`` of the kind
+    asked for: a stable order by default, any ascending order with ``"quicksort"``."""
+    from kgrag.methods.simgrag.search import stable_argsort
+
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 50, 6000).astype(np.int64) * (2**52)  # value * n beyond int64
+    stable = stable_argsort(values)
+    assert stable.tolist() == np.argsort(values, kind="stable").tolist()
+    quick = stable_argsort(values, fallback="quicksort")
+    assert sorted(quick.tolist()) == list(range(6000))
+    assert (np.diff(values[quick]) >= 0).all()
+    small = rng.integers(0, 50, 6000)  # packable: stable whatever the fallback
+    assert stable_argsort(small, fallback="quicksort").tolist() == np.argsort(
+        small, kind="stable").tolist()
