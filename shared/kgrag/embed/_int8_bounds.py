@@ -42,18 +42,26 @@ def select_block(dots, start, stop, scales, sq_norms, norms, residuals, q_scales
     size = stop - start
     low = scratch[0]
     high = scratch[1]
+    # the block's rows as views indexed from 0: numba then knows no index is negative and
+    # LLVM loads them as vectors (indexed by the row id, each load was a scalar one behind a
+    # negative-index check: 6 -> 1 ns per row and query)
+    block_scales = scales[start:stop]
+    block_sq_norms = sq_norms[start:stop]
+    block_norms = norms[start:stop]
+    block_residuals = residuals[start:stop]
     for k in range(dots.shape[0]):
         qs = q_scales[k]
         qn = q_norms[k]
         qe = q_errors[k]
-        for i in range(start, stop):
-            n = np.float64(norms[i])
-            r = np.float64(residuals[i])
-            center = sq_norms[i] - 2.0 * (np.float64(dots[k, i - start])
-                                          * (np.float64(scales[i]) * qs))
+        row_dots = dots[k]
+        for j in range(size):
+            n = np.float64(block_norms[j])
+            r = np.float64(block_residuals[j])
+            center = block_sq_norms[j] - 2.0 * (np.float64(row_dots[j])
+                                                * (np.float64(block_scales[j]) * qs))
             bound = _finish(center, n + r + qn + qe, r, n, qn, qe)
-            low[i - start] = center - bound
-            high[i - start] = center + bound
+            low[j] = center - bound
+            high[j] = center + bound
         limit = limits[k]
         count = counts[k]
         for j in range(size):
