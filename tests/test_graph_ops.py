@@ -342,9 +342,10 @@ def test_incident_ids_reads_both_directions_per_entry():
 
 @pytest.mark.parametrize("loops_once", [True, False])
 def test_incident_ids_compiled_and_numpy_agree(monkeypatch, loops_once):
-    """With numba, :meth:`incident_ids` is one compiled pass (:mod:`kgrag.graph._kernels`);
-    without, numpy. Same four arrays in the same order: repeated and unsorted nodes, isolated
-    nodes, self-loops, parallel edges, an empty node list."""
+    """With numba, :meth:`incident_ids_and_relations` is one compiled pass
+    (:mod:`kgrag.graph._kernels`, in-edge heads and relations read in in-edge order); without,
+    numpy. Same five arrays in the same order: repeated and unsorted nodes, isolated nodes,
+    self-loops, parallel edges, an empty node list."""
     from kgrag.graph import traversal
 
     if traversal.compiled_kernels() is None:
@@ -356,10 +357,15 @@ def test_incident_ids_compiled_and_numpy_agree(monkeypatch, loops_once):
                                     [f"n{i}" for i in range(80)], [f"r{i}" for i in range(5)])
     batches = [np.array([], np.int64), np.array([3]), rng.integers(0, 80, 500),
                np.arange(80)[::-1]]
-    compiled = [kg.incident_ids(b, self_loops_once=loops_once) for b in batches]
+    compiled = [kg.incident_ids_and_relations(b, self_loops_once=loops_once) for b in batches]
+    for nodes, got in zip(batches, compiled):
+        # the relation ids (read in order from the in-edge keys) are those of the edge ids
+        assert got[4].tolist() == kg.rels[got[1]].tolist()
+        assert [a.tolist() for a in kg.incident_ids(nodes, self_loops_once=loops_once)] == [
+            a.tolist() for a in got[:4]]
     monkeypatch.setattr(traversal, "compiled_kernels", lambda: None)
     for nodes, got in zip(batches, compiled):
-        want = kg.incident_ids(nodes, self_loops_once=loops_once)
+        want = kg.incident_ids_and_relations(nodes, self_loops_once=loops_once)
         assert [a.tolist() for a in got] == [a.tolist() for a in want]
         assert [a.dtype for a in got] == [a.dtype for a in want]
     monkeypatch.undo()

@@ -284,6 +284,10 @@ class IdIndexedGraph(GraphStore, Protocol):
     def incident_ids(self, nodes: np.ndarray, *, self_loops_once: bool = True
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
+    def incident_ids_and_relations(self, nodes: np.ndarray, *, self_loops_once: bool = True
+                                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                              np.ndarray]: ...
+
     def follow_path_ids(self, sources: np.ndarray, steps: Sequence[tuple[int, Direction]], *,
                         fan_out: int | None = None, max_paths: int | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...

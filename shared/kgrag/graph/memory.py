@@ -206,6 +206,7 @@ class KnowledgeGraph(ArrayTraversal):
         self._path_cache: dict[Any, tuple[tuple[int, Direction], ...] | None] = {}
         self._adj_tables: tuple[np.ndarray, np.ndarray] | None = None
         self._degree_table: np.ndarray | None = None
+        self._in_heads: np.ndarray | None = None
 
     # ------------------------------------------------------------------ building
     def _build_index(self) -> None:

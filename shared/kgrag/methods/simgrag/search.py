@@ -567,8 +567,8 @@ class SubgraphSearch:
         kept on the domain (every filter and index over the domain costs its edges by relation:
         one gather of the relation ids instead of one per use)."""
         if domain.edges is None:
-            own, e, other = self._incident(domain.ids)
-            domain.edges = (own, e, other, self.kg.rels[e])
+            own, e, other, _, rel = self.kg.incident_ids_and_relations(domain.ids)
+            domain.edges = (own, e, other, rel)
         return domain.edges
 
     def _neighbours(self, domain: _NodeCosts, rel_cost: np.ndarray | None) -> np.ndarray:
