@@ -145,9 +145,16 @@ class _NodeCosts:
     MASK_QUERIES = 4096
 
     def __init__(self, ids: np.ndarray, costs: np.ndarray) -> None:
-        order = np.argsort(ids, kind="stable")
-        self.ids = np.ascontiguousarray(ids[order], dtype=np.int64)
-        self.costs = np.ascontiguousarray(costs[order], dtype=np.float64)
+        """``ids`` distinct (a candidate set's, or a derived domain's), in any order: sorted
+        here unless already ascending, as a derived domain's are (that check costs 0.04 ms
+        where sorting a 92k-node wildcard domain took 10)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        costs = np.asarray(costs, dtype=np.float64)
+        if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():
+            order = stable_argsort(ids)
+            ids, costs = ids[order], costs[order]
+        self.ids = np.ascontiguousarray(ids)
+        self.costs = np.ascontiguousarray(costs)
         self.edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.reads: int | None = None
         self.zero = not self.costs.any()
