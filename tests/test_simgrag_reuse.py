@@ -155,3 +155,34 @@ def test_layout_must_map_onto_the_searched_pattern():
     costs = PatternCosts.of(kg, node_c + [None], rel_c)
     with pytest.raises(ValueError, match="layout"):
         SubgraphSearch(kg, 2, [(0, 1)], node_c, rel_c, layout=Layout(costs, (0, 1, 2), (0,)))
+
+
+def test_named_domains_are_read_once_side_by_side_before_the_prefer_halves():
+    """``SharedDomains.read_edges`` reads each named domain's edges (those within the budget)
+    once, on the pool's threads, as the searches would: the same edges and relations; a
+    wildcard and a domain over the budget are left to the searches."""
+    from kgrag.methods.simgrag.search import SharedDomains
+
+    kg = FAMILY
+    node_c = [cands(kg, {"Alice": 0.0, "Carol": 0.2}, kg.node_id), None,
+              cands(kg, {"Dan": 0.1, "Erin": 0.3}, kg.node_id)]
+    shared = SharedDomains(kg)
+    shared.read_edges(node_c)
+    for c in (node_c[0], node_c[2]):
+        domain = shared.node_costs(c)
+        assert domain.edges is not None
+        own, e, other, rel = domain.edges
+        want = kg.incident_ids_and_relations(domain.ids)
+        assert [a.tolist() for a in (own, e, other, rel)] == [
+            want[0].tolist(), want[1].tolist(), want[2].tolist(), want[4].tolist()]
+    over = SharedDomains(kg)
+    over.read_edges(node_c, budget=2)  # Alice and Carol have 3 edges in all
+    assert over.node_costs(node_c[0]).edges is None
+    # the prefer ranking is the same whether or not the edges were read first
+    rel_c = [cands(kg, PARENT, kg.relation_id)] * 2
+    edges = [(0, 1), (2, 1)]
+    fresh = top_k_subgraphs(kg, 3, edges, node_c, rel_c, 3, injective="prefer")
+    read = top_k_subgraphs(kg, 3, edges, node_c, rel_c, 3, injective="prefer", shared=shared)
+    assert [(m.nodes, m.edges, m.gsd) for m in fresh.matches] == [
+        (m.nodes, m.edges, m.gsd) for m in read.matches]
+    assert fresh.matches

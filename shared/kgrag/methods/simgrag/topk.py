@@ -33,6 +33,7 @@ import numpy as np
 from kgrag.methods.simgrag.quotient import Quotient, reuse_quotients
 from kgrag.methods.simgrag.search import (
     EPS,
+    REFINE_BUDGET,
     CandidateSet,
     Layout,
     Match,
@@ -69,7 +70,8 @@ def top_k_subgraphs(kg, n_nodes: int, edges: Sequence[tuple[int, int]],
     args = (kg, n_nodes, edges, node_candidates, relation_candidates)
     if injective != "prefer":
         return SubgraphSearch(*args, k=k, injective=bool(injective), **options).run()
-    options.setdefault("shared", SharedDomains(kg))  # both halves read each domain once
+    shared = options.setdefault("shared", SharedDomains(kg))  # both halves read each domain once
+    shared.read_edges(node_candidates, options.get("refine_budget", REFINE_BUDGET))
     if k == 1:
         strict = SubgraphSearch(*args, k=k, injective=True, **options).run()
         if strict.matches:  # the list is the best injective match alone
