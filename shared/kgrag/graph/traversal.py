@@ -27,6 +27,9 @@ from kgrag.graph.arrays import (
 )
 from kgrag.graph.base import Direction, check_direction
 
+#: held while a lazily built table (:meth:`ArrayTraversal.in_edge_heads`) is made
+_TABLE_LOCK = threading.Lock()
+
 
 def compiled_kernels() -> Any:
     """:mod:`kgrag.graph._kernels` (numba), or None without numba: the numpy code runs."""
@@ -92,7 +95,10 @@ class ArrayTraversal:
         16k-node domain's edges: most of the time :meth:`incident_ids` took)."""
         table = self._in_heads
         if table is None:
-            table = self._in_heads = self.heads[self.in_order]
+            with _TABLE_LOCK:  # threads reading domains side by side build it once
+                table = self._in_heads
+                if table is None:
+                    table = self._in_heads = self.heads[self.in_order]
         return table
 
     def _pair_ranges(self, nodes: np.ndarray, rel: int,
