@@ -591,10 +591,10 @@ def test_cheapest_per_source_takes_runs_of_sorted_sources(monkeypatch, compiled)
 
 
 def test_neighbour_bitsets_match_boolean_masks():
-    """The compiled neighbour set (:func:`._kernels.neighbour_bits`, one bit per node) gives the
-    numpy path's boolean mask: the same ids (word edges 63 / 64, the last node of a size that
-    is not a multiple of 64) and the same membership answers, with and without a relation
-    filter."""
+    """The compiled neighbour set (:func:`._kernels.neighbour_bits`, one bit per node; a
+    domain's own set, :func:`._kernels.id_bits`) gives the numpy path's boolean mask: the same
+    ids (word edges 63 / 64, the last node of a size that is not a multiple of 64) and the same
+    membership answers, with and without a relation filter."""
     from kgrag.methods.simgrag import search as search_module
 
     kernels = search_module.compiled_kernels()
@@ -613,7 +613,10 @@ def test_neighbour_bitsets_match_boolean_masks():
         assert kernels.bit_ids(words).tolist() == np.flatnonzero(mask).tolist()
         probe = np.arange(size)
         assert kernels.has_bits(words, probe).tolist() == mask.tolist()
+        # a domain's membership bitset: the same words from its ids alone
+        assert kernels.id_bits(np.flatnonzero(mask), size).tolist() == words.tolist()
     assert kernels.bit_ids(np.zeros(3, np.uint64)).tolist() == []
+    assert kernels.id_bits(np.empty(0, np.int64), 65).tolist() == [0, 0]
 
 
 def test_stable_argsort_sorts_where_keys_cannot_be_packed():

@@ -8,9 +8,10 @@ is a candidate, with their option cost -- one pass instead of a dozen numpy pass
 gather, relation-cost gather, finiteness, four compressions, two gathers) over the 136,000
 edges of a 16,384-node domain at 10M edges.
 
-:func:`neighbour_bits` / :func:`bit_ids` / :func:`has_bits` hold a domain's neighbour set as
-a bitset (one bit per graph node: 312 KB at 2.5M nodes, in L2) instead of a boolean array
-(2.5 MB, zeroed, scattered into and scanned for every derived domain).
+:func:`neighbour_bits` / :func:`id_bits` / :func:`bit_ids` / :func:`has_bits` hold a domain's
+neighbour set or membership as a bitset (one bit per graph node: 312 KB at 2.5M nodes, in L2)
+instead of a boolean array (2.5 MB, zeroed, scattered into and scanned for every derived
+domain).
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 @njit(nogil=True, cache=True)
 def reverse_options(own, edges, outer, rel, rel_cost, inside, target_ids, target_costs,
                     new):  # pragma: no cover - compiled; tested against the numpy path
-    """``(outer end, edge id, inner node, option cost)`` of the edges ``i`` with
-    ``inside[outer[i]]`` (every edge when ``inside`` is empty) and a finite
-    ``rel_cost[rel[i]]`` (every edge, at cost 0, when ``rel_cost`` is empty), in edge order;
-    ``new``: the inner node's domain cost ``target_costs[own[i]]`` added to the relation's."""
+    """``(outer end, edge id, inner node, option cost)`` of the edges ``i`` whose outer end is
+    in the bitset ``inside`` (:func:`id_bits`; every edge when ``inside`` is empty) and whose
+    ``rel_cost[rel[i]]`` is finite (every edge, at cost 0, when ``rel_cost`` is empty), in edge
+    order; ``new``: the inner node's domain cost ``target_costs[own[i]]`` added to the
+    relation's. The bitset (312 KB at 2.5M nodes) stays in L2 where a boolean mask (2.5 MB)
+    did not: 130k edges of a leaf domain 1.5 -> 0.6 ms in a 3-hop star's reuse searches."""
     n = len(own)
     use_rel = len(rel_cost) > 0
     use_source = len(inside) > 0
+    one = np.uint64(1)
     out_outer = np.empty(n, np.int64)
     out_edges = np.empty(n, np.int64)
     out_inner = np.empty(n, np.int64)
@@ -37,7 +41,7 @@ def reverse_options(own, edges, outer, rel, rel_cost, inside, target_ids, target
     t = 0
     for i in range(n):
         end = outer[i]
-        if use_source and not inside[end]:
+        if use_source and (inside[end >> 6] >> np.uint64(end & 63)) & one == 0:
             continue
         cost = 0.0
         if use_rel:
@@ -52,6 +56,18 @@ def reverse_options(own, edges, outer, rel, rel_cost, inside, target_ids, target
         out_cost[t] = cost
         t += 1
     return out_outer[:t], out_edges[:t], out_inner[:t], out_cost[:t]
+
+
+@njit(nogil=True, cache=True)
+def id_bits(ids, size):  # pragma: no cover - compiled
+    """The set of ``ids`` (each in ``0..size-1``) as ``ceil(size / 64)`` uint64 words, as
+    :func:`neighbour_bits` gives."""
+    words = np.zeros((size + 63) >> 6, np.uint64)
+    one = np.uint64(1)
+    for i in range(len(ids)):
+        v = ids[i]
+        words[v >> 6] |= one << np.uint64(v & 63)
+    return words
 
 
 @njit(nogil=True, cache=True)
