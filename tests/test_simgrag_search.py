@@ -522,6 +522,30 @@ def test_merged_candidates_are_the_common_ids_with_summed_distances(tables, wild
     np.testing.assert_allclose(got.distances, [d for d, _ in want])
 
 
+def test_merged_candidates_compiled_and_numpy_agree(monkeypatch):
+    """With numba the common ids of merged sets are found by bitsets, without it by sorted
+    search: the same ids and the same summed distances, bit for bit (three sets, one empty
+    overlap, ids at word edges)."""
+    from kgrag.methods.simgrag import topk
+    from kgrag.methods.simgrag.topk import _merged
+
+    if topk.compiled_kernels() is None:
+        pytest.skip("needs numba")
+    rng = np.random.default_rng(12)
+    sets = [CandidateSet(np.concatenate([[0, 63, 64], rng.choice(np.arange(65, 5000), 1500,
+                                                               replace=False)]),
+                         rng.random(1503)) for _ in range(3)]
+    apart = CandidateSet(np.array([6000, 6001]), np.array([0.5, 0.25]))
+    cases = [sets[:2], sets, [sets[0], None, sets[2]], [sets[0], apart]]
+    compiled = [_merged(c) for c in cases]
+    monkeypatch.setattr(topk, "compiled_kernels", lambda: None)
+    for case, got in zip(cases, compiled):
+        want = _merged(case)
+        assert got.ids.tolist() == want.ids.tolist()
+        assert got.distances.tolist() == want.distances.tolist()
+    assert len(compiled[0]) and not len(compiled[3])
+
+
 @pytest.mark.parametrize("injective", [True, "prefer"])
 def test_compiled_and_numpy_reverse_indexes_agree(monkeypatch, injective):
     """With numba a step's reverse index is filtered by one compiled pass

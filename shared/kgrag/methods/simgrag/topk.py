@@ -41,6 +41,7 @@ from kgrag.methods.simgrag.search import (
     SearchResult,
     SharedDomains,
     SubgraphSearch,
+    compiled_kernels,
     stable_argsort,
 )
 
@@ -298,20 +299,30 @@ def _merged(sets: list[CandidateSet | None],
             kept = orders[id(c)] = (c, order, c.ids[order])
         return kept[1], kept[2]
 
+    compiled = compiled_kernels()
     out = known[0]
     for c in known[1:]:
         if not len(out) or not len(c):
             return CandidateSet.presorted(np.empty(0, np.int64), np.empty(0, np.float64))
-        # both id lists sorted, then one binary search of the sorted ids into the other's,
-        # which numpy walks forward: two 16k sets ~1.2 ms, against ~4 ms for intersect1d (a
-        # stable sort of both together)
-        ours, sorted_ours = by_id(out)
-        theirs, sorted_theirs = by_id(c)
-        pos = np.minimum(np.searchsorted(sorted_theirs, sorted_ours), len(theirs) - 1)
-        hit = np.flatnonzero(sorted_theirs[pos] == sorted_ours)
-        mine = ours[hit]
+        if compiled is not None:
+            # each set's membership as a bitset, tested for the other's ids: two 16k sets
+            # ~0.15 ms; then only the few common ids are sorted, to pair them up
+            size = max(int(out.ids.max()), int(c.ids.max())) + 1
+            mine = np.flatnonzero(compiled.has_bits(compiled.id_bits(c.ids, size), out.ids))
+            yours = np.flatnonzero(compiled.has_bits(compiled.id_bits(out.ids, size), c.ids))
+            mine = mine[np.argsort(out.ids[mine])]
+            yours = yours[np.argsort(c.ids[yours])]
+        else:
+            # both id lists sorted, then one binary search of the sorted ids into the
+            # other's, which numpy walks forward: two 16k sets ~1.2 ms, against ~4 ms for
+            # intersect1d (a stable sort of both together)
+            ours, sorted_ours = by_id(out)
+            theirs, sorted_theirs = by_id(c)
+            pos = np.minimum(np.searchsorted(sorted_theirs, sorted_ours), len(theirs) - 1)
+            hit = np.flatnonzero(sorted_theirs[pos] == sorted_ours)
+            mine, yours = ours[hit], theirs[pos[hit]]
         ids = out.ids[mine]
-        dist = out.distances[mine] + c.distances[theirs[pos[hit]]]
+        dist = out.distances[mine] + c.distances[yours]
         order = np.lexsort((ids, dist))  # ascending by (distance, id), as a CandidateSet is
         out = CandidateSet.presorted(ids[order], dist[order])
     return out
