@@ -152,6 +152,9 @@ class SimGRAG(KGMethod):
         if self.kg is not None:
             node_names: Sequence[str] = self.kg.node_names
             relation_names: Sequence[str] = self.kg.relation_names
+            in_heads = getattr(self.kg, "in_edge_heads", None)
+            if in_heads is not None:
+                in_heads()  # the table the matching reads domains with, made now, not in a query
         elif node_search is not None:
             node_names = node_search.names
             relation_names = list(graph.list_relations())
