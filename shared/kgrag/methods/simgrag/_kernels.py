@@ -60,14 +60,9 @@ def reverse_options(own, edges, outer, rel, rel_cost, inside, target_ids, target
 
 @njit(nogil=True, cache=True)
 def id_bits(ids, size):  # pragma: no cover - compiled
-    """The set of ``ids`` (each in ``0..size-1``) as ``ceil(size / 64)`` uint64 words, as
-    :func:`neighbour_bits` gives."""
-    words = np.zeros((size + 63) >> 6, np.uint64)
-    one = np.uint64(1)
-    for i in range(len(ids)):
-        v = ids[i]
-        words[v >> 6] |= one << np.uint64(v & 63)
-    return words
+    """The set of ``ids`` (each in ``0..size-1``) as ``ceil(size / 64)`` uint64 words: the
+    :func:`neighbour_bits` of ``ids`` with no relation filter."""
+    return neighbour_bits(ids, ids, np.empty(0), size)
 
 
 @njit(nogil=True, cache=True)
