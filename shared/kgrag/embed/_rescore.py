@@ -4,11 +4,7 @@ when numba is installed -- without it the same metric is a numpy ``einsum``).
 An exact search re-scores its band -- ~35,000 of 2.5M rows of 384 float32 values for SimGRAG's
 k(n) = 16384 -- rows scattered over a 3.8 GB matrix. numpy's gather, subtract and ``einsum``
 make three passes over each chunk; this loop reads each row once and sums while it streams in:
-15 -> 6 ms per 35,000-row band on two cores (AVX2 code on a Sapphire Rapids guest). Each row is
-a separate trip to memory, so the loop asks for the row :data:`ROWS_AHEAD` ids on before it
-reads one (:func:`kgrag.embed._prefetch.prefetch`): 3.9 -> 2.1 and 5.0 -> 2.7 ms per band
-(old and new alternating, same guest, AVX2 build; `benchmarks/simgrag_scale.py` runs it per
-pattern node).
+15 -> 6 ms per 35,000-row band on two cores (AVX2 code on a Sapphire Rapids guest).
 """
 
 from __future__ import annotations
@@ -16,29 +12,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kgrag.embed._prefetch import prefetch
-
-#: how many band rows ahead the rescoring loop prefetches (1 row: 3.3 ms, 2: 2.9, 4: 2.1,
-#: 8: 2.1 ms per 35,000-row band, against 3.9 without; 8 keeps ahead on a slower memory)
-ROWS_AHEAD = 8
-#: float32 values per cache line
-_LINE_FLOATS = 16
-
 
 # reassociation (a vectorised sum) and fused multiply-adds only: NaN and infinity keep their
 # meaning. The error bound of the metric (gamma_{d+2}) holds in any summation order.
 @njit(nogil=True, fastmath={"reassoc", "contract"}, cache=True)
 def squared_rows(matrix, ids, query, out, lo, hi):  # pragma: no cover - compiled
     """``out[t] = |matrix[ids[t]] - query|^2`` (float32 sum) for ``t`` in ``lo:hi``. Each value
-    depends only on its row and ``query`` (the same loop for every row; the prefetch changes
-    no value). ``matrix`` is C-contiguous (the caller makes it so)."""
+    depends only on its row and ``query`` (the same loop for every row)."""
     d = matrix.shape[1]
-    flat = matrix.reshape(-1)
     for t in range(lo, hi):
-        if t + ROWS_AHEAD < hi:  # the ids are checked by the caller: a valid row
-            ahead = ids[t + ROWS_AHEAD] * d
-            for j in range(0, d, _LINE_FLOATS):
-                prefetch(flat, ahead + j)
         row = ids[t]
         total = np.float32(0.0)
         for j in range(d):
