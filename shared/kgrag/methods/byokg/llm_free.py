@@ -65,17 +65,17 @@ def scored_walks(kg: IdIndexedGraph, seeds: np.ndarray, rel_sim: np.ndarray, hop
     for length in range(1, hops + 1):
         if len(nodes) == 0:
             break
-        # a self-loop is walked both ways, as an out-edge and as an in-edge
-        owner, e, other, f = kg.incident_ids(nodes[:, -1], self_loops_once=False)
+        # a self-loop is walked both ways, as an out-edge and as an in-edge; the relation ids
+        # come from the same pass over the adjacency
+        step = kg.incident_ids_and_relations(nodes[:, -1], self_loops_once=False)
         if edges.shape[1]:
-            keep = e != edges[owner, -1]  # no immediate backtrack over the same edge
-            owner, e, other, f = owner[keep], e[keep], other[keep], f[keep]
-        if len(owner) > MAX_WALKS:
-            owner, e, other, f = owner[:MAX_WALKS], e[:MAX_WALKS], other[:MAX_WALKS], f[:MAX_WALKS]
+            keep = step[1] != edges[step[0], -1]  # no immediate backtrack over the same edge
+            step = tuple(a[keep] for a in step)
+        owner, e, other, f, rel = (a[:MAX_WALKS] for a in step)
         nodes = np.column_stack([nodes[owner], other])
         edges = np.column_stack([edges[owner], e])
         fwd = np.column_stack([fwd[owner], f])
-        rel_sum = rel_sum[owner] + rel_sim[kg.rels[e]]
+        rel_sum = rel_sum[owner] + rel_sim[rel]
         walks_nodes.append(nodes)
         walks_edges.append(edges)
         walks_fwd.append(fwd)

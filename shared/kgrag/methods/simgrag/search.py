@@ -602,11 +602,13 @@ class SubgraphSearch:
         root = u if (self.degree[u], -u) >= (self.degree[v], -v) else v
         self.node_cost[root] = _NodeCosts(ends, np.zeros(len(ends)))
 
-    def _incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _incident(self, nodes: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every edge at ``nodes`` in either direction: ``(owner index into nodes, edge id, other
-        end)``, out-edges first; a self-loop appears once."""
-        owner, edges, other, _ = self.kg.incident_ids(nodes)
-        return owner, edges, other
+        end, relation id)``, out-edges first; a self-loop appears once. The relation ids come
+        from the same pass (no second gather of ``rels`` by edge id)."""
+        owner, edges, other, _, rels = self.kg.incident_ids_and_relations(nodes)
+        return owner, edges, other, rels
 
     def _domain_reads(self, domain: _NodeCosts) -> int:
         """How many adjacency entries reading every edge of the domain costs (cached)."""
@@ -928,8 +930,8 @@ class SubgraphSearch:
             hi = np.searchsorted(sources, nodes, side="right")
             pos, own = expand_ranges(lo, hi - lo)
             return own, edges[pos], targets[pos], costs[pos]  # grouped by owner (nodes sorted)
-        own, e, t = self._incident(nodes)
-        cost = self._option_cost(s, e, t)
+        own, e, t, rel = self._incident(nodes)
+        cost = self._option_cost(s, e, t, rel)
         ok = np.isfinite(cost)
         own, e, t, cost = own[ok], e[ok], t[ok], cost[ok]
         order = np.argsort(own, kind="stable")
